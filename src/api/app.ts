@@ -1,0 +1,52 @@
+// The HTTP API: one Elysia app, every route under /v1. Shells (serve, tests, the UI listener)
+// call `createApp()` and hand requests to `app.handle` or listen with it.
+import { Elysia } from "elysia";
+import { openapi } from "@elysiajs/openapi";
+import { getCatalog, type Catalog } from "../catalog/index.ts";
+import { VERSION } from "../version.ts";
+import { Health } from "../schema/api.ts";
+import { toErrorReply } from "./errors.ts";
+import { catalogRoutes } from "./routes/catalog.ts";
+import { validateRoutes } from "./routes/validate.ts";
+import { docsRoutes } from "./routes/docs.ts";
+
+export interface AppOptions {
+  catalog?: Catalog;
+  /** Extra fields for /v1/health (e.g. the rate limiter's store state). */
+  healthExtra?: () => Record<string, string>;
+}
+
+export function createApp(options: AppOptions = {}) {
+  const catalog = options.catalog ?? getCatalog();
+  const v1 = new Elysia({ prefix: "/v1" })
+    .get("/health", () => ({ status: "ok", version: VERSION, ...(options.healthExtra?.() ?? {}) }), {
+      response: { 200: Health },
+      detail: { summary: "Health and version", tags: ["meta"] },
+    })
+    .use(catalogRoutes(catalog))
+    .use(validateRoutes(catalog))
+    .use(docsRoutes);
+
+  return new Elysia()
+    .onError(({ code, error, path, set }) => {
+      const reply = toErrorReply(code, error, path);
+      set.status = reply.status;
+      set.headers["content-type"] = "application/json";
+      return reply.body;
+    })
+    .use(openapi({
+      path: "/v1/openapi",
+      specPath: "/v1/openapi.json",
+      provider: null,
+      documentation: {
+        info: { title: "stackgen API", version: VERSION, description: "Validate and generate self-hosted container stacks." },
+        tags: [{ name: "catalog" }, { name: "stacks" }, { name: "meta" }],
+        components: {
+          securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "Optional; a valid key raises the rate limits" } },
+        },
+      },
+    }))
+    .use(v1);
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,31 @@
+// One place that turns any thrown error into the SPEC error body and status.
+import { ValidationError } from "elysia";
+import { StackgenError } from "../errors.ts";
+import { toFieldIssues } from "../schema/issues.ts";
+
+export interface ErrorReply {
+  status: number;
+  body: { error: { code: string; message: string; details?: { field: string; message: string }[] } };
+}
+
+const MESSAGES: Record<string, string> = { "/v1/generate": "Invalid generation input", "/v1/deploy": "Invalid deploy request" };
+
+export function toErrorReply(code: string | number, error: unknown, path: string): ErrorReply {
+  const reply = (status: number, c: string, message: string, details?: { field: string; message: string }[]) =>
+    ({ status, body: { error: { code: c, message, ...(details ? { details } : {}) } } });
+  if (error instanceof StackgenError) return reply(error.status, error.code, error.message, error.details);
+  if (code === "VALIDATION" && error instanceof ValidationError) {
+    const root = error.type === "query" ? "query" : error.type === "params" ? "params" : "body";
+    const details = toFieldIssues(error.all as never, root);
+    return reply(400, "VALIDATION_ERROR", MESSAGES[path] ?? (root === "query" ? "Invalid query parameters" : "Invalid request body"), details);
+  }
+  if (code === "PARSE") return reply(400, "VALIDATION_ERROR", "Malformed request body", [{ field: "body", message: "Expected a JSON document" }]);
+  if (code === "NOT_FOUND") return reply(404, "NOT_FOUND", `No route for ${path}`);
+  if (code === "INVALID_COOKIE_SIGNATURE") return reply(400, "VALIDATION_ERROR", "Invalid cookie");
+  const status = (error as { status?: number })?.status;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return reply(status, status === 413 ? "PAYLOAD_TOO_LARGE" : status === 405 ? "METHOD_NOT_ALLOWED" : "BAD_REQUEST", (error as Error).message || "Bad request");
+  }
+  if (path.endsWith("/generate")) return reply(500, "GENERATION_ERROR", "Stack generation failed");
+  return reply(500, "INTERNAL_ERROR", "Unexpected failure");
+}

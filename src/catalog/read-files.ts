@@ -1,0 +1,19 @@
+// Build-time reader: used as a Bun macro, so the catalog's files are inlined into the bundle
+// (and the compiled binary) as a plain object. Runs on the developer's machine, never at runtime.
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+
+/** All text files under `dir` (relative to the project root), keyed by their relative path. */
+export function readTextTree(dir: string): Record<string, string> {
+  const root = join(import.meta.dir, "..", "..", dir);
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out[relative(root, p)] = readFileSync(p, "utf8");
+    }
+  };
+  walk(root);
+  return out;
+}

@@ -1,0 +1,34 @@
+// `stackgen serve`: API on --port (3456) and UI on --ui-port (3654). Flags win over env (CONTRACT §1).
+import { defineCommand } from "citty";
+import { usageError } from "../errors.ts";
+import { log } from "./output.ts";
+
+function portOf(name: string, flag: string | undefined, env: string | undefined, fallback: number): number {
+  const raw = flag ?? env;
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`${name} must be a port number (0-65535), got "${raw}"`);
+  return n;
+}
+
+export default defineCommand({
+  meta: { name: "serve", description: "Serve the HTTP API (port 3456) and the web UI (port 3654)" },
+  args: {
+    port: { type: "string", description: "API port (env PORT, default 3456)" },
+    "ui-port": { type: "string", description: "UI port, 0 disables the UI listener (env UI_PORT, default 3654)" },
+    host: { type: "string", description: "Interface to listen on (env HOST, default 0.0.0.0)" },
+  },
+  async run({ args }) {
+    const { startServers } = await import("../api/server.ts");
+    const port = portOf("--port", args.port, process.env.PORT, 3456);
+    const uiPort = portOf("--ui-port", args["ui-port"], process.env.UI_PORT, 3654);
+    const host = args.host ?? process.env.HOST ?? "0.0.0.0";
+    const servers = startServers({ port, uiPort, host });
+    log.info(`stackgen API on http://${host}:${servers.api.port}/v1 (docs at /v1/docs)`);
+    if (servers.ui) log.info(`stackgen UI on http://${host}:${servers.ui.port}/`);
+    const stop = async () => { await servers.stop(); process.exit(0); };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    await new Promise(() => {});
+  },
+});

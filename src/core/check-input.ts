@@ -1,0 +1,51 @@
+// Turns a request body (already shape-checked) into a normalized selection: config migration,
+// preset expansion, pack aliases, and every unknown id reported with the field that holds it.
+import type { Catalog } from "../catalog/index.ts";
+import type { GenerateRequest, ValidateRequest } from "../schema/api.ts";
+import type { Platform } from "../schema/catalog.ts";
+import { validationError, type FieldIssue } from "../errors.ts";
+
+/** Request ids accepted for listing ids (CONTRACT §2). */
+export const PACK_ALIASES: Record<string, string> = { research: "research-agent", "dev-ops": "devops" };
+
+export interface Selection {
+  services: string[];
+  skillPacks: string[];
+  proxy: "caddy" | "traefik" | null;
+  gpu: boolean;
+  platform: Platform;
+  domain?: string;
+  preset?: string;
+}
+
+export function hostPlatform(): Platform {
+  return process.arch === "arm64" ? "linux/arm64" : "linux/amd64";
+}
+
+/** Validate ids and merge preset + explicit fields. Throws VALIDATION_ERROR naming each unknown id. */
+export function toSelection(body: ValidateRequest | GenerateRequest, catalog: Catalog, message = "Invalid request body"): Selection {
+  const issues: FieldIssue[] = [];
+  const preset = body.preset === undefined ? undefined : catalog.presetsById.get(body.preset);
+  if (body.preset !== undefined && !preset) issues.push({ field: "preset", message: `Unknown preset id "${body.preset}"` });
+  (body.services ?? []).forEach((id, i) => {
+    if (!catalog.servicesById.has(id)) issues.push({ field: `services.${i}`, message: `Unknown service id "${id}"` });
+  });
+  const packs = (body.skillPacks ?? []).map((id, i) => {
+    const real = PACK_ALIASES[id] ?? id;
+    if (!catalog.packsById.has(real)) issues.push({ field: `skillPacks.${i}`, message: `Unknown skill pack id "${id}"` });
+    return real;
+  });
+  if (issues.length) throw validationError(message, issues);
+  const proxy = body.proxy === undefined ? (preset?.proxy ?? null) : body.proxy === "none" ? null : body.proxy;
+  return {
+    services: unique([...(preset?.services ?? []), ...(body.services ?? [])]),
+    skillPacks: unique([...(preset?.skillPacks ?? []), ...packs]),
+    proxy,
+    gpu: body.gpu ?? preset?.gpu ?? false,
+    platform: body.platform ?? hostPlatform(),
+    domain: body.domain?.toLowerCase(),
+    preset: preset?.id,
+  };
+}
+
+const unique = <T>(xs: T[]) => [...new Set(xs)];

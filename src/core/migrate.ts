@@ -1,0 +1,31 @@
+// Config-file migrations (SPEC §9): run one step at a time, in order, never skipping.
+import { validationError } from "../errors.ts";
+
+export const CURRENT_CONFIG_VERSION = 2;
+type Doc = Record<string, unknown>;
+
+/** migrations[n] turns a version-n document into a version-(n+1) one. */
+const migrations: Record<number, (doc: Doc) => Doc> = {
+  1: (doc) => ({ ...doc, configVersion: 2, deploymentType: doc.deploymentType ?? "docker" }),
+};
+
+/** Bring a document that carries `configVersion` up to the current version; others pass through. */
+export function migrateConfig(doc: Doc): Doc {
+  if (!("configVersion" in doc)) return doc;
+  let version = doc.configVersion;
+  if (typeof version !== "number" || !Number.isInteger(version)) {
+    throw validationError("Invalid config", [{ field: "configVersion", message: "Expected integer" }]);
+  }
+  let out = doc;
+  while (version < CURRENT_CONFIG_VERSION) {
+    const step = migrations[version];
+    if (!step) break;
+    out = step(out);
+    version = out.configVersion as number;
+  }
+  if (version !== CURRENT_CONFIG_VERSION) {
+    const message = `No migration path from config version ${String(doc.configVersion)}`;
+    throw validationError(message, [{ field: "configVersion", message }]);
+  }
+  return out;
+}

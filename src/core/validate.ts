@@ -1,0 +1,12 @@
+// validate = migrate a config document if needed, check ids, resolve.
+import type { Catalog } from "../catalog/index.ts";
+import { ValidateRequest, type ValidateResponse } from "../schema/api.ts";
+import { assertValid } from "../schema/issues.ts";
+import { toSelection } from "./check-input.ts";
+import { migrateConfig } from "./migrate.ts";
+import { resolve, toValidateResponse } from "./resolve.ts";
+
+export function validateSelection(body: unknown, catalog: Catalog): ValidateResponse {
+  const migrated = assertValid<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>), "Invalid request body");
+  return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
+}

@@ -1,0 +1,29 @@
+// One error model for every shell: the API maps `status` + `code` to the SPEC error body, the CLI
+// maps `exitCode` to its exit status and prints `message` as one line.
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+export class StackgenError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status = 500,
+    readonly details?: FieldIssue[],
+    /** CLI exit code: 1 failure, 2 bad usage or input. */
+    readonly exitCode = status >= 400 && status < 500 ? 2 : 1,
+  ) {
+    super(message);
+    this.name = "StackgenError";
+  }
+}
+
+export const validationError = (message: string, details: FieldIssue[]) =>
+  new StackgenError("VALIDATION_ERROR", message, 400, details);
+export const notFound = (message: string) => new StackgenError("NOT_FOUND", message, 404);
+export const conflictError = (message: string) => new StackgenError("CONFLICT_ERROR", message, 409, undefined, 1);
+/** A failure of the CLI's environment or an operation (exit 1). */
+export const failure = (code: string, message: string) => new StackgenError(code, message, 500, undefined, 1);
+/** Bad flags or input files (exit 2). */
+export const usageError = (message: string) => new StackgenError("USAGE_ERROR", message, 400, undefined, 2);

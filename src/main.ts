@@ -1,0 +1,7 @@
+#!/usr/bin/env bun
+// Entry point of the binary: argv -> CLI.
+import { run } from "./cli/index.ts";
+
+const code = await run(process.argv.slice(2));
+// `serve` keeps running; every other command ends here.
+if (code !== 0 || !process.argv.slice(2).includes("serve")) process.exitCode = code;

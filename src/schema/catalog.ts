@@ -1,0 +1,174 @@
+// Catalog contracts: one TypeBox schema per kind of catalog file. The same objects check the
+// YAML files at load time, type the core and describe the API responses in OpenAPI.
+import { Type, type Static } from "@sinclair/typebox";
+
+export const CATEGORY_IDS = [
+  "ai-agents", "ai-platforms", "ai-models", "automation", "database", "vector-db", "media", "social",
+  "analytics", "knowledge", "storage", "devtools", "proxy", "monitoring", "browser", "search",
+  "communication", "streaming", "security", "desktop",
+] as const;
+export const CategoryId = Type.Union(CATEGORY_IDS.map((c) => Type.Literal(c)), { description: "One of the 20 catalog categories" });
+export type CategoryId = Static<typeof CategoryId>;
+
+export const Maturity = Type.Union([Type.Literal("stable"), Type.Literal("beta"), Type.Literal("experimental")]);
+export type Maturity = Static<typeof Maturity>;
+
+export const Platform = Type.Union([Type.Literal("linux/amd64"), Type.Literal("linux/arm64")]);
+export type Platform = Static<typeof Platform>;
+
+const Id = Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", maxLength: 64 });
+/** Name of a variable in the bundle's `.env`: upper snake case. */
+const VarName = Type.String({ pattern: "^[A-Z][A-Z0-9_]*$", maxLength: 128 });
+const Duration = Type.String({ pattern: "^[0-9]+(ms|s|m|h)$" });
+
+export const Port = Type.Object({
+  container: Type.Integer({ minimum: 1, maximum: 65535 }),
+  host: Type.Integer({ minimum: 1, maximum: 65535 }),
+  protocol: Type.Optional(Type.Union([Type.Literal("tcp"), Type.Literal("udp")])),
+  /** HTTP port the reverse proxy routes `<service>.<domain>` to (at most one per service). */
+  web: Type.Optional(Type.Boolean()),
+  /** Published on 127.0.0.1 only (databases, caches, admin ports). */
+  local: Type.Optional(Type.Boolean()),
+  description: Type.Optional(Type.String()),
+});
+export type Port = Static<typeof Port>;
+
+export const Volume = Type.Object({
+  /** A named volume (`redis-data`) or an absolute host path for a bind mount (`/var/run/docker.sock`). */
+  source: Type.String({ minLength: 1 }),
+  target: Type.String({ pattern: "^/" }),
+  readOnly: Type.Optional(Type.Boolean()),
+});
+export type Volume = Static<typeof Volume>;
+
+export const HealthCheck = Type.Object({
+  test: Type.Array(Type.String(), { minItems: 2, description: 'Compose array form: ["CMD", ...] or ["CMD-SHELL", "..."]' }),
+  interval: Duration,
+  timeout: Duration,
+  retries: Type.Integer({ minimum: 1 }),
+  startPeriod: Type.Optional(Duration),
+});
+export type HealthCheck = Static<typeof HealthCheck>;
+
+/** A variable the service needs in `.env`. Names are namespaced by the service id (`N8N_...`). */
+export const Variable = Type.Object({
+  name: VarName,
+  description: Type.String({ minLength: 1 }),
+  /** Generated from a CSPRNG at generate time. */
+  secret: Type.Optional(Type.Boolean()),
+  /** Secret alphabet/length; default alnum, 32 characters. */
+  format: Type.Optional(Type.Union([Type.Literal("alnum"), Type.Literal("hex")])),
+  length: Type.Optional(Type.Integer({ minimum: 32, maximum: 128 })),
+  /** Non-secret default written to `.env`. Absent and not secret: left empty for the user. */
+  default: Type.Optional(Type.String()),
+});
+export type Variable = Static<typeof Variable>;
+
+/** A database the relational database must create for this service at first start. */
+export const Database = Type.Object({
+  engine: Type.Literal("postgresql"),
+  name: Type.String({ pattern: "^[a-z_][a-z0-9_]*$" }),
+  user: Type.String({ pattern: "^[a-z_][a-z0-9_]*$" }),
+  /** Variable (declared in `variables`, secret) holding the user's password. */
+  passwordVar: VarName,
+  /** Extensions to create in the database (e.g. `vector`). */
+  extensions: Type.Optional(Type.Array(Type.String())),
+});
+export type Database = Static<typeof Database>;
+
+/** A helper container that belongs to one catalog entry (e.g. its own MongoDB). Compose name `<id>-<name>`. */
+export const Sidecar = Type.Object({
+  name: Id,
+  image: Type.String({ minLength: 3 }),
+  command: Type.Optional(Type.Array(Type.String())),
+  env: Type.Optional(Type.Record(Type.String(), Type.String())),
+  volumes: Type.Optional(Type.Array(Volume)),
+  healthCheck: Type.Optional(HealthCheck),
+  estimatedMemoryMB: Type.Optional(Type.Number({ minimum: 0 })),
+});
+export type Sidecar = Static<typeof Sidecar>;
+
+/** How bare-metal deployment installs this service natively on Debian/Ubuntu. */
+export const NativeRecipe = Type.Object({
+  packages: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9.+-]*$" }), { minItems: 1 }),
+  systemdUnit: Type.String({ pattern: "^[a-z0-9@._-]+$" }),
+  /** Shell lines run after install (no user input is ever interpolated into them). */
+  configure: Type.Optional(Type.Array(Type.String())),
+});
+export type NativeRecipe = Static<typeof NativeRecipe>;
+
+export const MetricsEndpoint = Type.Object({
+  port: Type.Integer({ minimum: 1, maximum: 65535 }),
+  path: Type.String({ pattern: "^/" }),
+});
+
+export const CatalogService = Type.Object({
+  id: Id,
+  name: Type.String({ minLength: 1 }),
+  description: Type.String({ minLength: 20 }),
+  category: CategoryId,
+  maturity: Maturity,
+  image: Type.String({ minLength: 3, description: "Image reference with tag" }),
+  platforms: Type.Array(Platform, { minItems: 1 }),
+  gpu: Type.Boolean({ description: "Can use an NVIDIA GPU" }),
+  gpuRequired: Type.Optional(Type.Boolean()),
+  ports: Type.Array(Port),
+  dependencies: Type.Array(Id),
+  /** Why each dependency is needed (shown in addedDependencies). */
+  dependencyReasons: Type.Optional(Type.Record(Type.String(), Type.String())),
+  conflicts: Type.Array(Id),
+  estimatedMemoryMB: Type.Number({ minimum: 0 }),
+  /** Container environment; values may reference `.env` variables as `${NAME}`. */
+  env: Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_.]*$" }), Type.String()),
+  variables: Type.Optional(Type.Array(Variable)),
+  databases: Type.Optional(Type.Array(Database)),
+  volumes: Type.Array(Volume),
+  healthCheck: Type.Optional(HealthCheck),
+  command: Type.Optional(Type.Array(Type.String())),
+  entrypoint: Type.Optional(Type.Array(Type.String())),
+  user: Type.Optional(Type.String()),
+  sidecars: Type.Optional(Type.Array(Sidecar)),
+  metrics: Type.Optional(MetricsEndpoint),
+  native: Type.Optional(NativeRecipe),
+  /** What the core gateway is told about this service (hosts, ports, credentials as `${NAME}`). */
+  coreEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }), Type.String())),
+  skills: Type.Array(Id),
+  docsUrl: Type.String({ pattern: "^https://" }),
+});
+export type CatalogService = Static<typeof CatalogService>;
+
+export const Preset = Type.Object({
+  id: Id,
+  name: Type.String({ minLength: 1 }),
+  description: Type.String({ minLength: 20 }),
+  services: Type.Array(Id, { minItems: 1 }),
+  skillPacks: Type.Array(Id),
+  estimatedMemoryMB: Type.Number({ minimum: 0 }),
+  proxy: Type.Union([Type.Literal("caddy"), Type.Literal("traefik"), Type.Null()]),
+  gpu: Type.Boolean(),
+});
+export type Preset = Static<typeof Preset>;
+
+export const SkillPack = Type.Object({
+  id: Id,
+  name: Type.String({ minLength: 1 }),
+  description: Type.String({ minLength: 20 }),
+  services: Type.Array(Id, { minItems: 1 }),
+  skills: Type.Array(Id, { minItems: 1 }),
+  tags: Type.Array(Type.String()),
+});
+export type SkillPack = Static<typeof SkillPack>;
+
+export const Category = Type.Object({ id: CategoryId, name: Type.String(), count: Type.Integer({ minimum: 0 }) });
+export type Category = Static<typeof Category>;
+
+/** `catalog/categories.yaml`: display names. */
+export const CategoryNames = Type.Array(Type.Object({ id: CategoryId, name: Type.String({ minLength: 1 }) }), { minItems: 20, maxItems: 20 });
+
+/** YAML front matter of `catalog/skills/<id>/SKILL.md`. */
+export const SkillFrontMatter = Type.Object({
+  name: Id,
+  description: Type.String({ minLength: 20 }),
+  services: Type.Array(Id),
+});
+export type SkillFrontMatter = Static<typeof SkillFrontMatter>;
