@@ -22,7 +22,7 @@ export class StackgenError extends Error {
 export const validationError = (message: string, details: FieldIssue[]) =>
   new StackgenError("VALIDATION_ERROR", message, 400, details);
 export const notFound = (message: string) => new StackgenError("NOT_FOUND", message, 404);
-export const conflictError = (message: string) => new StackgenError("CONFLICT_ERROR", message, 409, undefined, 1);
+export const conflictError = (message: string, details?: FieldIssue[]) => new StackgenError("CONFLICT_ERROR", message, 409, details, 1);
 /** A failure of the CLI's environment or an operation (exit 1). */
 export const failure = (code: string, message: string) => new StackgenError(code, message, 500, undefined, 1);
 /** Bad flags or input files (exit 2). */

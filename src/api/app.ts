@@ -8,12 +8,16 @@ import { Health } from "../schema/api.ts";
 import { toErrorReply } from "./errors.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
+import { generateRoutes } from "./routes/generate.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { guardPlugin, type Guard } from "./guard/index.ts";
 
 export interface AppOptions {
   catalog?: Catalog;
   /** Extra fields for /v1/health (e.g. the rate limiter's store state). */
   healthExtra?: () => Record<string, string>;
+  /** Keys, rate limits, CORS, body limit, security headers, request log (src/api/guard). */
+  guard?: Guard;
 }
 
 export function createApp(options: AppOptions = {}) {
@@ -25,6 +29,7 @@ export function createApp(options: AppOptions = {}) {
     })
     .use(catalogRoutes(catalog))
     .use(validateRoutes(catalog))
+    .use(generateRoutes(catalog))
     .use(docsRoutes);
 
   return new Elysia()
@@ -34,6 +39,7 @@ export function createApp(options: AppOptions = {}) {
       set.headers["content-type"] = "application/json";
       return reply.body;
     })
+    .use(guardPlugin(options.guard))
     .use(openapi({
       path: "/v1/openapi",
       specPath: "/v1/openapi.json",

@@ -1,29 +1,53 @@
 // Starts the two listeners: the API (all /v1 routes) and the UI listener, which serves the web
 // UI and answers the same /v1 routes so the page can use relative URLs.
+import type { Server } from "bun";
 import { createApp, type AppOptions } from "./app.ts";
+import { createGuard, noteClientAddress, readGuardConfig, transportBodyLimit, type GuardConfig } from "./guard/index.ts";
+import { startUiPageServer } from "./guard/ui-page.ts";
 import uiPage from "../web/index.html";
 
 export interface ServeOptions extends AppOptions {
   port: number;
   uiPort: number;
   host: string;
+  /** Tests: with `uiPort` 0, listen on a free port (read it from `ui.port`) instead of disabling the UI. */
+  uiAnyPort?: boolean;
+  /** Guard settings; read from the environment when neither this nor `guard` is given. */
+  guardConfig?: GuardConfig;
 }
 
 export function startServers(options: ServeOptions) {
-  const app = createApp(options);
-  const api = Bun.serve({ port: options.port, hostname: options.host, fetch: (req) => app.handle(req) });
-  const ui = options.uiPort === 0 ? undefined : Bun.serve({
+  const guard = options.guard ?? createGuard(options.guardConfig ?? readGuardConfig(process.env));
+  const app = createApp({ ...options, guard, healthExtra: () => ({ ...guard.health(), ...(options.healthExtra?.() ?? {}) }) });
+  // The app never sees the socket: note the caller's address for the rate limiter first.
+  const handle = (req: Request, server: Server<unknown>) => {
+    noteClientAddress(req, server);
+    return app.handle(req);
+  };
+  const maxRequestBodySize = transportBodyLimit(guard.config);
+  const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });
+  const page = options.uiPort === 0 && !options.uiAnyPort ? undefined : startUiPageServer(uiPage);
+  const ui = page && Bun.serve({
     port: options.uiPort,
     hostname: options.host,
-    routes: { "/": uiPage },
-    fetch: (req) => app.handle(req),
+    maxRequestBodySize,
+    fetch: async (req, server) => {
+      if (!new URL(req.url).pathname.startsWith("/v1/")) {
+        const answer = await page.fetch(req);
+        if (answer) return answer;
+      }
+      return handle(req, server);
+    },
   });
   return {
     api,
     ui,
+    guard,
     stop: async () => {
       await api.stop(true);
       await ui?.stop(true);
+      await page?.stop();
+      if (!options.guard) await guard.close();
     },
   };
 }

@@ -5,7 +5,6 @@ import { createConsola } from "consola";
 export const log = createConsola({
   stdout: process.stderr,
   stderr: process.stderr,
-  fancy: !process.env.NO_COLOR && process.stderr.isTTY === true,
   formatOptions: { colors: !process.env.NO_COLOR && process.stderr.isTTY === true, date: false },
 });
 

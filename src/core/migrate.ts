@@ -12,10 +12,11 @@ const migrations: Record<number, (doc: Doc) => Doc> = {
 /** Bring a document that carries `configVersion` up to the current version; others pass through. */
 export function migrateConfig(doc: Doc): Doc {
   if (!("configVersion" in doc)) return doc;
-  let version = doc.configVersion;
-  if (typeof version !== "number" || !Number.isInteger(version)) {
+  const declared = doc.configVersion;
+  if (typeof declared !== "number" || !Number.isInteger(declared)) {
     throw validationError("Invalid config", [{ field: "configVersion", message: "Expected integer" }]);
   }
+  let version = declared;
   let out = doc;
   while (version < CURRENT_CONFIG_VERSION) {
     const step = migrations[version];

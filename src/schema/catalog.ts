@@ -7,7 +7,13 @@ export const CATEGORY_IDS = [
   "analytics", "knowledge", "storage", "devtools", "proxy", "monitoring", "browser", "search",
   "communication", "streaming", "security", "desktop",
 ] as const;
-export const CategoryId = Type.Union(CATEGORY_IDS.map((c) => Type.Literal(c)), { description: "One of the 20 catalog categories" });
+export const CategoryId = Type.Union([
+  Type.Literal("ai-agents"), Type.Literal("ai-platforms"), Type.Literal("ai-models"), Type.Literal("automation"),
+  Type.Literal("database"), Type.Literal("vector-db"), Type.Literal("media"), Type.Literal("social"),
+  Type.Literal("analytics"), Type.Literal("knowledge"), Type.Literal("storage"), Type.Literal("devtools"),
+  Type.Literal("proxy"), Type.Literal("monitoring"), Type.Literal("browser"), Type.Literal("search"),
+  Type.Literal("communication"), Type.Literal("streaming"), Type.Literal("security"), Type.Literal("desktop"),
+], { description: "One of the 20 catalog categories" });
 export type CategoryId = Static<typeof CategoryId>;
 
 export const Maturity = Type.Union([Type.Literal("stable"), Type.Literal("beta"), Type.Literal("experimental")]);
@@ -109,6 +115,8 @@ export const CatalogService = Type.Object({
   category: CategoryId,
   maturity: Maturity,
   image: Type.String({ minLength: 3, description: "Image reference with tag" }),
+  /** Why the image uses a floating tag (`latest`, `nightly`): only when upstream publishes nothing pinned. */
+  floatingTag: Type.Optional(Type.String({ minLength: 10 })),
   platforms: Type.Array(Platform, { minItems: 1 }),
   gpu: Type.Boolean({ description: "Can use an NVIDIA GPU" }),
   gpuRequired: Type.Optional(Type.Boolean()),

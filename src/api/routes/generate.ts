@@ -1,0 +1,33 @@
+// POST /v1/generate: json (default), complete (round-trips through its `input`) or zip.
+import { Elysia } from "elysia";
+import type { Catalog } from "../../catalog/index.ts";
+import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
+import { generateBundle } from "../../core/generate/index.ts";
+import { zipBundle } from "../../core/bundle.ts";
+
+export const generateRoutes = (catalog: Catalog) =>
+  new Elysia({ name: "generate-routes" }).post("/generate", ({ body, query, headers }) => {
+    const { input, files, metadata } = generateBundle(body, catalog);
+    const wantsZip = query.format === "zip" || (query.format === undefined && (headers.accept ?? "").includes("application/zip"));
+    if (wantsZip) {
+      return new Response(zipBundle(input.projectName, files) as Uint8Array<ArrayBuffer>, {
+        headers: {
+          "content-type": "application/zip",
+          "content-disposition": `attachment; filename="${input.projectName}.zip"`,
+        },
+      });
+    }
+    if (query.format === "complete") return { formatVersion: "1" as const, input: body as typeof input, files, metadata };
+    return { files, metadata };
+  }, {
+    body: GenerateRequest,
+    query: GenerateQuery,
+    response: { 200: GenerateJsonResponse, 400: ErrorBody, 409: ErrorBody, 500: ErrorBody },
+    detail: {
+      summary: "Generate a stack bundle",
+      description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). A conflicting selection is 409 CONFLICT_ERROR.",
+      tags: ["stacks"],
+    },
+  });
+
+export { CompleteDocument };

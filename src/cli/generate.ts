@@ -1,0 +1,56 @@
+// `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
+// user's .env values or edits.
+import { defineCommand } from "citty";
+import { basename, resolve } from "node:path";
+import { getCatalog } from "../catalog/index.ts";
+import { generateBundle } from "../core/generate/index.ts";
+import { failure } from "../errors.ts";
+import { log, printJson, printText, yellow } from "./output.ts";
+import { readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
+import { planBundle, writePlan } from "./write-bundle.ts";
+
+export default defineCommand({
+  meta: { name: "generate", description: "Generate a stack bundle (docker-compose.yml, .env, proxy, monitoring, skills, README)" },
+  args: {
+    name: { type: "string", description: "Project name (default: the --from file's, else the --dir folder name)" },
+    ...selectionArgs,
+    deployment: { type: "string", description: "docker (default) or bare-metal" },
+    "core-version": { type: "string", description: "Image tag of the core gateway (default latest)" },
+    secrets: { type: "boolean", default: true, description: "Generate random secrets (--no-secrets leaves them empty)" },
+    dir: { type: "string", description: "Output directory (default ./<name>)" },
+    from: { type: "string", description: "A complete JSON export or a stackgen.json to generate from" },
+    "dry-run": { type: "boolean", description: "Show what would be written, write nothing" },
+    force: { type: "boolean", description: "Overwrite files you edited since the last generate" },
+  },
+  async run({ args }) {
+    const body: Record<string, unknown> = { ...(args.from ? await readInputFile(args.from) : {}), ...selectionFromArgs(args) };
+    if (args.deployment !== undefined) body.deployment = args.deployment;
+    if (args["core-version"] !== undefined) body.coreVersion = args["core-version"];
+    if (args.secrets === false) body.generateSecrets = false;
+    if (args.name !== undefined) body.projectName = args.name;
+    else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
+
+    const { input, files, metadata } = generateBundle(body, getCatalog());
+    const dir = resolve(args.dir ?? input.projectName);
+    const plan = await planBundle(dir, files, args.force === true);
+    const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
+    const summary = { dir, files: plan.map(({ path, action }) => ({ path, action })), metadata };
+
+    if (args["dry-run"]) {
+      if (args.json) return printJson({ ...summary, dryRun: true });
+      return printText([`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}`)].join("\n"));
+    }
+    if (edited.length) {
+      throw failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. Nothing was written; re-run with --force to replace them.`);
+    }
+    await writePlan(dir, plan);
+    for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
+    if (args.json) return printJson(summary);
+    const changed = plan.filter((f) => f.action !== "unchanged").length;
+    printText([
+      `Generated ${input.projectName} in ${dir} (${metadata.totalServices} services, ~${metadata.estimatedMemoryMB} MB, ${changed} files written).`,
+      ...(plan.some((f) => f.action === "keep-values") ? [yellow("Kept the existing .env values.")] : []),
+      `Next: cd ${dir} && docker compose up -d`,
+    ].join("\n"));
+  },
+});

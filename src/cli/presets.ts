@@ -1,0 +1,29 @@
+import { defineCommand } from "citty";
+import { getCatalog } from "../catalog/index.ts";
+import { notFound } from "../errors.ts";
+import { printJson, printText } from "./output.ts";
+
+export default defineCommand({
+  meta: { name: "presets", description: "List presets, or show one with its services" },
+  args: {
+    id: { type: "positional", required: false, description: "Preset id" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  run({ args }) {
+    const catalog = getCatalog();
+    if (args.id) {
+      const preset = catalog.presetsById.get(args.id);
+      if (!preset) throw Object.assign(notFound(`Preset "${args.id}" not found`), { exitCode: 2 });
+      const services = preset.services.map((id) => catalog.servicesById.get(id)!);
+      if (args.json) return printJson({ preset, services });
+      return printText([
+        `${preset.name} (${preset.id}): ${preset.description}`,
+        `Services: ${preset.services.join(", ")}`,
+        `Skill packs: ${preset.skillPacks.join(", ") || "none"}`,
+        `Proxy: ${preset.proxy ?? "none"}  GPU: ${preset.gpu ? "yes" : "no"}  Memory: ${preset.estimatedMemoryMB} MB`,
+      ].join("\n"));
+    }
+    if (args.json) return printJson({ presets: catalog.presets, total: catalog.presets.length });
+    printText(catalog.presets.map((p) => `${p.id.padEnd(16)} ${String(p.estimatedMemoryMB).padStart(5)} MB  ${p.services.join(", ")}`).join("\n"));
+  },
+});

@@ -1,0 +1,24 @@
+import { defineCommand } from "citty";
+import { getCatalog } from "../catalog/index.ts";
+import { CATEGORY_IDS } from "../schema/catalog.ts";
+import { usageError } from "../errors.ts";
+import { categorySummary } from "../core/listings.ts";
+import { printJson, printText, dim } from "./output.ts";
+
+export default defineCommand({
+  meta: { name: "services", description: "List catalog services" },
+  args: {
+    category: { type: "string", description: `Only this category (${CATEGORY_IDS.join(", ")})` },
+    maturity: { type: "string", description: "Only stable, beta or experimental" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  run({ args }) {
+    const catalog = getCatalog();
+    if (args.category && !(CATEGORY_IDS as readonly string[]).includes(args.category)) throw usageError(`Unknown category "${args.category}"`);
+    if (args.maturity && !["stable", "beta", "experimental"].includes(args.maturity)) throw usageError(`Unknown maturity "${args.maturity}"`);
+    const services = catalog.services.filter((s) => (!args.category || s.category === args.category) && (!args.maturity || s.maturity === args.maturity));
+    if (args.json) return printJson({ services, categories: categorySummary(catalog, services, !args.category && !args.maturity), total: services.length });
+    const width = Math.max(...services.map((s) => s.id.length), 2);
+    printText(services.map((s) => `${s.id.padEnd(width)}  ${s.category.padEnd(13)} ${s.maturity.padEnd(12)} ${String(s.estimatedMemoryMB).padStart(5)} MB  ${dim(s.name)}`).join("\n") + `\n${services.length} services`);
+  },
+});

@@ -1,0 +1,25 @@
+import { defineCommand } from "citty";
+import { getCatalog } from "../catalog/index.ts";
+import { usageError } from "../errors.ts";
+import { scorePacks } from "../core/listings.ts";
+import { printJson, printText } from "./output.ts";
+
+export default defineCommand({
+  meta: { name: "skills", description: "List skill packs, or those compatible with some services" },
+  args: {
+    services: { type: "string", description: "Comma-separated service ids; adds a compatibility score" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  run({ args }) {
+    const catalog = getCatalog();
+    let packs: (ReturnType<typeof scorePacks>[number] | (typeof catalog.packs)[number])[] = catalog.packs;
+    if (args.services !== undefined) {
+      const ids = args.services.split(",").map((s) => s.trim()).filter(Boolean);
+      const unknown = ids.filter((id) => !catalog.servicesById.has(id));
+      if (unknown.length) throw usageError(`Unknown service id: ${unknown.join(", ")}`);
+      packs = scorePacks(catalog.packs, ids);
+    }
+    if (args.json) return printJson({ packs, total: packs.length });
+    printText(packs.map((p) => `${p.id.padEnd(22)} ${"compatibilityScore" in p ? `${p.compatibilityScore.toFixed(2)}  ` : ""}${p.services.join(", ")}`).join("\n"));
+  },
+});

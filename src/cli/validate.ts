@@ -1,0 +1,27 @@
+import { defineCommand } from "citty";
+import { getCatalog } from "../catalog/index.ts";
+import { validateSelection } from "../core/validate.ts";
+import { printJson, printText, green, red, yellow } from "./output.ts";
+import { readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
+
+export default defineCommand({
+  meta: { name: "validate", description: "Check a selection: dependencies, conflicts, ports, platform, memory" },
+  args: { ...selectionArgs, file: { type: "string", description: "JSON file with the request body (or a stackgen.json)" } },
+  async run({ args }) {
+    const body = { ...(args.file ? await readInputFile(args.file) : {}), ...selectionFromArgs(args) };
+    const result = validateSelection(body, getCatalog());
+    if (args.json) printJson(result);
+    else {
+      const lines = [
+        result.valid ? green("Valid selection") : red("Invalid selection"),
+        `Services (${result.resolvedServices.length}): ${result.resolvedServices.join(", ") || "none"}`,
+        ...result.addedDependencies.map((d) => `  + ${d.service} (required by ${d.requiredBy}: ${d.reason})`),
+        ...result.warnings.map((w) => yellow(`  warning ${w.code}: ${w.message}`)),
+        ...result.conflicts.map((c) => red(`  conflict ${c.code}: ${c.message}`)),
+        `Estimated memory: ${result.estimatedMemoryMB} MB`,
+      ];
+      printText(lines.join("\n"));
+    }
+    if (!result.valid) process.exitCode = 1;
+  },
+});

@@ -1,0 +1,68 @@
+// Writes a generated FileMap into a directory without losing anything: .env values are kept,
+// files the user edited are not overwritten (unless forced), nothing lands outside the directory.
+import { chmod, lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { dirname, join, resolve, sep } from "node:path";
+import type { FileMap } from "../core/generate/context.ts";
+import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
+import { isExecutable, isPrivate } from "../core/generate/index.ts";
+import { mergeEnv } from "../core/env-merge.ts";
+import { failure, usageError } from "../errors.ts";
+
+export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited";
+export interface PlannedFile { path: string; action: FileAction; content: string }
+
+async function readIfExists(path: string): Promise<string | undefined> {
+  try {
+    const st = await lstat(path);
+    if (st.isSymbolicLink()) throw usageError(`Refusing to write through the symbolic link ${path}`);
+    if (!st.isFile()) throw usageError(`${path} exists and is not a regular file`);
+    return await readFile(path, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+}
+
+/** Resolve `rel` inside `root`, refusing anything that would escape it. */
+export function insideDir(root: string, rel: string): string {
+  const target = resolve(root, rel);
+  if (rel.includes("\0") || !(target === root || target.startsWith(root + sep))) throw usageError(`Refusing to write outside ${root}: ${rel}`);
+  return target;
+}
+
+/** Decide what happens to every file; reads the directory, writes nothing. */
+export async function planBundle(dir: string, files: FileMap, force: boolean): Promise<PlannedFile[]> {
+  const root = resolve(dir);
+  const oldConfigText = await readIfExists(join(root, CONFIG_FILE)).catch(() => undefined);
+  let recorded: Record<string, string> = {};
+  try { recorded = oldConfigText ? JSON.parse(oldConfigText).files ?? {} : {}; } catch { recorded = {}; }
+  const plan: PlannedFile[] = [];
+  for (const [path, content] of Object.entries(files)) {
+    const target = insideDir(root, path);
+    const existing = await readIfExists(target);
+    if (existing === undefined) plan.push({ path, action: "create", content });
+    else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content).text });
+    else if (existing === content) plan.push({ path, action: "unchanged", content });
+    else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
+    else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content });
+  }
+  return plan;
+}
+
+/** Write the plan. Directories are created inside root only; .env gets mode 0600, scripts 0755. */
+export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void> {
+  const root = resolve(dir);
+  await mkdir(root, { recursive: true });
+  const realRoot = await realpath(root);
+  for (const f of plan) {
+    if (f.action === "unchanged" || f.action === "skip-edited") continue;
+    const target = insideDir(root, f.path);
+    await mkdir(dirname(target), { recursive: true });
+    // A directory on the way may be a symlink planted to redirect the write.
+    const realParent = await realpath(dirname(target));
+    if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw failure("UNSAFE_PATH", `Refusing to write ${f.path}: it resolves outside ${root}`);
+    const mode = isPrivate(f.path) ? 0o600 : isExecutable(f.path) ? 0o755 : 0o644;
+    await writeFile(target, f.content, { mode });
+    await chmod(target, mode);
+  }
+}

@@ -1,0 +1,45 @@
+// Regenerating into an existing bundle must keep the user's .env values (database passwords are
+// baked into volumes). Pure: takes the old and new file texts, returns the merged text.
+
+const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+
+/** KEY -> raw value text (as written, quotes included) of a dotenv file. */
+export function parseEnvValues(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const m = LINE.exec(line.trim());
+    if (m) out.set(m[1], m[2]);
+  }
+  return out;
+}
+
+export interface EnvMerge {
+  text: string;
+  kept: string[];
+  added: string[];
+  /** Keys only the old file has (kept at the end, reported). */
+  extra: string[];
+}
+
+export function mergeEnv(existing: string, generated: string): EnvMerge {
+  const old = parseEnvValues(existing);
+  const kept: string[] = [];
+  const added: string[] = [];
+  const seen = new Set<string>();
+  const lines = generated.split("\n").map((line) => {
+    const m = LINE.exec(line);
+    if (!m) return line;
+    seen.add(m[1]);
+    if (old.has(m[1])) {
+      kept.push(m[1]);
+      return `${m[1]}=${old.get(m[1])}`;
+    }
+    added.push(m[1]);
+    return line;
+  });
+  const extra = [...old.keys()].filter((k) => !seen.has(k));
+  if (extra.length) {
+    lines.push("# --- Kept from the previous .env (not used by the generated stack) ---", ...extra.map((k) => `${k}=${old.get(k)}`), "");
+  }
+  return { text: lines.join("\n").replace(/\n+$/, "\n"), kept, added, extra };
+}

@@ -1,0 +1,149 @@
+// docker-compose.yml: the core gateway plus every resolved service (and their sidecars), one
+// network, named volumes, health-gated depends_on. Emitted through the `yaml` library.
+import { Scalar, stringify } from "yaml";
+import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
+import { allServices, hostnameOf, webServices, type FileMap, type GenContext } from "./context.ts";
+import { bundleMounts, DOCKER_SOCKET } from "./mounts.ts";
+
+export const NETWORK = "stack";
+const VAR_REF = /\$\{([A-Z][A-Z0-9_]*)\}/g;
+
+/** `${NAME}` stays a compose reference; any other `$` is a literal and is doubled. */
+export function escapeDollars(value: string): string {
+  return value.replace(/\$(?!\{[A-Z][A-Z0-9_]*(?:(?::?[-?])[^}]*)?\})/g, () => "$$$$");
+}
+
+function interpolate(ctx: GenContext, value: string): string {
+  const escaped = escapeDollars(value);
+  if (ctx.generateSecrets) return escaped;
+  const secretNames = new Set(ctx.variables.filter((v) => v.secret).map((v) => v.name));
+  return escaped.replace(VAR_REF, (ref, name: string) =>
+    secretNames.has(name) ? `\${${name}:?${name} is empty - set it in .env}` : ref);
+}
+
+function healthcheck(h: HealthCheck, ctx: GenContext) {
+  return {
+    test: h.test.map((t, i) => (i === 0 ? t : interpolate(ctx, t))),
+    interval: h.interval,
+    timeout: h.timeout,
+    retries: h.retries,
+    ...(h.startPeriod ? { start_period: h.startPeriod } : {}),
+  };
+}
+
+const envOf = (ctx: GenContext, env: Record<string, string>) =>
+  Object.fromEntries(Object.entries(env).map(([k, v]) => [k, interpolate(ctx, v)]));
+
+/** Port mappings are always quoted: YAML 1.1 readers take `22:22` for a base-60 number. */
+function quoted(text: string): Scalar {
+  const node = new Scalar(text);
+  node.type = Scalar.QUOTE_DOUBLE;
+  return node;
+}
+
+/** The gateway image: repository and tag both overridable from .env (CORE_IMAGE, CORE_VERSION). */
+export const coreImage = (ctx: GenContext) => `\${CORE_IMAGE:-ghcr.io/openclaw/openclaw}:\${CORE_VERSION:-${ctx.coreVersion}}`;
+
+export const sidecarName = (s: CatalogService, sc: Sidecar) => `${s.id}-${sc.name}`;
+
+export function buildCompose(ctx: GenContext): Record<string, unknown> {
+  const services: Record<string, unknown> = {};
+  const volumes = new Set<string>();
+  const mounts = bundleMounts(ctx);
+  const containerServices = allServices(ctx).filter((s) => !ctx.nativeIds.has(s.id));
+  const byId = new Map(containerServices.map((s) => [s.id, s]));
+  const extraHosts = [...ctx.nativeIds].sort().map((id) => `${id}:host-gateway`);
+  const traefik = byId.has("traefik");
+  const webById = new Map(webServices(ctx).map((w) => [w.id, w]));
+
+  const volumeSpecs = (list: CatalogService["volumes"]) =>
+    list.map((v) => {
+      if (!v.source.startsWith("/")) volumes.add(v.source);
+      return `${v.source}:${v.target}${v.readOnly ? ":ro" : ""}`;
+    });
+
+  for (const s of containerServices) {
+    for (const sc of s.sidecars ?? []) {
+      services[sidecarName(s, sc)] = {
+        image: sc.image,
+        ...(ctx.platform ? { platform: ctx.platform } : {}),
+        restart: "unless-stopped",
+        ...(sc.command ? { command: sc.command.map((a) => interpolate(ctx, a)) } : {}),
+        ...(sc.env && Object.keys(sc.env).length ? { environment: envOf(ctx, sc.env) } : {}),
+        ...(sc.volumes?.length ? { volumes: volumeSpecs(sc.volumes) } : {}),
+        ...(sc.healthCheck ? { healthcheck: healthcheck(sc.healthCheck, ctx) } : {}),
+        labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name },
+        networks: [NETWORK],
+      };
+    }
+
+    const environment: Record<string, string> = envOf(ctx, s.env);
+    if (s.id === "core") {
+      for (const other of ctx.stack.services) Object.assign(environment, envOf(ctx, other.coreEnv ?? {}));
+    }
+    if (s.id === "postgresql") {
+      // The init script creates each service's user with its own password.
+      for (const db of ctx.stack.services.flatMap((x) => x.databases ?? [])) environment[db.passwordVar] = interpolate(ctx, `\${${db.passwordVar}}`);
+    }
+
+    const dependsOn: Record<string, { condition: string }> = {};
+    const dependOn = (name: string, healthy: boolean) => { dependsOn[name] = { condition: healthy ? "service_healthy" : "service_started" }; };
+    for (const sc of s.sidecars ?? []) dependOn(sidecarName(s, sc), !!sc.healthCheck);
+    if (s.id === "core") {
+      for (const other of ctx.stack.services) if (byId.has(other.id)) dependOn(other.id, false);
+    } else {
+      for (const d of s.dependencies) if (byId.has(d)) dependOn(d, !!byId.get(d)!.healthCheck);
+    }
+
+    const vols = volumeSpecs(s.volumes);
+    for (const m of mounts.get(s.id) ?? []) vols.push(`${m.source}:${m.target}${m.readOnly ? ":ro" : ""}`);
+    if (s.id === "traefik" && !s.volumes.some((v) => v.source === DOCKER_SOCKET)) vols.push(`${DOCKER_SOCKET}:${DOCKER_SOCKET}:ro`);
+
+    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) =>
+      quoted(`${p.local ? "127.0.0.1:" : ""}${p.host}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`));
+
+    const labels: Record<string, string> = { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id };
+    const web = webById.get(s.id);
+    if (traefik && web) {
+      const router = `${s.id}`;
+      labels["traefik.enable"] = "true";
+      labels[`traefik.http.routers.${router}.rule`] = `Host(\`${hostnameOf(ctx, s.id)}\`)`;
+      labels[`traefik.http.routers.${router}.entrypoints`] = ctx.domain ? "websecure" : "web";
+      if (ctx.domain) labels[`traefik.http.routers.${router}.tls.certresolver`] = "letsencrypt";
+      labels[`traefik.http.routers.${router}.middlewares`] = "security-headers@file";
+      labels[`traefik.http.services.${router}.loadbalancer.server.port`] = String(web.port);
+    }
+
+    const gpu = ctx.gpu && s.gpu;
+    services[s.id] = {
+      image: s.id === "core" ? coreImage(ctx) : s.image,
+      ...(ctx.platform ? { platform: ctx.platform } : {}),
+      restart: "unless-stopped",
+      ...(s.id === "core" ? { init: true } : {}),
+      ...(s.entrypoint ? { entrypoint: s.entrypoint.map((a) => interpolate(ctx, a)) } : {}),
+      ...(s.command ? { command: s.command.map((a) => interpolate(ctx, a)) } : {}),
+      ...(s.user ? { user: s.user } : {}),
+      ...(Object.keys(environment).length ? { environment } : {}),
+      ...(ports.length ? { ports } : {}),
+      ...(vols.length ? { volumes: vols } : {}),
+      ...(Object.keys(dependsOn).length ? { depends_on: dependsOn } : {}),
+      ...(s.healthCheck ? { healthcheck: healthcheck(s.healthCheck, ctx) } : {}),
+      ...(gpu ? { deploy: { resources: { reservations: { devices: [{ driver: "nvidia", count: "all", capabilities: ["gpu"] }] } } } } : {}),
+      ...(extraHosts.length ? { extra_hosts: extraHosts } : {}),
+      labels,
+      networks: [NETWORK],
+    };
+  }
+
+  return {
+    name: ctx.projectName,
+    services,
+    networks: { [NETWORK]: { driver: "bridge" } },
+    ...(volumes.size ? { volumes: Object.fromEntries([...volumes].sort().map((v) => [v, {}])) } : {}),
+  };
+}
+
+export function composeFile(ctx: GenContext): FileMap {
+  const header = `# ${ctx.projectName}: generated by stackgen ${ctx.version}. Start with: docker compose up -d\n# Secrets live in .env; edit settings there rather than here.\n`;
+  return { "docker-compose.yml": header + stringify(buildCompose(ctx), { lineWidth: 0, version: "1.1" }) };
+}

@@ -1,0 +1,53 @@
+// What every artifact generator receives: the resolved stack plus the generation options.
+import type { Catalog } from "../../catalog/index.ts";
+import type { CatalogService, Platform, Variable } from "../../schema/catalog.ts";
+import type { ResolvedStack } from "../resolve.ts";
+import type { SecretSource } from "./secrets.ts";
+
+export type FileMap = Record<string, string>;
+
+export interface GenOptions {
+  projectName: string;
+  proxy: "caddy" | "traefik" | null;
+  domain?: string;
+  gpu: boolean;
+  /** Set only when the user asked for a platform: compose then pins it per service. */
+  platform?: Platform;
+  deployment: "docker" | "bare-metal";
+  generateSecrets: boolean;
+  coreVersion: string;
+  skillPacks: string[];
+  preset?: string;
+}
+
+export interface GenContext extends GenOptions {
+  stack: ResolvedStack;
+  catalog: Catalog;
+  /** Every `.env` variable of the bundle, in file order, with its value. */
+  variables: EnvVariable[];
+  /** Services that run natively (bare-metal) instead of in a container. */
+  nativeIds: Set<string>;
+  version: string;
+}
+
+export interface EnvVariable extends Variable {
+  owner: string;
+  value: string;
+}
+
+/** The core gateway plus the resolved services, in compose order. */
+export const allServices = (ctx: GenContext): CatalogService[] => [ctx.stack.core, ...ctx.stack.services];
+export const has = (ctx: GenContext, id: string) => ctx.stack.resolvedServices.includes(id);
+
+/** Services the reverse proxy serves: those with a `web` port (the core gateway included). */
+export function webServices(ctx: GenContext): { id: string; name: string; port: number }[] {
+  return allServices(ctx)
+    .filter((s) => !ctx.nativeIds.has(s.id))
+    .flatMap((s) => {
+      const web = s.ports.find((p) => p.web);
+      return web ? [{ id: s.id, name: s.name, port: web.container }] : [];
+    });
+}
+
+/** Public hostname of a web service: `<id>.<domain>`, or `<id>.localhost` without a domain. */
+export const hostnameOf = (ctx: GenContext, id: string) => `${id}.${ctx.domain ?? "localhost"}`;

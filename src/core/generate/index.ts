@@ -1,0 +1,116 @@
+// generate = check input -> resolve -> run every artifact generator -> FileMap + metadata.
+import type { Catalog } from "../../catalog/index.ts";
+import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
+import { assertValid } from "../../schema/issues.ts";
+import { conflictError, validationError } from "../../errors.ts";
+import { VERSION } from "../../version.ts";
+import { toSelection } from "../check-input.ts";
+import { migrateConfig } from "../migrate.ts";
+import { resolve, type ResolvedStack } from "../resolve.ts";
+import type { FileMap, GenContext, GenOptions } from "./context.ts";
+import { cryptoSecrets, type SecretSource } from "./secrets.ts";
+import { collectVariables } from "./variables.ts";
+import { composeFile } from "./compose.ts";
+import { envFiles } from "./env.ts";
+import { caddyFile } from "./caddy.ts";
+import { traefikFiles } from "./traefik.ts";
+import { prometheusFiles } from "./prometheus.ts";
+import { grafanaFiles } from "./grafana.ts";
+import { postgresInit } from "./postgres-init.ts";
+import { skillFiles } from "./skills.ts";
+import { readmeFile } from "./readme.ts";
+import { bareMetalFiles } from "./bare-metal.ts";
+import { configFile } from "./config.ts";
+
+export const GENERATE_MESSAGE = "Invalid generation input";
+/** Default gateway tag when the request names none. */
+export const DEFAULT_CORE_VERSION = "latest";
+
+export interface GenerateOptions {
+  secrets?: SecretSource;
+  now?: () => Date;
+}
+
+export interface Generated {
+  input: GenerateRequest;
+  files: FileMap;
+  metadata: GenerateMetadata;
+  stack: ResolvedStack;
+}
+
+/** Parse and migrate a body (generation input or config document) into a checked GenerateRequest. */
+export function parseGenerateInput(body: unknown): GenerateRequest {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
+  }
+  const migrated = migrateConfig(body as Record<string, unknown>);
+  const input = assertValid<GenerateRequest>(GenerateRequest, migrated, GENERATE_MESSAGE);
+  if (!input.services?.length && !input.skillPacks?.length && !input.preset) {
+    throw validationError(GENERATE_MESSAGE, [{ field: "services", message: "Select at least one service, skill pack or preset" }]);
+  }
+  return input;
+}
+
+export function generateBundle(body: unknown, catalog: Catalog, options: GenerateOptions = {}): Generated {
+  const input = parseGenerateInput(body);
+  const selection = toSelection(input, catalog, GENERATE_MESSAGE);
+  const stack = resolve(selection, catalog);
+  if (!stack.valid) {
+    throw conflictError(
+      `Incompatible selection: ${stack.conflicts.map((c) => c.message).join(" ")}`,
+      stack.conflicts.map((c) => ({ field: "services", message: `${c.code}: ${c.message}` })),
+    );
+  }
+  const deployment = (input.deployment ?? input.deploymentType ?? "docker") === "bare-metal" ? "bare-metal" : "docker";
+  const opts: GenOptions = {
+    projectName: input.projectName,
+    proxy: selection.proxy,
+    domain: selection.domain,
+    gpu: selection.gpu,
+    platform: input.platform,
+    deployment,
+    generateSecrets: input.generateSecrets ?? true,
+    coreVersion: input.coreVersion ?? DEFAULT_CORE_VERSION,
+    skillPacks: selection.skillPacks,
+    preset: selection.preset,
+  };
+  const nativeIds = new Set(deployment === "bare-metal" ? stack.services.filter((s) => s.native).map((s) => s.id) : []);
+  const ctx: GenContext = {
+    ...opts,
+    stack,
+    catalog,
+    nativeIds,
+    version: VERSION,
+    variables: collectVariables(stack.services, stack.core, opts, options.secrets ?? cryptoSecrets),
+  };
+  const files: FileMap = {
+    ...composeFile(ctx),
+    ...envFiles(ctx),
+    ...caddyFile(ctx),
+    ...traefikFiles(ctx),
+    ...prometheusFiles(ctx),
+    ...grafanaFiles(ctx),
+    ...postgresInit(ctx),
+    ...skillFiles(ctx),
+    ...bareMetalFiles(ctx),
+    ...readmeFile(ctx),
+  };
+  Object.assign(files, configFile(ctx, files));
+  const sorted = Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]]));
+  const metadata: GenerateMetadata = {
+    generatedAt: (options.now?.() ?? new Date()).toISOString(),
+    totalServices: stack.resolvedServices.length,
+    serviceCount: stack.resolvedServices.length,
+    estimatedMemoryMB: stack.estimatedMemoryMB,
+    resolvedDependencies: stack.addedDependencies.map((d) => d.service),
+    warnings: stack.warnings,
+    projectName: input.projectName,
+    stackgenVersion: VERSION,
+  };
+  return { input, files: sorted, metadata, stack };
+}
+
+/** Files written with the executable bit (scripts). */
+export const isExecutable = (path: string) => path.endsWith(".sh");
+/** Files written readable by the owner only. */
+export const isPrivate = (path: string) => path === ".env";

@@ -1,0 +1,19 @@
+// Listing views shared by the API and the CLI.
+import type { Catalog } from "../catalog/index.ts";
+import { CATEGORY_IDS, type CatalogService, type SkillPack } from "../schema/catalog.ts";
+
+/** Category counts of `services`; all 20 categories when `all`, else only those present. */
+export function categorySummary(catalog: Catalog, services: CatalogService[], all: boolean) {
+  const counts = new Map<string, number>();
+  for (const s of services) counts.set(s.category, (counts.get(s.category) ?? 0) + 1);
+  return CATEGORY_IDS.filter((id) => all || counts.has(id)).map((id) => ({ id, name: catalog.categoryNames.get(id)!, count: counts.get(id) ?? 0 }));
+}
+
+/** Packs compatible with `ids` (at least one shared service), best score first (CONTRACT §3). */
+export function scorePacks(packs: SkillPack[], ids: string[]) {
+  const wanted = new Set(ids);
+  return packs
+    .map((p) => ({ ...p, compatibilityScore: Math.round((p.services.filter((s) => wanted.has(s)).length / p.services.length) * 100) / 100 }))
+    .filter((p) => p.compatibilityScore > 0)
+    .sort((a, b) => b.compatibilityScore - a.compatibilityScore || a.id.localeCompare(b.id));
+}

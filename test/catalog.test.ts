@@ -1,0 +1,119 @@
+// Catalog-wide properties: the data files fit the schemas and every reference resolves.
+import { describe, expect, test } from "bun:test";
+import { getCatalog } from "../src/catalog/index.ts";
+import { catalogFiles } from "../src/catalog/embedded.ts";
+import { loadCatalog, CatalogError, referencedVars } from "../src/catalog/load.ts";
+import { CATEGORY_IDS } from "../src/schema/catalog.ts";
+import { resolve } from "../src/core/resolve.ts";
+import { toSelection } from "../src/core/check-input.ts";
+
+const catalog = getCatalog();
+const CONTRACT_IDS = `redis postgresql valkey supabase convex neo4j qdrant chromadb weaviate milvus n8n temporal
+  homeassistant cal-com xyops ffmpeg remotion motion-canvas immich jellyfin minio nextcloud caddy
+  traefik uptime-kuma grafana prometheus loki signoz browserless playwright-server lightpanda
+  steel-browser scrapling searxng meilisearch ollama whisper stable-diffusion comfyui gotify ntfy
+  matrix-synapse rocketchat mattermost usesend livekit lasuite-meet-backend lasuite-meet-frontend
+  lasuite-meet-agents outline docsgpt paperless-ngx nocodb appflowy open-webui librechat
+  anything-llm dify flowise litellm vaultwarden authentik crowdsec hexstrike solidityguard pentagi
+  pentestagent jenkins gitea code-server portainer watchtower dozzle beszel convex-dashboard
+  mission-control coolify dokploy tailscale headscale ghost postiz mixpost claude-code opencode
+  codex gemini-cli kimi matomo umami openpanel desktop-environment stream-gateway`.split(/\s+/);
+
+describe("catalog", () => {
+  test("has exactly the 94 contract services, 9 presets and 20 categories", () => {
+    expect(catalog.services.map((s) => s.id).sort()).toEqual([...CONTRACT_IDS].sort());
+    expect(catalog.presets.map((p) => p.id).sort()).toEqual(
+      ["ai-playground", "coding-team", "content-creator", "creator", "devops", "full-stack", "minimal", "researcher", "videoconf"]);
+    expect(new Set(catalog.services.map((s) => s.category))).toEqual(new Set(CATEGORY_IDS));
+  });
+
+  test("ids are unique across files", () => {
+    const ids = catalog.services.map((s) => s.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test("presets carry the values CONTRACT §2 fixes", () => {
+    const p = (id: string) => catalog.presetsById.get(id)!;
+    expect(p("minimal")).toMatchObject({ services: ["redis"], proxy: null, gpu: false, estimatedMemoryMB: 1024 });
+    expect(p("researcher")).toMatchObject({ proxy: "caddy", gpu: false, estimatedMemoryMB: 2560 });
+    expect(p("devops")).toMatchObject({ proxy: "caddy", gpu: false, estimatedMemoryMB: 3072 });
+    expect(p("ai-playground")).toMatchObject({ proxy: "caddy", gpu: true, estimatedMemoryMB: 6144 });
+    expect(p("full-stack")).toMatchObject({ proxy: "caddy", gpu: true, estimatedMemoryMB: 8192 });
+    expect(p("creator")).toMatchObject({ proxy: "caddy", estimatedMemoryMB: 2048 });
+    expect(p("content-creator")).toMatchObject({ proxy: "caddy", gpu: true, estimatedMemoryMB: 4096 });
+    expect(p("coding-team")).toMatchObject({ proxy: "caddy", estimatedMemoryMB: 3072 });
+    expect(p("videoconf")).toMatchObject({ proxy: "caddy", estimatedMemoryMB: 4096 });
+  });
+
+  test("postgresql health check uses 10s / 5s / 5 retries", () => {
+    expect(catalog.servicesById.get("postgresql")!.healthCheck).toMatchObject({ interval: "10s", timeout: "5s", retries: 5 });
+  });
+
+  test("required skill packs exist with their services", () => {
+    const pack = (id: string) => catalog.packsById.get(id)!;
+    expect(pack("research-agent").services.sort()).toEqual(["browserless", "qdrant", "searxng"]);
+    expect(pack("devops").services.sort()).toEqual(["grafana", "n8n", "prometheus", "redis", "uptime-kuma"]);
+    expect(pack("video-creator").services.sort()).toEqual(["ffmpeg", "minio", "remotion"]);
+    expect(pack("knowledge-base").services.sort()).toEqual(["meilisearch", "postgresql", "qdrant"]);
+    expect(pack("local-ai").services.sort()).toEqual(["ollama", "whisper"]);
+    expect(pack("social-media").services.sort()).toEqual(["ffmpeg", "minio", "redis"]);
+    expect(catalog.packs.length).toBeGreaterThanOrEqual(12);
+  });
+
+  test("every skill of every pack and service has a SKILL.md with URL, auth and 2+ calls", () => {
+    const ids = new Set([...catalog.packs.flatMap((p) => p.skills), ...catalog.services.flatMap((s) => s.skills)]);
+    for (const id of ids) {
+      const skill = catalog.skills.get(id);
+      expect(skill, id).toBeDefined();
+      const body = skill!.markdown.replace(/^---[\s\S]*?---\n/, "");
+      expect(body.length, `${id} is too short`).toBeGreaterThan(400);
+      const calls = body.match(/```/g)?.length ?? 0;
+      expect(calls, `${id} needs at least 2 code blocks of concrete calls`).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  test("images are pinned; a floating tag only where upstream publishes nothing else, with the reason", () => {
+    const unexplained: string[] = [];
+    for (const s of catalog.services) {
+      const tag = s.image.includes(":") ? s.image.slice(s.image.lastIndexOf(":") + 1) : "";
+      expect(tag, `${s.id} has no tag`).not.toBe("");
+      if (/^(latest|nightly|stable|edge|main)$/.test(tag) && !s.floatingTag) unexplained.push(s.id);
+    }
+    expect(unexplained).toEqual([]);
+    expect(catalog.services.filter((s) => s.floatingTag).length).toBeLessThan(12);
+  });
+
+  test("every variable a service refers to is declared by it or a dependency, and namespaced", () => {
+    // loadCatalog enforces both; this checks the rule itself catches a bad file.
+    const broken = { ...catalogFiles, "services/redis.yaml": catalogFiles["services/redis.yaml"].replace("REDISCLI_AUTH: ${REDIS_PASSWORD}", "REDISCLI_AUTH: ${UNDECLARED_THING}") };
+    expect(() => loadCatalog(broken)).toThrow(CatalogError);
+    for (const s of catalog.services) expect(referencedVars(s).size).toBeGreaterThanOrEqual(0);
+  });
+
+  test("a dangling dependency or skill fails the load", () => {
+    const bad = { ...catalogFiles, "services/n8n.yaml": catalogFiles["services/n8n.yaml"].replace("dependencies: [postgresql]", "dependencies: [postgresql, mongodb]") };
+    expect(() => loadCatalog(bad)).toThrow(/unknown dependency mongodb/);
+  });
+
+  test("no two services of a preset publish one host port after resolution, and every preset validates", () => {
+    for (const preset of catalog.presets) {
+      const stack = resolve(toSelection({ preset: preset.id, platform: "linux/amd64" }, catalog), catalog);
+      expect(stack.conflicts, preset.id).toEqual([]);
+      const seen = new Set<string>();
+      for (const ports of stack.ports.values()) for (const p of ports) {
+        const key = `${p.protocol ?? "tcp"}/${p.host}`;
+        expect(seen.has(key), `${preset.id}: ${key}`).toBe(false);
+        seen.add(key);
+      }
+    }
+  });
+
+  test("every service resolves alone on the platforms it claims", () => {
+    for (const s of catalog.services) {
+      for (const platform of s.platforms) {
+        const stack = resolve(toSelection({ services: [s.id], platform }, catalog), catalog);
+        expect(stack.conflicts, `${s.id} on ${platform}`).toEqual([]);
+      }
+    }
+  });
+});

@@ -1,0 +1,275 @@
+// Generation: every service alone, every preset and 200 seeded random selections produce sound
+// bundles; caddy and promtool accept the generated configs; each input field takes effect.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { unzipSync, strFromU8 } from "fflate";
+import { getCatalog } from "../../src/catalog/index.ts";
+import { generateBundle } from "../../src/core/generate/index.ts";
+import { fixedSecrets } from "../../src/core/generate/secrets.ts";
+import { zipBundle } from "../../src/core/bundle.ts";
+import { parseEnvValues } from "../../src/core/env-merge.ts";
+import type { FileMap } from "../../src/core/generate/context.ts";
+import { StackgenError } from "../../src/errors.ts";
+import { bundleProblems, composeOf } from "../support/bundle-checks.ts";
+import { hasTool, run, seeded } from "../support/tools.ts";
+
+const catalog = getCatalog();
+const gen = (body: Record<string, unknown>) => generateBundle({ projectName: "t", platform: "linux/amd64", ...body }, catalog, { secrets: fixedSecrets(), now: () => new Date(0) });
+
+const bundles: { label: string; files: FileMap }[] = [];
+const collect = (label: string, body: Record<string, unknown>) => {
+  const g = gen(body);
+  bundles.push({ label, files: g.files });
+  return g;
+};
+
+describe("bundle properties", () => {
+  test("every service alone generates a sound bundle", () => {
+    for (const s of catalog.services) {
+      const g = collect(`service ${s.id}`, { projectName: `svc-${s.id}`, services: [s.id], platform: s.platforms[0] });
+      expect(bundleProblems(g.files), s.id).toEqual([]);
+    }
+  });
+
+  test("every preset generates a sound bundle", () => {
+    for (const p of catalog.presets) {
+      const g = collect(`preset ${p.id}`, { projectName: p.id, preset: p.id });
+      expect(bundleProblems(g.files), p.id).toEqual([]);
+      expect(Object.keys(g.files)).toContain("Caddyfile".repeat(p.proxy === "caddy" ? 1 : 0) || "docker-compose.yml");
+    }
+  });
+
+  test("200 seeded random selections across proxy/domain/gpu/platform/deployment", () => {
+    const rand = seeded(20261125);
+    const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
+    let generated = 0;
+    for (let i = 0; generated < 200 && i < 2000; i++) {
+      const platform = pick(["linux/amd64", "linux/arm64"] as const);
+      const pool = catalog.services.filter((s) => s.platforms.includes(platform));
+      const services = [...new Set(Array.from({ length: 1 + Math.floor(rand() * 8) }, () => pick(pool).id))];
+      const body = {
+        projectName: `r${i}`,
+        services,
+        skillPacks: rand() < 0.3 ? [pick(catalog.packs).id] : [],
+        proxy: pick(["caddy", "traefik", undefined]),
+        domain: rand() < 0.5 ? pick(["example.com", "lab.home.arpa", "stack.example.org"]) : undefined,
+        gpu: rand() < 0.3,
+        platform,
+        deployment: pick(["docker", "bare-metal"]),
+        generateSecrets: rand() < 0.8,
+      };
+      try {
+        const g = collect(`random ${i} ${JSON.stringify(body)}`, body);
+        expect(bundleProblems(g.files), JSON.stringify(body)).toEqual([]);
+        generated++;
+      } catch (e) {
+        // Conflicting random selections are refused with 409, which is the right answer.
+        if (!(e instanceof StackgenError && e.code === "CONFLICT_ERROR")) throw e;
+      }
+    }
+    expect(generated).toBe(200);
+  });
+
+  async function checkFiles(name: string, pathOf: (files: FileMap) => string | undefined, cmd: (file: string) => string[]) {
+    const dir = mkdtempSync(join(tmpdir(), `stackgen-${name}-`));
+    try {
+      const candidates = bundles.filter((b) => pathOf(b.files));
+      expect(candidates.length).toBeGreaterThan(0);
+      for (let i = 0; i < candidates.length; i += 8) {
+        await Promise.all(candidates.slice(i, i + 8).map(async (b, j) => {
+          const root = join(dir, String(i + j));
+          for (const [p, text] of Object.entries(b.files)) {
+            mkdirSync(dirname(join(root, p)), { recursive: true });
+            writeFileSync(join(root, p), text);
+          }
+          const r = await run(cmd(join(root, pathOf(b.files)!)), { cwd: root });
+          if (r.code !== 0) throw new Error(`${name} rejected ${b.label}:\n${r.stderr}${r.stdout}`);
+        }));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  test("caddy adapt accepts every generated Caddyfile", async () => {
+    if (!hasTool("caddy")) return;
+    await checkFiles("caddy", (f) => (f.Caddyfile ? "Caddyfile" : undefined), (file) => ["caddy", "adapt", "--config", file, "--adapter", "caddyfile"]);
+  }, 180_000);
+
+  test("promtool accepts every generated prometheus.yml", async () => {
+    if (!hasTool("promtool")) return;
+    await checkFiles("promtool", (f) => (f["prometheus/prometheus.yml"] ? "prometheus/prometheus.yml" : undefined), (file) => ["promtool", "check", "config", file]);
+  }, 180_000);
+});
+
+describe("input fields take effect", () => {
+  test("secrets: CSPRNG, 32+ alnum, one per variable, referenced as ${VAR}", () => {
+    const original = Math.random;
+    Math.random = () => { throw new Error("Math.random must not be used for secrets"); };
+    try {
+      const g = generateBundle({ projectName: "s", preset: "devops" }, catalog);
+      const env = parseEnvValues(g.files[".env"]);
+      const secrets = catalog.services.flatMap((s) => s.variables ?? []).filter((v) => v.secret).map((v) => v.name).filter((n) => env.has(n));
+      expect(secrets.length).toBeGreaterThan(3);
+      const values = secrets.map((n) => env.get(n)!);
+      for (const v of values) expect(v).toMatch(/^[A-Za-z0-9]{32,}$/);
+      expect(new Set(values).size).toBe(values.length);
+      for (const n of secrets) expect(g.files[".env.example"]).toContain(`${n}=\n`);
+      expect(g.files["docker-compose.yml"]).not.toContain(values[0]);
+    } finally {
+      Math.random = original;
+    }
+  });
+
+  test("generateSecrets false leaves secrets empty and compose fails fast on them", () => {
+    const g = gen({ services: ["n8n"], generateSecrets: false });
+    expect(parseEnvValues(g.files[".env"]).get("N8N_DB_PASSWORD")).toBe("");
+    expect(g.files["docker-compose.yml"]).toContain("${N8N_DB_PASSWORD:?");
+  });
+
+  test("coreVersion sets CORE_VERSION in .env and the gateway image tag", () => {
+    const g = gen({ services: ["redis"], coreVersion: "2026.11.1" });
+    expect(parseEnvValues(g.files[".env"]).get("CORE_VERSION")).toBe("2026.11.1");
+    expect(composeOf(g.files).services.core.image).toBe("${CORE_IMAGE:-ghcr.io/openclaw/openclaw}:${CORE_VERSION:-2026.11.1}");
+  });
+
+  test("gpu adds NVIDIA reservations to GPU-capable services only", () => {
+    const gpuService = catalog.services.find((s) => s.gpu && s.platforms.includes("linux/amd64"))!;
+    const g = gen({ services: [gpuService.id, "redis"], gpu: true });
+    const c = composeOf(g.files);
+    expect(JSON.stringify(c.services[gpuService.id].deploy)).toContain('"driver":"nvidia"');
+    expect(c.services.redis.deploy).toBeUndefined();
+    expect(JSON.stringify(composeOf(gen({ services: [gpuService.id] }).files))).not.toContain("nvidia");
+  });
+
+  test("platform pins every service when asked, and not otherwise", () => {
+    const c = composeOf(gen({ services: ["redis"], platform: "linux/arm64" }).files);
+    for (const s of Object.values(c.services)) expect(s.platform).toBe("linux/arm64");
+    const d = composeOf(generateBundle({ projectName: "p", services: ["redis"] }, catalog, { secrets: fixedSecrets() }).files);
+    expect(d.services.redis.platform).toBeUndefined();
+  });
+
+  test("databases and caches are not published on all interfaces", () => {
+    const c = composeOf(gen({ services: ["postgresql", "redis"] }).files);
+    expect(c.services.postgresql.ports).toEqual(["127.0.0.1:5432:5432"]);
+    expect(c.services.redis.ports).toEqual(["127.0.0.1:6379:6379"]);
+  });
+
+  test("depends_on waits for healthy dependencies", () => {
+    const c = composeOf(gen({ services: ["n8n"] }).files);
+    expect(c.services.n8n.depends_on).toEqual({ postgresql: { condition: "service_healthy" } });
+    expect(c.services.postgresql.healthcheck).toBeDefined();
+  });
+
+  test("caddy with a domain maps <service>.<domain> to container:port with automatic TLS", () => {
+    const g = gen({ services: ["n8n"], proxy: "caddy", domain: "example.com" });
+    expect(g.files.Caddyfile).toContain("n8n.example.com {");
+    expect(g.files.Caddyfile).toContain("reverse_proxy n8n:5678");
+    expect(g.files.Caddyfile).not.toContain("auto_https off");
+    expect(composeOf(g.files).services.caddy.volumes).toContain("./Caddyfile:/etc/caddy/Caddyfile:ro");
+    const local = gen({ services: ["n8n"], proxy: "caddy" });
+    expect(local.files.Caddyfile).toContain("http://n8n.localhost {");
+  });
+
+  test("traefik gets static + dynamic config and router labels", () => {
+    const g = gen({ services: ["n8n"], proxy: "traefik", domain: "example.com" });
+    expect(g.files["traefik/traefik.yml"]).toContain("letsencrypt");
+    expect(g.files["traefik/dynamic/middlewares.yml"]).toContain("security-headers");
+    const labels = composeOf(g.files).services.n8n.labels as Record<string, string>;
+    expect(labels["traefik.http.routers.n8n.rule"]).toBe("Host(`n8n.example.com`)");
+    expect(labels["traefik.http.services.n8n.loadbalancer.server.port"]).toBe("5678");
+  });
+
+  test("prometheus and grafana provisioning are written and mounted", () => {
+    const g = gen({ preset: "devops" });
+    expect(g.files["prometheus/prometheus.yml"]).toContain("job_name: prometheus");
+    expect(g.files["grafana/provisioning/datasources/datasources.yml"]).toContain("http://prometheus:9090");
+    expect(JSON.parse(g.files["grafana/dashboards/stack-overview.json"]).panels.length).toBeGreaterThan(0);
+    const c = composeOf(g.files);
+    expect(c.services.prometheus.volumes).toContain("./prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro");
+    expect(c.services.grafana.volumes).toContain("./grafana/provisioning:/etc/grafana/provisioning:ro");
+  });
+
+  test("skills of packs and services are written and mounted into the gateway", () => {
+    const g = gen({ skillPacks: ["research"] });
+    for (const k of catalog.packsById.get("research-agent")!.skills) expect(g.files[`skills/${k}/SKILL.md`]).toBeDefined();
+    expect(composeOf(g.files).services.core.volumes).toContain("./skills:/home/node/.openclaw/skills:ro");
+  });
+
+  test("bare-metal writes install scripts; native services leave compose and are reached through host-gateway", () => {
+    const g = gen({ services: ["redis", "n8n"], deployment: "bare-metal" });
+    expect(g.files["install.sh"]).toContain("bash ./native/redis.sh");
+    expect(g.files["native/redis.sh"]).toContain("apt-get install -y --no-install-recommends redis-server");
+    const c = composeOf(g.files);
+    expect(c.services.redis).toBeUndefined();
+    expect(c.services.n8n.extra_hosts).toContain("redis:host-gateway");
+    expect(bundleProblems(g.files)).toEqual([]);
+  });
+
+  test("stackgen.json is the v2 config file", () => {
+    const cfg = JSON.parse(gen({ services: ["n8n"], deployment: "bare-metal" }).files["stackgen.json"]);
+    expect(cfg).toMatchObject({ configVersion: 2, projectName: "t", services: ["postgresql", "n8n"], deploymentType: "bare-metal" });
+  });
+
+  test("generation is deterministic apart from secrets and generatedAt", () => {
+    const a = generateBundle({ projectName: "d", preset: "researcher" }, catalog);
+    const b = generateBundle({ projectName: "d", preset: "researcher" }, catalog);
+    for (const path of Object.keys(a.files)) if (path !== ".env") expect(b.files[path], path).toBe(a.files[path]);
+    expect(a.files[".env"]).not.toBe(b.files[".env"]);
+  });
+
+  test("zip: every entry under <projectName>/, scripts 0755, .env 0600", () => {
+    const g = gen({ services: ["n8n", "redis"], deployment: "bare-metal" });
+    const zip = zipBundle("demo", g.files);
+    const entries = unzipSync(zip);
+    expect(Object.keys(entries).sort()).toEqual(Object.keys(g.files).map((p) => `demo/${p}`).sort());
+    expect(strFromU8(entries["demo/docker-compose.yml"])).toBe(g.files["docker-compose.yml"]);
+    // Modes come from the central directory's external attributes.
+    const modes = zipModes(zip);
+    expect(modes.get("demo/install.sh")).toBe(0o755);
+    expect(modes.get("demo/.env")).toBe(0o600);
+    expect(modes.get("demo/README.md")).toBe(0o644);
+  });
+});
+
+describe("config migrations", () => {
+  test("a v1 config is migrated to v2 (deploymentType defaults to docker)", () => {
+    const g = gen({ configVersion: 1, services: ["redis"] });
+    expect(JSON.parse(g.files["stackgen.json"])).toMatchObject({ configVersion: 2, deploymentType: "docker" });
+    const bm = gen({ configVersion: 1, services: ["redis"], deploymentType: "bare-metal" });
+    expect(bm.files["install.sh"]).toBeDefined();
+  });
+
+  test("an unknown version has no migration path", () => {
+    expect(() => gen({ configVersion: 7, services: ["redis"] })).toThrow(/^No migration path from config version 7/);
+  });
+
+  test("a migrated config is validated per field", () => {
+    try {
+      gen({ configVersion: 1, services: "redis", deploymentType: "cloud" });
+      throw new Error("expected failure");
+    } catch (e) {
+      const fields = (e as StackgenError).details!.map((d) => d.field).sort();
+      expect(fields).toEqual(["deploymentType", "services"]);
+    }
+  });
+});
+
+/** Unix modes of a zip's entries (central directory, external attributes >> 16). */
+function zipModes(zip: Uint8Array): Map<string, number> {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const out = new Map<string, number>();
+  let eocd = zip.length - 22;
+  while (view.getUint32(eocd, true) !== 0x06054b50) eocd--;
+  let p = view.getUint32(eocd + 16, true);
+  const count = view.getUint16(eocd + 10, true);
+  for (let i = 0; i < count; i++) {
+    const nameLen = view.getUint16(p + 28, true), extraLen = view.getUint16(p + 30, true), commentLen = view.getUint16(p + 32, true);
+    const attrs = view.getUint32(p + 38, true);
+    out.set(new TextDecoder().decode(zip.subarray(p + 46, p + 46 + nameLen)), (attrs >>> 16) & 0o777);
+    p += 46 + nameLen + extraLen + commentLen;
+  }
+  return out;
+}

@@ -1,0 +1,135 @@
+// The resolver's rules (SPEC §4 validate rules, §7 codes; CONTRACT §3).
+import { describe, expect, test } from "bun:test";
+import { getCatalog } from "../../src/catalog/index.ts";
+import { toSelection } from "../../src/core/check-input.ts";
+import { resolve } from "../../src/core/resolve.ts";
+import { validateSelection } from "../../src/core/validate.ts";
+import { StackgenError } from "../../src/errors.ts";
+
+const catalog = getCatalog();
+const run = (body: Record<string, unknown>) => resolve(toSelection({ platform: "linux/amd64", ...body }, catalog), catalog);
+const codes = (xs: { code: string }[]) => xs.map((x) => x.code);
+
+describe("resolve", () => {
+  test("empty selection: valid, empty, 0 MB, one EMPTY_STACK warning", () => {
+    const r = run({});
+    expect(r).toMatchObject({ valid: true, resolvedServices: [], addedDependencies: [], conflicts: [], estimatedMemoryMB: 0 });
+    expect(codes(r.warnings)).toEqual(["EMPTY_STACK"]);
+  });
+
+  test("dependencies are added before their dependents with requiredBy and a reason", () => {
+    const r = run({ services: ["n8n"] });
+    expect(r.resolvedServices).toEqual(["postgresql", "n8n"]);
+    expect(r.addedDependencies).toEqual([{ service: "postgresql", requiredBy: "n8n", reason: expect.any(String) }]);
+  });
+
+  test("transitive dependencies resolve in order", () => {
+    const r = run({ services: ["lasuite-meet-frontend"] });
+    const idx = (id: string) => r.resolvedServices.indexOf(id);
+    expect(idx("lasuite-meet-backend")).toBeLessThan(idx("lasuite-meet-frontend"));
+    for (const s of r.services) for (const d of s.dependencies) expect(idx(d)).toBeLessThan(idx(s.id));
+    expect(r.addedDependencies.map((d) => d.service)).toContain("lasuite-meet-backend");
+  });
+
+  test("a requested dependency is not listed as added, and request order is kept otherwise", () => {
+    const r = run({ services: ["redis", "n8n", "postgresql"] });
+    expect(r.resolvedServices).toEqual(["redis", "postgresql", "n8n"]);
+    expect(r.addedDependencies).toEqual([]);
+  });
+
+  test("pack services are added and their dependencies follow as added dependencies", () => {
+    const r = run({ skillPacks: ["devops"] });
+    for (const id of ["n8n", "redis", "uptime-kuma", "grafana", "prometheus", "postgresql"]) expect(r.resolvedServices).toContain(id);
+    expect(r.addedDependencies.find((d) => d.service === "postgresql")?.requiredBy).toBe("n8n");
+  });
+
+  test("request aliases research and dev-ops expand to research-agent and devops", () => {
+    expect(run({ skillPacks: ["research"] }).resolvedServices).toEqual(expect.arrayContaining(["qdrant", "searxng", "browserless"]));
+    expect(run({ skillPacks: ["dev-ops"] }).resolvedServices).toEqual(expect.arrayContaining(["n8n", "uptime-kuma"]));
+  });
+
+  test("conflicting services: valid false, SERVICE_CONFLICT naming both", () => {
+    const r = run({ services: ["caddy", "traefik"] });
+    expect(r.valid).toBe(false);
+    const c = r.conflicts.find((x) => x.code === "SERVICE_CONFLICT")!;
+    expect(c.services.sort()).toEqual(["caddy", "traefik"]);
+  });
+
+  test("a conflict declared on one side only is still found", () => {
+    const declaring = catalog.services.find((s) => s.conflicts.some((c) => !catalog.servicesById.get(c)!.conflicts.includes(s.id)));
+    if (!declaring) return;
+    const other = declaring.conflicts.find((c) => !catalog.servicesById.get(c)!.conflicts.includes(declaring.id))!;
+    expect(codes(run({ services: [other, declaring.id] }).conflicts)).toContain("SERVICE_CONFLICT");
+  });
+
+  test("a dependency that conflicts with the selection is DEPENDENCY_MISSING", () => {
+    const r = run({ services: ["valkey", "outline"] });
+    expect(r.valid).toBe(false);
+    const c = r.conflicts.find((x) => x.code === "DEPENDENCY_MISSING")!;
+    expect(c.services).toEqual(["outline", "redis"]);
+    expect(r.resolvedServices).not.toContain("redis");
+  });
+
+  test("platform check: a service without the platform is PLATFORM_INCOMPATIBLE", () => {
+    const amdOnly = catalog.services.find((s) => !s.platforms.includes("linux/arm64"))!;
+    const r = run({ services: [amdOnly.id], platform: "linux/arm64" });
+    expect(codes(r.conflicts)).toContain("PLATFORM_INCOMPATIBLE");
+    expect(r.conflicts.find((c) => c.code === "PLATFORM_INCOMPATIBLE")!.services).toContain(amdOnly.id);
+  });
+
+  test("GPU_REQUIRED when gpu is true; EXPERIMENTAL_SERVICE names the service", () => {
+    expect(run({ services: ["redis"], gpu: true }).warnings.find((w) => w.code === "GPU_REQUIRED")).toMatchObject({ service: null });
+    const exp = catalog.services.find((s) => s.maturity === "experimental" && !s.gpuRequired && s.platforms.includes("linux/amd64"))!;
+    expect(run({ services: [exp.id] }).warnings.find((w) => w.code === "EXPERIMENTAL_SERVICE")).toMatchObject({ service: exp.id });
+    expect(codes(run({ services: ["redis"] }).warnings)).toEqual([]);
+  });
+
+  test("memory is the sum of the resolved services; HIGH_MEMORY above 4 GB", () => {
+    const r = run({ services: ["n8n", "redis"] });
+    expect(r.estimatedMemoryMB).toBe(r.services.reduce((a, s) => a + s.estimatedMemoryMB, 0));
+    expect(codes(r.warnings)).not.toContain("HIGH_MEMORY");
+    const big = run({ preset: "full-stack" });
+    expect(big.estimatedMemoryMB).toBeGreaterThan(4096);
+    expect(codes(big.warnings)).toContain("HIGH_MEMORY");
+  });
+
+  test("clashing host ports move deterministically to the next free port", () => {
+    const a = catalog.services.find((s) => s.ports.length && !s.dependencies.length && s.platforms.includes("linux/amd64") && ![80, 443].includes(s.ports[0].host))!;
+    // Find another service that declares the same host port, or fabricate via a second run order.
+    const b = catalog.services.find((s) => s.id !== a.id && !s.conflicts.includes(a.id) && !a.conflicts.includes(s.id) && s.ports.some((p) => p.host === a.ports[0].host));
+    if (!b) return; // catalog without clashes: nothing to move
+    const r1 = run({ services: [a.id, b.id] });
+    const r2 = run({ services: [a.id, b.id] });
+    expect(r1.ports.get(b.id)).toEqual(r2.ports.get(b.id)!);
+    expect(r1.warnings.find((w) => w.code === "PORT_CONFLICT_RESOLVED")?.service).toBe(b.id);
+    expect(r1.ports.get(a.id)![0].host).toBe(a.ports[0].host);
+  });
+
+  test("two services needing the proxy ports cannot both have them", () => {
+    const withEighty = catalog.services.filter((s) => s.ports.some((p) => p.host === 80));
+    expect(withEighty.map((s) => s.id).sort()).toEqual(["caddy", "traefik"]);
+  });
+
+  test("preset as base: arrays add, scalars override", () => {
+    const sel = toSelection({ preset: "minimal", services: ["n8n"], proxy: "traefik", gpu: true }, catalog);
+    expect(sel.services).toEqual(["redis", "n8n"]);
+    expect(sel.proxy).toBe("traefik");
+    expect(sel.gpu).toBe(true);
+    expect(toSelection({ preset: "researcher", proxy: "none" }, catalog).proxy).toBeNull();
+  });
+
+  test("unknown ids are VALIDATION_ERROR naming the field and id", () => {
+    try {
+      validateSelection({ services: ["redis", "nope"], skillPacks: ["zzz"] }, catalog);
+      throw new Error("expected a validation error");
+    } catch (e) {
+      expect(e).toBeInstanceOf(StackgenError);
+      const err = e as StackgenError;
+      expect(err.code).toBe("VALIDATION_ERROR");
+      expect(err.details).toEqual([
+        { field: "services.1", message: expect.stringContaining("nope") },
+        { field: "skillPacks.0", message: expect.stringContaining("zzz") },
+      ]);
+    }
+  });
+});
