@@ -3,6 +3,8 @@
 import { createConsola } from "consola";
 
 export const log = createConsola({
+  // Info level always: consola would otherwise silence progress under NODE_ENV=test.
+  level: 3,
   stdout: process.stderr,
   stderr: process.stderr,
   formatOptions: { colors: !process.env.NO_COLOR && process.stderr.isTTY === true, date: false },

@@ -77,8 +77,10 @@ export const Database = Type.Object({
   user: Type.String({ pattern: "^[a-z_][a-z0-9_]*$" }),
   /** Variable (declared in `variables`, secret) holding the user's password. */
   passwordVar: VarName,
-  /** Extensions to create in the database (e.g. `vector`). */
-  extensions: Type.Optional(Type.Array(Type.String())),
+  /** Extensions to create in the database (`vector` is available: the image is pgvector's build). */
+  extensions: Type.Optional(Type.Array(Type.String({ pattern: "^[a-z_][a-z0-9_]*$" }))),
+  /** `C` when the application insists on C collation (Synapse does). */
+  collation: Type.Optional(Type.Literal("C")),
 });
 export type Database = Static<typeof Database>;
 

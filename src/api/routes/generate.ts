@@ -4,6 +4,8 @@ import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
 import { generateBundle } from "../../core/generate/index.ts";
 import { zipBundle } from "../../core/bundle.ts";
+import { jsonObjectBody } from "../json-body.ts";
+import { Type } from "@sinclair/typebox";
 
 export const generateRoutes = (catalog: Catalog) =>
   new Elysia({ name: "generate-routes" }).post("/generate", ({ body, query, headers }) => {
@@ -20,13 +22,24 @@ export const generateRoutes = (catalog: Catalog) =>
     if (query.format === "complete") return { formatVersion: "1" as const, input: body as typeof input, files, metadata };
     return { files, metadata };
   }, {
+    parse: jsonObjectBody("Invalid generation input"),
     body: GenerateRequest,
     query: GenerateQuery,
-    response: { 200: GenerateJsonResponse, 400: ErrorBody, 409: ErrorBody, 500: ErrorBody },
+    response: { 400: ErrorBody, 409: ErrorBody, 500: ErrorBody },
     detail: {
       summary: "Generate a stack bundle",
       description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). A conflicting selection is 409 CONFLICT_ERROR.",
       tags: ["stacks"],
+      // Declared here rather than as a response schema: Elysia would strip one of the two JSON shapes.
+      responses: {
+        200: {
+          description: "The bundle: files + metadata (json), the complete export document (complete) or a ZIP archive (zip)",
+          content: {
+            "application/json": { schema: Type.Union([GenerateJsonResponse, CompleteDocument]) },
+            "application/zip": { schema: { type: "string", format: "binary" } },
+          },
+        },
+      } as never,
     },
   });
 

@@ -1,0 +1,29 @@
+// stackgen backup create: config files + every named volume in one .tar.gz with a manifest.
+import { defineCommand } from "citty";
+import { createBackup, type CreateResult } from "../../docker/backup-ops.ts";
+import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
+import { formatBytes } from "../../docker/format.ts";
+import { printJson, printText, progress } from "../output.ts";
+
+export function renderCreated(r: CreateResult): string {
+  const volumes = r.volumes.length > 0 ? r.volumes.map((v) => `${v.name} (${formatBytes(v.size)})`).join(", ") : "none";
+  return [`Backup written: ${r.file} (${formatBytes(r.size)})`, `Volumes: ${volumes}`, `Config files: ${r.files.length}`].join("\n");
+}
+
+export default defineCommand({
+  meta: { name: "create", description: "Back up the stack's config files and named volumes" },
+  args: {
+    dir: dirArg,
+    output: { type: "string", description: "Folder for the archive (default <dir>/backups)" },
+    hot: { type: "boolean", description: "Copy while the services keep running", default: false },
+    json: jsonArg,
+  },
+  async run({ args }) {
+    const { stack, engine } = await openStack(args.dir);
+    const compose = await openCompose(stack);
+    const model = await compose.config();
+    const result = await createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress });
+    if (args.json) printJson(result);
+    else printText(renderCreated(result));
+  },
+});

@@ -1,0 +1,29 @@
+// stackgen backup list: the stack's backups, newest first, each verified.
+import { defineCommand } from "citty";
+import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
+import { dirArg, jsonArg } from "../../docker/cli-support.ts";
+import { formatBytes } from "../../docker/format.ts";
+import { loadStack } from "../../docker/stack.ts";
+import { green, printJson, printText, red } from "../output.ts";
+
+export default defineCommand({
+  meta: { name: "list", description: "List the stack's backups, newest first, and check each one" },
+  args: { dir: dirArg, json: jsonArg },
+  async run({ args }) {
+    const stack = loadStack(args.dir);
+    const dir = defaultBackupDir(stack);
+    const backups = listBackups(dir);
+    if (args.json) {
+      printJson({ directory: dir, backups });
+      return;
+    }
+    if (backups.length === 0) {
+      printText(`No backups in ${dir}`);
+      return;
+    }
+    const lines = backups.map(
+      (b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${b.name}${b.problem ? `  (${b.problem})` : ""}`,
+    );
+    printText(lines.join("\n"));
+  },
+});

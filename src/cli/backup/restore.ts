@@ -1,0 +1,60 @@
+// stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
+import { createInterface } from "node:readline/promises";
+import { resolve } from "node:path";
+import { defineCommand } from "citty";
+import { StackgenError } from "../../errors.ts";
+import { loadVerifiedBackup, restoreBackup } from "../../docker/backup-ops.ts";
+import { dirArg, jsonArg, openCompose, openStack, timeoutMs } from "../../docker/cli-support.ts";
+import { log, printJson, printText, progress } from "../output.ts";
+
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${question} [y/N] `);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+export default defineCommand({
+  meta: { name: "restore", description: "Restore a backup into the stack (volumes and config), then start it" },
+  args: {
+    file: { type: "positional", description: "Backup archive (.tar.gz)", required: true },
+    dir: dirArg,
+    yes: { type: "boolean", description: "Do not ask for confirmation", default: false },
+    json: jsonArg,
+    timeout: { type: "string", description: "Seconds to wait for the stack to become healthy", default: "300" },
+  },
+  async run({ args }) {
+    const wait = timeoutMs(args.timeout);
+    const file = resolve(String(args.file));
+    const { stack, engine } = await openStack(args.dir);
+    // Verify everything before asking or touching anything.
+    const backup = loadVerifiedBackup(file, stack.project);
+    if (!args.yes) {
+      if (!process.stdin.isTTY) {
+        throw new StackgenError("CONFIRMATION_REQUIRED", "Restore replaces the stack's volumes and config; pass --yes to run it without a terminal.", 400);
+      }
+      const ok = await confirm(`Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`);
+      if (!ok) throw new StackgenError("ABORTED", "Restore cancelled; nothing was changed.", 400);
+    }
+    const compose = await openCompose(stack);
+    const model = await compose.config();
+    const result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });
+    if (args.json) printJson(result);
+    else {
+      printText(
+        [
+          `Restored ${result.volumes.length} volume(s) and ${result.files.length} config file(s) from ${file}`,
+          `Safety backup of the previous state: ${result.safetyBackup}`,
+          result.healthy ? `Services up: ${result.services.join(", ")}` : `Not healthy: ${result.problems.join("; ")}`,
+        ].join("\n"),
+      );
+    }
+    if (!result.healthy) {
+      log.error(`The restored stack is not healthy: ${result.problems.join("; ")}`);
+      process.exitCode = 1;
+    }
+  },
+});

@@ -1,0 +1,50 @@
+// stackgen update: pull all images, restart in dependency order, roll back when health fails.
+import { defineCommand } from "citty";
+import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
+import { dryRunUpdate, runUpdate, type UpdateResult } from "../docker/update.ts";
+import { log, printJson, printText, progress } from "./output.ts";
+
+const short = (digest: string) => (digest.startsWith("sha256:") ? digest.slice(7, 19) : digest || "(none)");
+
+export function renderUpdate(r: UpdateResult): string {
+  const lines: string[] = [];
+  const verb = r.dryRun ? "Would update" : "Updated";
+  for (const u of r.updated) lines.push(`${verb} ${u.service} (${u.image}): ${short(u.oldDigest)} -> ${short(u.newDigest)}`);
+  for (const f of r.failed ?? []) lines.push(`Could not check ${f.service} (${f.image}): ${f.error}`);
+  if (r.unchanged.length > 0) lines.push(`Unchanged: ${r.unchanged.join(", ")}`);
+  lines.push(r.restarted.length > 0 ? `${r.dryRun ? "Would restart" : "Restarted"}: ${r.restarted.join(", ")}` : "Nothing to restart");
+  if (r.rolledBack) lines.push(`Rolled back ${r.rolledBack.services.join(", ")}: ${r.rolledBack.reason}`);
+  return lines.join("\n");
+}
+
+export default defineCommand({
+  meta: { name: "update", description: "Pull new images and restart the stack in dependency order, rolling back on failure" },
+  args: {
+    dir: dirArg,
+    "dry-run": { type: "boolean", description: "Ask the registries for new digests and change nothing", default: false },
+    json: jsonArg,
+    timeout: { type: "string", description: "Seconds to wait for each layer to become healthy", default: "300" },
+  },
+  async run({ args }) {
+    const wait = timeoutMs(args.timeout);
+    const { stack, engine } = await openStack(args.dir);
+    ensureStackRunning((await engine.listProjectContainers(stack.project)).length, stack.project);
+    const compose = await openCompose(stack);
+    const model = await compose.config();
+    const options = { timeoutMs: wait, progress };
+    const result = args["dry-run"] ? await dryRunUpdate(engine, stack, model, options) : await runUpdate(engine, stack, compose, model, options);
+    if (args.json) printJson(result);
+    else printText(renderUpdate(result));
+    if (result.rolledBack) {
+      const r = result.rolledBack;
+      log.error(
+        `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.`,
+      );
+      process.exitCode = 1;
+    } else if (result.failed && result.failed.length > 0) {
+      log.error(`Could not ask the registry about ${result.failed.map((f) => f.image).join(", ")}.`);
+      process.exitCode = 1;
+    }
+  },
+});
+

@@ -1,0 +1,99 @@
+// Defensive checks on archive members before anything is extracted: no member may write outside
+// its target directory (no absolute paths, no `..`, no links that lead out).
+import type { TarEntry } from "./tar.ts";
+
+/** Split a member path into clean components, or explain why it is unsafe. */
+export function safeComponents(path: string): { parts: string[] } | { error: string } {
+  if (path.includes("\0")) return { error: "contains a NUL byte" };
+  if (path.includes("\\")) return { error: "contains a backslash" };
+  if (path.startsWith("/")) return { error: "is an absolute path" };
+  if (/^[A-Za-z]:/.test(path)) return { error: "is an absolute path" };
+  const parts = path.split("/").filter((p) => p !== "" && p !== ".");
+  if (parts.some((p) => p === "..")) return { error: "contains '..'" };
+  return { parts };
+}
+
+/**
+ * Resolve a link target relative to the directory of the link; null when it leaves the root.
+ * Lexical resolution is only sound when no step passes through another symlink (`a -> ..` then
+ * `b -> a/..` escapes), so a walk through any of `symlinks` counts as leaving.
+ */
+export function resolveInside(linkDir: string[], target: string, symlinks: Set<string> = new Set()): string[] | null {
+  if (target.startsWith("/")) return null;
+  const out = [...linkDir];
+  for (let i = 1; i <= out.length; i++) if (symlinks.has(out.slice(0, i).join("/"))) return null;
+  const steps = target.split("/").filter((p) => p !== "" && p !== ".");
+  for (let i = 0; i < steps.length; i++) {
+    const part = steps[i];
+    if (part === "..") {
+      if (out.length === 0) return null;
+      out.pop();
+    } else {
+      out.push(part);
+      if (i < steps.length - 1 && symlinks.has(out.join("/"))) return null;
+    }
+  }
+  return out;
+}
+
+export interface MemberPolicy {
+  /** Allow symlinks and hardlinks (that stay inside). Volume contents need them; the outer archive does not. */
+  allowLinks: boolean;
+  /** Every member must be this directory or lie below it (e.g. the volume's own top folder). */
+  root?: string;
+}
+
+/** Check one member; returns a reason when it must be rejected. */
+export function checkMember(entry: TarEntry, policy: MemberPolicy, symlinks: Set<string> = new Set()): string | undefined {
+  const comps = safeComponents(entry.name);
+  if ("error" in comps) return `member "${entry.name}" ${comps.error}`;
+  if (comps.parts.length === 0 && entry.type !== "dir") return `member "${entry.name}" has an empty name`;
+  if (policy.root !== undefined && comps.parts.length > 0 && comps.parts[0] !== policy.root) {
+    return `member "${entry.name}" lies outside "${policy.root}/"`;
+  }
+  switch (entry.type) {
+    case "file":
+    case "dir":
+    case "fifo":
+      return undefined;
+    case "symlink": {
+      if (!policy.allowLinks) return `member "${entry.name}" is a link`;
+      const resolved = resolveInside(comps.parts.slice(0, -1), entry.linkname, symlinks);
+      if (resolved === null) return `symlink "${entry.name}" points outside the archive (${entry.linkname})`;
+      if (policy.root !== undefined && resolved[0] !== policy.root) return `symlink "${entry.name}" points outside "${policy.root}/"`;
+      return undefined;
+    }
+    case "hardlink": {
+      if (!policy.allowLinks) return `member "${entry.name}" is a link`;
+      const target = safeComponents(entry.linkname);
+      if ("error" in target) return `hardlink "${entry.name}" target ${target.error}`;
+      if (policy.root !== undefined && target.parts[0] !== policy.root) return `hardlink "${entry.name}" points outside "${policy.root}/"`;
+      return undefined;
+    }
+    default:
+      return `member "${entry.name}" has a forbidden type (${entry.type})`;
+  }
+}
+
+/** All problems of an archive's members (empty when it is safe to extract). */
+export function checkMembers(entries: TarEntry[], policy: MemberPolicy): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  const symlinks = new Set<string>();
+  for (const entry of entries) {
+    const comps = safeComponents(entry.name);
+    if (entry.type === "symlink" && "parts" in comps) symlinks.add(comps.parts.join("/"));
+  }
+  for (const entry of entries) {
+    const problem = checkMember(entry, policy, symlinks);
+    if (problem) problems.push(problem);
+    // A hardlink may only point at a member that came before it.
+    if (!problem && entry.type === "hardlink") {
+      const target = (safeComponents(entry.linkname) as { parts: string[] }).parts.join("/");
+      if (!seen.has(target)) problems.push(`hardlink "${entry.name}" points at "${entry.linkname}", which is not in the archive before it`);
+    }
+    const comps = safeComponents(entry.name);
+    if ("parts" in comps) seen.add(comps.parts.join("/"));
+  }
+  return problems;
+}

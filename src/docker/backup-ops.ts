@@ -1,0 +1,266 @@
+// The backup operations behind `stackgen backup create|list|restore`.
+import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve, sep } from "node:path";
+import { failure, StackgenError } from "../errors.ts";
+import {
+  backupFileName,
+  BackupInvalid,
+  buildArchive,
+  bundleFiles,
+  readFileBytes,
+  readVolumes,
+  sha256,
+  stackVolumes,
+  verifyArchive,
+  writeVolumes,
+  type BackupManifest,
+  type VerifiedBackup,
+} from "./backup.ts";
+import type { Compose, ComposeModel } from "./compose.ts";
+import type { Engine } from "./engine.ts";
+import { waitReady } from "./health.ts";
+import type { Stack } from "./stack.ts";
+
+export interface CreateOptions {
+  outputDir?: string;
+  hot: boolean;
+  /** Extra word in the file name (e.g. "pre-restore"). */
+  kind?: string;
+  /** Stop running services for the copy and start them again (default unless hot). */
+  stopServices?: boolean;
+  progress?: (message: string) => void;
+}
+
+export interface CreateResult {
+  file: string;
+  project: string;
+  createdAt: string;
+  size: number;
+  sha256: string;
+  hot: boolean;
+  services: string[];
+  volumes: { name: string; size: number }[];
+  files: string[];
+}
+
+export const defaultBackupDir = (stack: Stack) => join(stack.dir, "backups");
+
+async function runningServices(engine: Engine, project: string): Promise<{ running: string[]; all: Map<string, string> }> {
+  const containers = await engine.listProjectContainers(project);
+  const all = new Map<string, string>();
+  const running: string[] = [];
+  for (const c of containers) {
+    const service = c.Labels["com.docker.compose.service"];
+    if (!service) continue;
+    all.set(service, c.ImageID);
+    if (c.State === "running" && !running.includes(service)) running.push(service);
+  }
+  return { running, all };
+}
+
+export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
+  const say = opts.progress ?? (() => {});
+  const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack));
+  const { running, all } = await runningServices(engine, stack.project);
+  const volumes = await stackVolumes(engine, model);
+  const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
+  const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
+  let volumeData;
+  if (stop) {
+    say(`Stopping ${running.length} service(s) for a consistent copy`);
+    await compose.stop(running);
+  }
+  try {
+    say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
+    volumeData = await readVolumes(engine, volumes, [...all.values(), ...images]);
+  } finally {
+    if (stop) {
+      say(`Starting ${running.join(", ")} again`);
+      await compose.start(running);
+    }
+  }
+  const files = bundleFiles(stack.dir, [outputDir]).map((path) => {
+    const abs = join(stack.dir, path);
+    return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
+  });
+  const createdAt = new Date();
+  const { gz, manifest } = buildArchive({
+    project: stack.project,
+    hot: !stop && running.length > 0,
+    kind: opts.kind,
+    services: model.services.map((s) => ({ name: s.name, ...(s.image ? { image: s.image } : {}), ...(all.get(s.name) ? { imageId: all.get(s.name) } : {}) })),
+    files,
+    volumes: volumeData,
+    createdAt,
+  });
+  mkdirSync(outputDir, { recursive: true });
+  const file = join(outputDir, backupFileName(stack.project, createdAt, opts.kind));
+  // Written under a temporary name and renamed, so a listed backup is always complete. The
+  // archive holds .env secrets: owner-only.
+  const partial = `${file}.partial`;
+  writeFileSync(partial, gz, { mode: 0o600 });
+  renameSync(partial, file);
+  say(`Wrote ${file}`);
+  return {
+    file,
+    project: stack.project,
+    createdAt: manifest.createdAt,
+    size: gz.length,
+    sha256: sha256(gz),
+    hot: manifest.hot,
+    services: manifest.services.map((s) => s.name),
+    volumes: manifest.volumes.map((v) => ({ name: v.name, size: v.size })),
+    files: manifest.files,
+  };
+}
+
+export interface ListedBackup {
+  file: string;
+  name: string;
+  size: number;
+  createdAt: string;
+  project?: string;
+  verified: boolean;
+  problem?: string;
+  volumes?: string[];
+}
+
+export function listBackups(dir: string): ListedBackup[] {
+  if (!existsSync(dir)) return [];
+  const out: ListedBackup[] = [];
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith(".tar.gz")) continue;
+    const file = join(dir, name);
+    const st = statSync(file);
+    if (!st.isFile()) continue;
+    const base = { file, name, size: st.size, createdAt: st.mtime.toISOString() };
+    try {
+      const { manifest } = verifyArchive(readFileBytes(file));
+      out.push({ ...base, createdAt: manifest.createdAt, project: manifest.project, verified: true, volumes: manifest.volumes.map((v) => v.name) });
+    } catch (e) {
+      out.push({ ...base, verified: false, problem: (e as Error).message });
+    }
+  }
+  return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
+}
+
+/** Read and verify a backup file, as a one-line error (exit 2) when it is not acceptable. */
+export function loadVerifiedBackup(file: string, project: string): VerifiedBackup {
+  if (!existsSync(file) || !statSync(file).isFile()) throw new StackgenError("USAGE_ERROR", `Backup file ${file} does not exist.`, 400);
+  let backup: VerifiedBackup;
+  try {
+    backup = verifyArchive(readFileBytes(file));
+  } catch (e) {
+    if (e instanceof BackupInvalid) throw new StackgenError("BACKUP_INVALID", `Backup ${file} is refused: ${e.message}. Nothing was changed.`, 400);
+    throw e;
+  }
+  if (backup.manifest.project !== project) {
+    throw new StackgenError(
+      "BACKUP_FOREIGN",
+      `Backup ${file} belongs to project "${backup.manifest.project}", not "${project}". Nothing was changed.`,
+      400,
+    );
+  }
+  return backup;
+}
+
+/** Write restored config files, never through a symlink that leads out of the stack directory. */
+export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"]): void {
+  const root = realpathSync(stackDir);
+  for (const f of files) {
+    const target = join(stackDir, ...f.path.split("/"));
+    mkdirSync(dirname(target), { recursive: true });
+    const parent = realpathSync(dirname(target));
+    if (parent !== root && !parent.startsWith(root + sep)) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder leads outside ${stackDir}.`);
+    writeFileSync(target, f.data, { mode: f.mode || 0o644 });
+    chmodSync(target, f.mode || 0o644);
+  }
+}
+
+export interface RestoreOptions {
+  timeoutMs: number;
+  progress?: (message: string) => void;
+}
+
+export interface RestoreResult {
+  restored: string;
+  project: string;
+  createdAt: string;
+  safetyBackup: string;
+  volumes: string[];
+  files: string[];
+  services: string[];
+  healthy: boolean;
+  problems: string[];
+}
+
+/** Replace the stack's volumes and config with a verified backup, then start it and wait. */
+export async function restoreBackup(
+  stack: Stack,
+  engine: Engine,
+  compose: Compose,
+  model: ComposeModel,
+  file: string,
+  backup: VerifiedBackup,
+  opts: RestoreOptions,
+): Promise<RestoreResult> {
+  const say = opts.progress ?? (() => {});
+  const { running, all } = await runningServices(engine, stack.project);
+  if (running.length > 0) {
+    say(`Stopping ${running.join(", ")}`);
+    await compose.stop();
+  }
+  say("Taking a safety backup of the current state");
+  const safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", progress: say });
+  const fail = (what: string, e: unknown) =>
+    failure("RESTORE_FAILED", `${what}: ${(e as Error).message}. The state before the restore is in ${safety.file}.`);
+
+  const images = [...all.values(), ...backup.manifest.services.map((s) => s.image ?? ""), ...model.services.map((s) => s.image ?? "")].filter(Boolean);
+  try {
+    if (all.size > 0) {
+      say("Removing the stack's containers (volumes are kept until replaced)");
+      await compose.down();
+    }
+    say(`Restoring ${backup.files.length} config file(s)`);
+    writeConfigFiles(stack.dir, backup.files);
+    for (const v of backup.volumes) {
+      // Never extract over old data: the volume is recreated empty with its old labels/driver.
+      const existing = await engine.inspectVolume(v.name);
+      say(`Recreating volume ${v.name}`);
+      if (existing) await engine.removeVolume(v.name);
+      await engine.createVolume({
+        Name: v.name,
+        Driver: existing?.Driver ?? "local",
+        DriverOpts: existing?.Options ?? {},
+        Labels: existing?.Labels ?? { "com.docker.compose.project": stack.project, "com.docker.compose.volume": v.key },
+      });
+    }
+    say("Writing volume contents");
+    await writeVolumes(engine, backup.volumes, images);
+  } catch (e) {
+    throw fail("Restore failed", e);
+  }
+  say("Starting the stack");
+  try {
+    await compose.up();
+  } catch (e) {
+    throw fail("Data restored but the stack did not start", e);
+  }
+  const services = (await engine.listProjectContainers(stack.project)).map((c) => c.Labels["com.docker.compose.service"]).filter(Boolean);
+  const unique = [...new Set(services)].sort();
+  say(`Waiting for ${unique.join(", ")} to be healthy`);
+  const problems = await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
+  return {
+    restored: file,
+    project: stack.project,
+    createdAt: backup.manifest.createdAt,
+    safetyBackup: safety.file,
+    volumes: backup.volumes.map((v) => v.name),
+    files: backup.files.map((f) => f.path),
+    services: unique,
+    healthy: problems.length === 0,
+    problems: problems.map((p) => `${p.service}: ${p.reason}`),
+  };
+}
+
+export type { BackupManifest };

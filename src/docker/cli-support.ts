@@ -1,0 +1,34 @@
+// Pieces shared by the day-2 CLI commands (status, update, backup).
+import { StackgenError, usageError } from "../errors.ts";
+import { Compose } from "./compose.ts";
+import { Engine } from "./engine.ts";
+import { loadStack, type Stack } from "./stack.ts";
+
+export const dirArg = { type: "string", description: "Stack directory (with stackgen.json or docker-compose.yml)", default: "." } as const;
+export const jsonArg = { type: "boolean", description: "Print one JSON document on stdout", default: false } as const;
+
+/** The stack and a reachable engine (one-line errors otherwise). */
+export async function openStack(dir: string | undefined): Promise<{ stack: Stack; engine: Engine }> {
+  const stack = loadStack(dir);
+  const engine = new Engine();
+  await engine.ping();
+  return { stack, engine };
+}
+
+export async function openCompose(stack: Stack): Promise<Compose> {
+  return Compose.for(stack);
+}
+
+/** --timeout in seconds (positive number) -> milliseconds. */
+export function timeoutMs(value: unknown, fallbackSeconds = 300): number {
+  if (value === undefined || value === "") return fallbackSeconds * 1000;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw usageError(`--timeout must be a positive number of seconds, got "${value}".`);
+  return n * 1000;
+}
+
+export function ensureStackRunning(count: number, project: string): void {
+  if (count === 0) {
+    throw new StackgenError("STACK_NOT_RUNNING", `Stack "${project}" has no containers (not started?). Start it with \`docker compose up -d\`.`, 500, undefined, 1);
+  }
+}

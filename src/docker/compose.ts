@@ -1,0 +1,149 @@
+// Runs `docker compose` (v2 plugin) or, where only it exists, `docker-compose` (v1), always with
+// argument arrays. Also reads the normalised project model through `compose config`.
+import YAML from "yaml";
+import { failure } from "../errors.ts";
+import type { Stack } from "./stack.ts";
+
+export interface ComposeCli {
+  /** Command prefix: ["docker", "compose"] or ["docker-compose"]. */
+  argv: string[];
+  v2: boolean;
+}
+
+async function works(argv: string[]): Promise<boolean> {
+  try {
+    const proc = Bun.spawn(argv, { stdout: "ignore", stderr: "ignore", stdin: "ignore" });
+    return (await proc.exited) === 0;
+  } catch {
+    return false;
+  }
+}
+
+let detected: Promise<ComposeCli> | undefined;
+
+export function detectCompose(): Promise<ComposeCli> {
+  detected ??= (async () => {
+    if (await works(["docker", "compose", "version"])) return { argv: ["docker", "compose"], v2: true };
+    if (await works(["docker-compose", "--version"])) return { argv: ["docker-compose"], v2: false };
+    throw failure("COMPOSE_MISSING", "Neither `docker compose` (v2 plugin) nor `docker-compose` is installed.");
+  })();
+  return detected;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export class Compose {
+  constructor(
+    readonly cli: ComposeCli,
+    readonly stack: Stack,
+  ) {}
+
+  static async for(stack: Stack): Promise<Compose> {
+    return new Compose(await detectCompose(), stack);
+  }
+
+  private baseArgs(): string[] {
+    const args = [...this.cli.argv, "--project-name", this.stack.project, "--file", this.stack.composeFile, "--project-directory", this.stack.dir];
+    if (this.cli.v2) args.push("--ansi", "never");
+    return args;
+  }
+
+  /** Run a compose subcommand; output is captured (stderr is echoed when `echo` is set). */
+  async run(args: string[], opts: { echo?: boolean } = {}): Promise<RunResult> {
+    const proc = Bun.spawn([...this.baseArgs(), ...args], {
+      cwd: this.stack.dir,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (opts.echo && stderr.trim()) process.stderr.write(stderr.endsWith("\n") ? stderr : stderr + "\n");
+    return { code, stdout, stderr };
+  }
+
+  /** Run and throw a one-line failure when compose exits non-zero. */
+  async must(args: string[], what: string): Promise<RunResult> {
+    const result = await this.run(args);
+    if (result.code !== 0) throw failure("COMPOSE_FAILED", `${what} failed: ${lastLine(result.stderr) || `exit code ${result.code}`}`);
+    return result;
+  }
+
+  async config(): Promise<ComposeModel> {
+    const result = await this.must(["config"], "docker compose config");
+    return normaliseModel(YAML.parse(result.stdout) ?? {}, this.stack.project);
+  }
+
+  pull(service: string): Promise<RunResult> {
+    return this.run(["pull", "--quiet", service]);
+  }
+
+  stop(services: string[] = []): Promise<RunResult> {
+    return this.must(["stop", ...services], "docker compose stop");
+  }
+
+  start(services: string[] = []): Promise<RunResult> {
+    return this.must(["start", ...services], "docker compose start");
+  }
+
+  /** Create/recreate and start the given services only (their dependencies are handled by the caller). */
+  upNoDeps(services: string[]): Promise<RunResult> {
+    return this.must(["up", "--detach", "--no-deps", ...services], "docker compose up");
+  }
+
+  up(): Promise<RunResult> {
+    return this.must(["up", "--detach"], "docker compose up");
+  }
+
+  /** Remove the containers (volumes are kept). */
+  down(): Promise<RunResult> {
+    return this.must(["down"], "docker compose down");
+  }
+}
+
+/** The last meaningful line of a tool's stderr, for one-line error messages. */
+export function lastLine(text: string): string {
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
+  return lines[lines.length - 1] ?? "";
+}
+
+export interface ComposeService {
+  name: string;
+  image?: string;
+  dependsOn: string[];
+  hasBuild: boolean;
+}
+
+export interface ComposeVolume {
+  /** Key in the compose file. */
+  key: string;
+  /** Name of the engine volume. */
+  name: string;
+  external: boolean;
+}
+
+export interface ComposeModel {
+  services: ComposeService[];
+  volumes: ComposeVolume[];
+}
+
+/** Turn `compose config` output (v2 or v1 shapes) into what update/backup need. */
+export function normaliseModel(raw: Record<string, any>, project: string): ComposeModel {
+  const services: ComposeService[] = Object.entries((raw.services ?? {}) as Record<string, any>).map(([name, svc]) => {
+    const deps = svc?.depends_on;
+    const dependsOn = Array.isArray(deps) ? deps.map(String) : deps && typeof deps === "object" ? Object.keys(deps) : [];
+    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined };
+  });
+  const volumes: ComposeVolume[] = Object.entries((raw.volumes ?? {}) as Record<string, any>).map(([key, vol]) => {
+    const external = vol?.external === true || (typeof vol?.external === "object" && vol?.external !== null);
+    const explicit = typeof vol?.name === "string" ? vol.name : typeof vol?.external?.name === "string" ? vol.external.name : undefined;
+    return { key, name: explicit ?? (external ? key : `${project}_${key}`), external };
+  });
+  return { services, volumes };
+}

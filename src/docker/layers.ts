@@ -1,0 +1,23 @@
+// Start order from compose depends_on: layer 0 has no dependencies, layer n depends only on
+// earlier layers. Services inside a layer can start together.
+import { StackgenError } from "../errors.ts";
+
+export function dependencyLayers(deps: Record<string, string[]>): string[][] {
+  const names = Object.keys(deps).sort();
+  const remaining = new Set(names);
+  const placed = new Set<string>();
+  const layers: string[][] = [];
+  while (remaining.size > 0) {
+    // Dependencies outside the given set (e.g. inactive profiles) do not hold anything back.
+    const ready = [...remaining].filter((n) => (deps[n] ?? []).every((d) => placed.has(d) || !(d in deps)));
+    if (ready.length === 0) {
+      throw new StackgenError("DEPENDENCY_CYCLE", `depends_on has a cycle among: ${[...remaining].join(", ")}`, 400, undefined, 2);
+    }
+    layers.push(ready);
+    for (const n of ready) {
+      remaining.delete(n);
+      placed.add(n);
+    }
+  }
+  return layers;
+}

@@ -1,0 +1,132 @@
+// Asking a registry (HTTP API v2) which digest a tag points at now, without pulling. Docker
+// Hub-style registries answer 401 with a WWW-Authenticate Bearer challenge: fetch a token from
+// its realm (anonymously, or with credentials from ~/.docker/config.json) and retry.
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+export interface ImageRef {
+  /** Registry host as written (docker.io for Docker Hub). */
+  registry: string;
+  /** Repository path inside the registry (library/redis). */
+  repository: string;
+  tag: string;
+  digest?: string;
+}
+
+const MANIFEST_TYPES = [
+  "application/vnd.oci.image.index.v1+json",
+  "application/vnd.docker.distribution.manifest.list.v2+json",
+  "application/vnd.docker.distribution.manifest.v2+json",
+  "application/vnd.oci.image.manifest.v1+json",
+];
+
+/** Split an image reference the way the docker CLI does. */
+export function parseImageRef(ref: string): ImageRef {
+  let rest = ref;
+  let digest: string | undefined;
+  const at = rest.indexOf("@");
+  if (at >= 0) {
+    digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+  }
+  const slash = rest.indexOf("/");
+  const first = slash >= 0 ? rest.slice(0, slash) : "";
+  const hasRegistry = slash >= 0 && (first.includes(".") || first.includes(":") || first === "localhost");
+  const registry = hasRegistry ? first : "docker.io";
+  let path = hasRegistry ? rest.slice(slash + 1) : rest;
+  let tag = "latest";
+  const colon = path.lastIndexOf(":");
+  if (colon >= 0 && !path.slice(colon).includes("/")) {
+    tag = path.slice(colon + 1);
+    path = path.slice(0, colon);
+  }
+  if (registry === "docker.io" && !path.includes("/")) path = `library/${path}`;
+  return { registry, repository: path, tag, ...(digest ? { digest } : {}) };
+}
+
+/** Where to send API calls for a registry; loopback registries speak plain HTTP. */
+export function registryBaseUrl(registry: string): string {
+  if (registry === "docker.io" || registry === "index.docker.io") return "https://registry-1.docker.io";
+  const host = registry.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+  const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
+  return `${loopback ? "http" : "https"}://${registry}`;
+}
+
+/** Parse `Bearer realm="...",service="...",scope="..."`. */
+export function parseChallenge(header: string): { scheme: string; params: Record<string, string> } {
+  const space = header.indexOf(" ");
+  const scheme = (space >= 0 ? header.slice(0, space) : header).trim().toLowerCase();
+  const params: Record<string, string> = {};
+  const re = /([a-zA-Z_]+)=(?:"([^"]*)"|([^,\s]*))/g;
+  for (const m of header.slice(space + 1).matchAll(re)) params[m[1].toLowerCase()] = m[2] ?? m[3] ?? "";
+  return { scheme, params };
+}
+
+/** Basic credentials for a registry from the docker CLI's config file, if any. */
+function storedAuth(registry: string): string | undefined {
+  const configDir = process.env.DOCKER_CONFIG ?? join(homedir(), ".docker");
+  const file = join(configDir, "config.json");
+  if (!existsSync(file)) return undefined;
+  try {
+    const auths = (JSON.parse(readFileSync(file, "utf8")).auths ?? {}) as Record<string, { auth?: string }>;
+    const keys = registry === "docker.io" ? ["https://index.docker.io/v1/", "docker.io", "index.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
+    for (const k of keys) if (auths[k]?.auth) return auths[k].auth;
+  } catch {
+    /* unreadable config: anonymous */
+  }
+  return undefined;
+}
+
+export class RegistryError extends Error {}
+
+async function fetchToken(challenge: Record<string, string>, ref: ImageRef, timeoutMs: number): Promise<string> {
+  if (!challenge.realm) throw new RegistryError("registry sent a Bearer challenge without realm");
+  const url = new URL(challenge.realm);
+  if (challenge.service) url.searchParams.set("service", challenge.service);
+  url.searchParams.set("scope", challenge.scope ?? `repository:${ref.repository}:pull`);
+  const basic = storedAuth(ref.registry);
+  const res = await fetch(url, { headers: basic ? { Authorization: `Basic ${basic}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new RegistryError(`token request to ${url.host} answered ${res.status}`);
+  const body = (await res.json()) as { token?: string; access_token?: string };
+  const token = body.token ?? body.access_token;
+  if (!token) throw new RegistryError(`token response from ${url.host} had no token`);
+  return token;
+}
+
+/** The digest the registry has for `ref`'s tag now (index digest for multi-arch images). */
+export async function remoteDigest(image: string, timeoutMs = 20000): Promise<string> {
+  const ref = parseImageRef(image);
+  if (ref.digest) return ref.digest;
+  const url = `${registryBaseUrl(ref.registry)}/v2/${ref.repository}/manifests/${encodeURIComponent(ref.tag)}`;
+  const headers: Record<string, string> = { Accept: MANIFEST_TYPES.join(", ") };
+  const attempt = (method: string) => fetch(url, { method, headers, signal: AbortSignal.timeout(timeoutMs) });
+  let res: Response;
+  try {
+    res = await attempt("HEAD");
+    if (res.status === 401) {
+      const challenge = parseChallenge(res.headers.get("www-authenticate") ?? "");
+      if (challenge.scheme === "bearer") headers.Authorization = `Bearer ${await fetchToken(challenge.params, ref, timeoutMs)}`;
+      else if (challenge.scheme === "basic") {
+        const basic = storedAuth(ref.registry);
+        if (!basic) throw new RegistryError(`${ref.registry} needs credentials (docker login)`);
+        headers.Authorization = `Basic ${basic}`;
+      }
+      res = await attempt("HEAD");
+    }
+    if (res.ok && res.headers.get("docker-content-digest")) return res.headers.get("docker-content-digest")!;
+    // Some registries omit the digest on HEAD: fetch the manifest and hash it ourselves.
+    if (res.ok || res.status === 405) {
+      const full = await attempt("GET");
+      if (!full.ok) throw new RegistryError(`${ref.registry} answered ${full.status} for ${ref.repository}:${ref.tag}`);
+      const header = full.headers.get("docker-content-digest");
+      const body = new Uint8Array(await full.arrayBuffer());
+      return header ?? `sha256:${new Bun.CryptoHasher("sha256").update(body).digest("hex")}`;
+    }
+    if (res.status === 404) throw new RegistryError(`${ref.repository}:${ref.tag} not found on ${ref.registry}`);
+    throw new RegistryError(`${ref.registry} answered ${res.status} for ${ref.repository}:${ref.tag}`);
+  } catch (e) {
+    if (e instanceof RegistryError) throw e;
+    throw new RegistryError(`cannot reach ${ref.registry}: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,66 @@
+// Finding the stack a day-2 command works on: a directory with stackgen.json or a compose file.
+// The compose file and the engine are the truth; stackgen.json only supplies a project name.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import YAML from "yaml";
+import { StackgenError } from "../errors.ts";
+
+export interface Stack {
+  dir: string;
+  composeFile: string;
+  project: string;
+}
+
+export const COMPOSE_FILE_NAMES = ["docker-compose.yml", "docker-compose.yaml", "compose.yaml", "compose.yml"];
+
+const badInput = (message: string) => new StackgenError("STACK_NOT_FOUND", message, 400, undefined, 2);
+
+/** Compose's own rule for a project name taken from a directory: lowercase, [a-z0-9_-], starting alphanumeric. */
+export function normaliseProjectName(name: string): string {
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, "")
+    .replace(/^[^a-z0-9]+/, "");
+}
+
+const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]*$/;
+
+/** Project name: compose top-level `name`, else stackgen.json `projectName`, else the directory name. */
+export function projectNameOf(composeName: unknown, configName: unknown, dir: string): string {
+  if (typeof composeName === "string" && composeName !== "" && !composeName.includes("$")) return composeName;
+  if (typeof configName === "string" && configName !== "") return configName;
+  return normaliseProjectName(basename(dir));
+}
+
+export function loadStack(dirArg: string | undefined): Stack {
+  const dir = resolve(dirArg && dirArg !== "" ? dirArg : ".");
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw badInput(`${dir} is not a directory.`);
+  const composeName = COMPOSE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
+  const configPath = join(dir, "stackgen.json");
+  const hasConfig = existsSync(configPath);
+  if (!composeName) {
+    throw badInput(
+      hasConfig
+        ? `${dir} has a stackgen.json but no docker-compose.yml; regenerate the bundle.`
+        : `${dir} is not a stack directory (no stackgen.json or docker-compose.yml). Use --dir.`,
+    );
+  }
+  let config: Record<string, unknown> = {};
+  if (hasConfig) {
+    try {
+      config = JSON.parse(readFileSync(configPath, "utf8"));
+    } catch (e) {
+      throw badInput(`${configPath} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  let compose: Record<string, unknown> = {};
+  const composeFile = join(dir, composeName);
+  try {
+    compose = (YAML.parse(readFileSync(composeFile, "utf8")) ?? {}) as Record<string, unknown>;
+  } catch (e) {
+    throw badInput(`${composeFile} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  const project = projectNameOf(compose?.name, config?.projectName, dir);
+  if (!PROJECT_NAME.test(project)) throw badInput(`"${project}" is not a valid compose project name.`);
+  return { dir, composeFile, project };
+}

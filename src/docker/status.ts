@@ -1,0 +1,67 @@
+// State of every container of a compose project, read from the engine (SPEC §2.8, §3).
+import { failure } from "../errors.ts";
+import type { ContainerInspect, ContainerSummary, Engine } from "./engine.ts";
+import { formatPorts, uptimeOf } from "./format.ts";
+
+export type Health = "healthy" | "unhealthy" | "starting" | "none";
+
+export interface ServiceStatus {
+  name: string;
+  container: string;
+  state: string;
+  status: string;
+  uptime: string;
+  health: Health;
+  image: string;
+  ports: string[];
+  exitCode?: number;
+}
+
+export interface StatusReport {
+  services: ServiceStatus[];
+  summary: { total: number; running: number; stopped: number; healthy: number; unhealthy: number };
+}
+
+export function healthOf(inspect: Pick<ContainerInspect, "State">): Health {
+  if (inspect.State.Status !== "running") return "none";
+  const h = inspect.State.Health?.Status;
+  return h === "healthy" || h === "unhealthy" || h === "starting" ? h : "none";
+}
+
+export function serviceStatus(summary: ContainerSummary, inspect: ContainerInspect, now = Date.now()): ServiceStatus {
+  const running = inspect.State.Status === "running";
+  const service = summary.Labels["com.docker.compose.service"] ?? summary.Names[0]?.replace(/^\//, "") ?? summary.Id.slice(0, 12);
+  return {
+    name: service,
+    container: (summary.Names[0] ?? inspect.Name).replace(/^\//, ""),
+    state: inspect.State.Status,
+    status: summary.Status,
+    uptime: uptimeOf(running, inspect.State.StartedAt, now),
+    health: healthOf(inspect),
+    image: inspect.Config.Image,
+    ports: formatPorts(summary.Ports ?? []),
+    ...(running ? {} : { exitCode: inspect.State.ExitCode }),
+  };
+}
+
+export function summarise(services: ServiceStatus[]): StatusReport["summary"] {
+  const running = services.filter((s) => s.state === "running").length;
+  return {
+    total: services.length,
+    running,
+    stopped: services.length - running,
+    healthy: services.filter((s) => s.health === "healthy").length,
+    unhealthy: services.filter((s) => s.health === "unhealthy").length,
+  };
+}
+
+export async function collectStatus(engine: Engine, project: string): Promise<StatusReport> {
+  const containers = await engine.listProjectContainers(project);
+  if (containers.length === 0) {
+    throw failure("STACK_NOT_RUNNING", `Stack "${project}" has no containers (not started?). Start it with \`docker compose up -d\`.`);
+  }
+  const now = Date.now();
+  const services = await Promise.all(containers.map(async (c) => serviceStatus(c, await engine.inspectContainer(c.Id), now)));
+  services.sort((a, b) => a.name.localeCompare(b.name) || a.container.localeCompare(b.container));
+  return { services, summary: summarise(services) };
+}

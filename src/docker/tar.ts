@@ -1,0 +1,230 @@
+// A small tar reader/writer (ustar + PAX long names), enough for backup archives and the
+// Engine API's archive endpoint. Everything is in memory: backups of a generated stack's
+// volumes are expected to fit; reading is defensive (see checkMember in archive-safety.ts).
+
+export type TarEntryType = "file" | "dir" | "symlink" | "hardlink" | "char" | "block" | "fifo" | "other";
+
+export interface TarEntry {
+  name: string;
+  type: TarEntryType;
+  /** File contents; empty for anything but files. */
+  data: Uint8Array;
+  mode: number;
+  uid: number;
+  gid: number;
+  /** Modification time in seconds. */
+  mtime: number;
+  /** Target of a symlink or hardlink. */
+  linkname: string;
+  uname?: string;
+  gname?: string;
+}
+
+const BLOCK = 512;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+const TYPE_FLAGS: Record<string, TarEntryType> = {
+  "0": "file",
+  "\0": "file",
+  "7": "file",
+  "1": "hardlink",
+  "2": "symlink",
+  "3": "char",
+  "4": "block",
+  "5": "dir",
+  "6": "fifo",
+};
+
+function readString(buf: Uint8Array, offset: number, length: number): string {
+  let end = offset;
+  while (end < offset + length && buf[end] !== 0) end++;
+  return decoder.decode(buf.subarray(offset, end));
+}
+
+function readOctal(buf: Uint8Array, offset: number, length: number): number {
+  // GNU base-256 encoding for big numbers: high bit of the first byte set.
+  if (buf[offset] & 0x80) {
+    let value = buf[offset] & 0x7f;
+    for (let i = 1; i < length; i++) value = value * 256 + buf[offset + i];
+    return value;
+  }
+  const text = readString(buf, offset, length).trim();
+  if (text === "") return 0;
+  const value = parseInt(text, 8);
+  if (!Number.isFinite(value)) throw new Error(`Malformed tar header field "${text}"`);
+  return value;
+}
+
+function checksumOf(header: Uint8Array): number {
+  let sum = 0;
+  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : header[i];
+  return sum;
+}
+
+/** PAX records: "<len> <key>=<value>\n" repeated. */
+function parsePax(data: Uint8Array): Record<string, string> {
+  const out: Record<string, string> = {};
+  let pos = 0;
+  while (pos < data.length) {
+    let space = pos;
+    while (space < data.length && data[space] !== 0x20) space++;
+    const length = parseInt(decoder.decode(data.subarray(pos, space)), 10);
+    if (!Number.isFinite(length) || length <= 0 || pos + length > data.length) throw new Error("Malformed PAX header");
+    const record = decoder.decode(data.subarray(space + 1, pos + length - 1));
+    const eq = record.indexOf("=");
+    if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1);
+    pos += length;
+  }
+  return out;
+}
+
+/** Parse a whole (uncompressed) tar archive. Throws on a malformed archive. */
+export function readTar(buf: Uint8Array): TarEntry[] {
+  const entries: TarEntry[] = [];
+  let pos = 0;
+  let pax: Record<string, string> = {};
+  let longName: string | undefined;
+  let longLink: string | undefined;
+  while (pos + BLOCK <= buf.length) {
+    const header = buf.subarray(pos, pos + BLOCK);
+    if (header.every((b) => b === 0)) break; // end-of-archive marker
+    const stored = readOctal(header, 148, 8);
+    if (stored !== checksumOf(header)) throw new Error(`Bad tar header checksum at offset ${pos}`);
+    const flag = String.fromCharCode(header[156]);
+    const size = pax.size !== undefined ? Number(pax.size) : readOctal(header, 124, 12);
+    if (!Number.isSafeInteger(size) || size < 0) throw new Error("Bad tar member size");
+    const dataStart = pos + BLOCK;
+    if (dataStart + size > buf.length) throw new Error("Truncated tar archive");
+    const data = buf.subarray(dataStart, dataStart + size);
+    pos = dataStart + Math.ceil(size / BLOCK) * BLOCK;
+
+    if (flag === "x") {
+      pax = { ...pax, ...parsePax(data) };
+      continue;
+    }
+    if (flag === "g") continue; // global PAX header: nothing we need
+    if (flag === "L") {
+      longName = readString(data, 0, data.length);
+      continue;
+    }
+    if (flag === "K") {
+      longLink = readString(data, 0, data.length);
+      continue;
+    }
+    const isUstar = readString(header, 257, 6).startsWith("ustar");
+    const prefix = isUstar ? readString(header, 345, 155) : "";
+    const baseName = readString(header, 0, 100);
+    const name = pax.path ?? longName ?? (prefix ? `${prefix}/${baseName}` : baseName);
+    const type = TYPE_FLAGS[flag] ?? "other";
+    entries.push({
+      name,
+      type,
+      data: type === "file" ? data : new Uint8Array(0),
+      mode: readOctal(header, 100, 8),
+      uid: pax.uid !== undefined ? Number(pax.uid) : readOctal(header, 108, 8),
+      gid: pax.gid !== undefined ? Number(pax.gid) : readOctal(header, 116, 8),
+      mtime: pax.mtime !== undefined ? Math.floor(Number(pax.mtime)) : readOctal(header, 136, 12),
+      linkname: pax.linkpath ?? longLink ?? readString(header, 157, 100),
+      uname: pax.uname ?? (isUstar ? readString(header, 265, 32) : undefined),
+      gname: pax.gname ?? (isUstar ? readString(header, 297, 32) : undefined),
+    });
+    pax = {};
+    longName = undefined;
+    longLink = undefined;
+  }
+  return entries;
+}
+
+const FLAG_OF: Record<TarEntryType, string> = {
+  file: "0",
+  hardlink: "1",
+  symlink: "2",
+  char: "3",
+  block: "4",
+  dir: "5",
+  fifo: "6",
+  other: "0",
+};
+
+function writeString(header: Uint8Array, offset: number, length: number, value: string): void {
+  header.set(encoder.encode(value).subarray(0, length), offset);
+}
+
+function writeOctal(header: Uint8Array, offset: number, length: number, value: number): void {
+  writeString(header, offset, length - 1, Math.max(0, Math.floor(value)).toString(8).padStart(length - 1, "0"));
+}
+
+function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  // The length prefix counts itself, so grow it until it is stable.
+  let length = body.length + 1;
+  while (String(length).length + encoder.encode(body).length !== length) length = String(length).length + encoder.encode(body).length;
+  return `${length}${body}`;
+}
+
+function header(entry: Omit<TarEntry, "data">, size: number, flag: string): Uint8Array {
+  const h = new Uint8Array(BLOCK);
+  writeString(h, 0, 100, entry.name);
+  writeOctal(h, 100, 8, entry.mode);
+  writeOctal(h, 108, 8, entry.uid);
+  writeOctal(h, 116, 8, entry.gid);
+  writeOctal(h, 124, 12, size);
+  writeOctal(h, 136, 12, entry.mtime);
+  h.fill(32, 148, 156);
+  writeString(h, 156, 1, flag);
+  writeString(h, 157, 100, entry.linkname);
+  writeString(h, 257, 6, "ustar");
+  writeString(h, 263, 2, "00");
+  writeString(h, 265, 32, entry.uname ?? "");
+  writeString(h, 297, 32, entry.gname ?? "");
+  writeOctal(h, 148, 7, checksumOf(h));
+  return h;
+}
+
+function padded(data: Uint8Array): Uint8Array[] {
+  const rest = data.length % BLOCK;
+  return rest === 0 ? [data] : [data, new Uint8Array(BLOCK - rest)];
+}
+
+/** Serialise entries to an uncompressed tar archive (PAX headers for long names). */
+export function writeTar(entries: TarEntry[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  for (const entry of entries) {
+    const size = entry.type === "file" ? entry.data.length : 0;
+    const needsPax = encoder.encode(entry.name).length > 100 || encoder.encode(entry.linkname).length > 100 || size > 0o77777777777;
+    if (needsPax) {
+      let records = paxRecord("path", entry.name);
+      if (entry.linkname) records += paxRecord("linkpath", entry.linkname);
+      if (size > 0o77777777777) records += paxRecord("size", String(size));
+      const body = encoder.encode(records);
+      const paxName = `PaxHeaders/${entry.name.split("/").pop()!.slice(0, 80)}`;
+      parts.push(header({ ...entry, name: paxName, linkname: "" }, body.length, "x"), ...padded(body));
+    }
+    parts.push(header(entry, size, FLAG_OF[entry.type]));
+    if (size > 0) parts.push(...padded(entry.data));
+  }
+  parts.push(new Uint8Array(BLOCK * 2));
+  const total = parts.reduce((n, p) => n + p.length, 0);
+  const out = new Uint8Array(total);
+  let pos = 0;
+  for (const p of parts) {
+    out.set(p, pos);
+    pos += p.length;
+  }
+  return out;
+}
+
+/** A regular file entry with sensible defaults. */
+export function fileEntry(name: string, data: Uint8Array | string, mode = 0o644, mtime = Math.floor(Date.now() / 1000)): TarEntry {
+  return {
+    name,
+    type: "file",
+    data: typeof data === "string" ? encoder.encode(data) : data,
+    mode,
+    uid: 0,
+    gid: 0,
+    mtime,
+    linkname: "",
+  };
+}

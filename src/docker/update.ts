@@ -1,0 +1,187 @@
+// `stackgen update`: pull every image first, then stop and start layer by layer in dependency
+// order, waiting for health; on failure put the previous images back and start them again.
+import { failure } from "../errors.ts";
+import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
+import type { Engine, ImageInspect } from "./engine.ts";
+import { waitReady } from "./health.ts";
+import { dependencyLayers } from "./layers.ts";
+import { parseImageRef, remoteDigest } from "./registry.ts";
+import type { Stack } from "./stack.ts";
+
+export interface UpdatedImage {
+  service: string;
+  image: string;
+  oldDigest: string;
+  newDigest: string;
+}
+
+export interface UpdateResult {
+  dryRun?: boolean;
+  updated: UpdatedImage[];
+  unchanged: string[];
+  restarted: string[];
+  failed?: { service: string; image: string; error: string }[];
+  rolledBack?: { services: string[]; reason: string; recovered: boolean };
+}
+
+const sameRepo = (a: string, b: string) => {
+  const x = parseImageRef(a);
+  const y = parseImageRef(b);
+  return x.registry === y.registry && x.repository === y.repository;
+};
+
+/** The registry digest of a local image for `ref`'s repository; the image id when it has none. */
+export function digestOf(image: ImageInspect | undefined, ref: string): string {
+  if (!image) return "";
+  const digests = image.RepoDigests ?? [];
+  const match = digests.find((d) => sameRepo(d.split("@")[0], ref)) ?? digests[0];
+  return match ? match.slice(match.indexOf("@") + 1) : image.Id;
+}
+
+/** "repo:tag" split for re-tagging; undefined for digest-pinned references. */
+export function splitTag(ref: string): { repo: string; tag: string } | undefined {
+  if (ref.includes("@")) return undefined;
+  const slash = ref.lastIndexOf("/");
+  const colon = ref.lastIndexOf(":");
+  if (colon > slash) return { repo: ref.slice(0, colon), tag: ref.slice(colon + 1) };
+  return { repo: ref, tag: "latest" };
+}
+
+interface ServiceImage {
+  service: string;
+  image: string;
+  /** Image id the service's container runs now ("" when it has no container). */
+  currentId: string;
+  current?: ImageInspect;
+}
+
+async function currentImages(engine: Engine, stack: Stack, model: ComposeModel): Promise<ServiceImage[]> {
+  const containers = await engine.listProjectContainers(stack.project);
+  const out: ServiceImage[] = [];
+  for (const svc of model.services) {
+    if (!svc.image) continue;
+    const container = containers.find((c) => c.Labels["com.docker.compose.service"] === svc.name);
+    const currentId = container ? container.ImageID : "";
+    out.push({ service: svc.name, image: svc.image, currentId, current: currentId ? await engine.inspectImage(currentId) : undefined });
+  }
+  return out;
+}
+
+export interface UpdateOptions {
+  timeoutMs: number;
+  progress: (message: string) => void;
+}
+
+export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
+  const images = await currentImages(engine, stack, model);
+  const result: UpdateResult = { dryRun: true, updated: [], unchanged: [], restarted: [] };
+  const remote = new Map<string, Promise<string>>();
+  for (const s of images) {
+    if (!remote.has(s.image)) {
+      opts.progress(`Checking ${s.image}`);
+      remote.set(s.image, remoteDigest(s.image));
+    }
+  }
+  for (const s of images) {
+    let newDigest: string;
+    try {
+      newDigest = await remote.get(s.image)!;
+    } catch (e) {
+      (result.failed ??= []).push({ service: s.service, image: s.image, error: (e as Error).message });
+      continue;
+    }
+    const oldDigest = s.current ? digestOf(s.current, s.image) : digestOf(await engine.inspectImage(s.image), s.image);
+    if (s.currentId && oldDigest === newDigest) result.unchanged.push(s.service);
+    else result.updated.push({ service: s.service, image: s.image, oldDigest, newDigest });
+  }
+  // Whole-stack restart, as the real update does, when anything changes.
+  if (result.updated.length > 0) result.restarted = model.services.map((s) => s.name).sort();
+  result.unchanged.sort();
+  return result;
+}
+
+const rollbackRepo = (project: string) => `stackgen-rollback/${project}`;
+
+/** Start services layer by layer; returns a failure reason or undefined. */
+async function startInOrder(engine: Engine, stack: Stack, compose: Compose, layers: string[][], opts: UpdateOptions): Promise<string | undefined> {
+  for (const [i, layer] of layers.entries()) {
+    opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
+    const up = await compose.run(["up", "--detach", "--no-deps", ...layer]);
+    if (up.code !== 0) return `starting ${layer.join(", ")} failed: ${lastLine(up.stderr)}`;
+    const failedServices = await waitReady(engine, stack.project, layer, opts.timeoutMs, (p) =>
+      opts.progress(`Waiting for ${p.map((x) => `${x.service} (${x.reason})`).join(", ")}`),
+    );
+    if (failedServices.length > 0) return failedServices.map((f) => `${f.service} ${f.reason}`).join("; ");
+  }
+  return undefined;
+}
+
+export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
+  const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])));
+  const before = await currentImages(engine, stack, model);
+
+  // Keep the running images reachable under a tag of ours while pulls move the real tags.
+  for (const s of before) if (s.currentId) await engine.tagImage(s.currentId, rollbackRepo(stack.project), s.service);
+  const dropRollbackTags = async () => {
+    for (const s of before) if (s.currentId) await engine.removeImage(`${rollbackRepo(stack.project)}:${s.service}`);
+  };
+
+  try {
+    // 1. Pull everything first; any failure stops here with nothing stopped.
+    const pulled = new Set<string>();
+    const pullErrors: string[] = [];
+    for (const svc of model.services) {
+      if (!svc.image || svc.hasBuild || pulled.has(svc.image)) continue;
+      pulled.add(svc.image);
+      opts.progress(`Pulling ${svc.image}`);
+      const res = await compose.pull(svc.name);
+      if (res.code !== 0) pullErrors.push(`${svc.image}: ${lastLine(res.stderr) || `exit ${res.code}`}`);
+      else opts.progress(`Pulled ${svc.image}`);
+    }
+    if (pullErrors.length > 0) throw failure("PULL_FAILED", `Pull failed, nothing was stopped: ${pullErrors.join("; ")}`);
+
+    // 2. What changed.
+    const result: UpdateResult = { updated: [], unchanged: [], restarted: [] };
+    const changed: ServiceImage[] = [];
+    for (const s of before) {
+      const now = await engine.inspectImage(s.image);
+      if (!now) throw failure("PULL_FAILED", `Image ${s.image} is not present after the pull.`);
+      if (s.currentId && now.Id === s.currentId) result.unchanged.push(s.service);
+      else {
+        changed.push(s);
+        result.updated.push({ service: s.service, image: s.image, oldDigest: digestOf(s.current, s.image), newDigest: digestOf(now, s.image) });
+      }
+    }
+    result.unchanged.sort();
+    if (changed.length === 0) {
+      opts.progress("Every image is up to date; nothing restarted");
+      return result;
+    }
+
+    // 3. Stop all, start layer by layer, wait for health.
+    opts.progress("Stopping the stack");
+    await compose.stop();
+    const order = layers.flat();
+    const problem = await startInOrder(engine, stack, compose, layers, opts);
+    result.restarted = order;
+    if (!problem) return result;
+
+    // 4. Roll back: previous images under their original tags, then the same ordered start.
+    opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
+    for (const s of changed) {
+      const tag = splitTag(s.image);
+      if (s.currentId && tag) await engine.tagImage(s.currentId, tag.repo, tag.tag);
+    }
+    await compose.stop();
+    const again = await startInOrder(engine, stack, compose, layers, opts);
+    result.rolledBack = {
+      services: changed.map((c) => c.service),
+      reason: problem,
+      recovered: again === undefined,
+    };
+    if (again) opts.progress(`After the rollback the stack is still not healthy: ${again}`);
+    return result;
+  } finally {
+    await dropRollbackTags();
+  }
+}

@@ -1,0 +1,269 @@
+// Every endpoint of SPEC §4 and CONTRACT §3, through app.handle and over a real listening server.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { unzipSync, strFromU8 } from "fflate";
+import { createApp } from "../../src/api/app.ts";
+import { startServers } from "../../src/api/server.ts";
+import { getCatalog } from "../../src/catalog/index.ts";
+
+const app = createApp();
+const catalog = getCatalog();
+const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  app.handle(new Request(`http://localhost${path}`, {
+    method,
+    headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  }));
+const json = async (r: Response) => (await r.json()) as any;
+
+function expectError(body: any, code: string) {
+  expect(body).toEqual({ error: { code, message: expect.any(String), ...(body.error.details ? { details: expect.any(Array) } : {}) } });
+  for (const d of body.error.details ?? []) expect(d).toEqual({ field: expect.any(String), message: expect.any(String) });
+}
+
+describe("read endpoints", () => {
+  test("GET /v1/health", async () => {
+    const r = await call("GET", "/v1/health");
+    expect(r.status).toBe(200);
+    expect(await json(r)).toMatchObject({ status: "ok", version: expect.any(String) });
+  });
+
+  test("GET /v1/services lists all 94 with 20 categories", async () => {
+    const b = await json(await call("GET", "/v1/services"));
+    expect(b.total).toBe(94);
+    expect(b.services).toHaveLength(94);
+    expect(b.categories).toHaveLength(20);
+    expect(b.categories.reduce((a: number, c: any) => a + c.count, 0)).toBe(94);
+    for (const s of b.services) expect(Object.keys(s)).toEqual(expect.arrayContaining(["id", "name", "description", "category", "maturity", "image", "ports", "dependencies", "conflicts", "estimatedMemoryMB", "env", "volumes", "platforms", "gpu", "skills", "docsUrl"]));
+  });
+
+  test("filters combine and categories/total follow the filtered result", async () => {
+    const b = await json(await call("GET", "/v1/services?category=database"));
+    expect(b.total).toBe(catalog.services.filter((s) => s.category === "database").length);
+    expect(b.services.every((s: any) => s.category === "database")).toBe(true);
+    expect(b.categories).toEqual([{ id: "database", name: expect.any(String), count: b.total }]);
+    const both = await json(await call("GET", "/v1/services?category=ai-models&maturity=experimental"));
+    expect(both.services.every((s: any) => s.category === "ai-models" && s.maturity === "experimental")).toBe(true);
+    expect(both.total).toBe(both.services.length);
+  });
+
+  test("unknown category or maturity is 400 naming the field", async () => {
+    for (const [q, field] of [["category=nope", "category"], ["maturity=alpha", "maturity"]]) {
+      const r = await call("GET", `/v1/services?${q}`);
+      expect(r.status).toBe(400);
+      const b = await json(r);
+      expectError(b, "VALIDATION_ERROR");
+      expect(b.error.details.map((d: any) => d.field)).toContain(field);
+    }
+  });
+
+  test("GET /v1/services/{id} and 404 naming the id", async () => {
+    expect((await json(await call("GET", "/v1/services/postgresql"))).service.healthCheck).toMatchObject({ interval: "10s", timeout: "5s", retries: 5 });
+    const r = await call("GET", "/v1/services/mongodb");
+    expect(r.status).toBe(404);
+    const b = await json(r);
+    expectError(b, "NOT_FOUND");
+    expect(b.error.message).toContain("mongodb");
+  });
+
+  test("GET /v1/presets and /v1/presets/{id}", async () => {
+    const list = await json(await call("GET", "/v1/presets"));
+    expect(list.total).toBe(9);
+    const one = await json(await call("GET", "/v1/presets/devops"));
+    expect(one.preset).toMatchObject({ id: "devops", estimatedMemoryMB: 3072, proxy: "caddy", gpu: false });
+    expect(one.services.map((s: any) => s.id)).toEqual(one.preset.services);
+    const missing = await call("GET", "/v1/presets/full");
+    expect(missing.status).toBe(404);
+    expect((await json(missing)).error.message).toContain("full");
+  });
+
+  test("GET /v1/skills with and without services", async () => {
+    const all = await json(await call("GET", "/v1/skills"));
+    expect(all.total).toBe(catalog.packs.length);
+    expect(all.packs.every((p: any) => p.compatibilityScore === undefined)).toBe(true);
+    const some = await json(await call("GET", "/v1/skills?services=qdrant,redis"));
+    expect(some.packs.length).toBeGreaterThan(0);
+    for (const p of some.packs) {
+      const expected = Math.round((p.services.filter((s: string) => s === "qdrant" || s === "redis").length / p.services.length) * 100) / 100;
+      expect(p.compatibilityScore).toBe(expected);
+      expect(p.compatibilityScore).toBeGreaterThan(0);
+    }
+    const scores = some.packs.map((p: any) => p.compatibilityScore);
+    expect([...scores].sort((a: number, b: number) => b - a)).toEqual(scores);
+    const research = some.packs.find((p: any) => p.id === "research-agent");
+    expect(research.compatibilityScore).toBe(0.33);
+  });
+
+  test("GET /v1/skills with an unknown id is the flat INVALID_SERVICE_ID error", async () => {
+    const r = await call("GET", "/v1/skills?services=redis,nope");
+    expect(r.status).toBe(400);
+    expect(await json(r)).toEqual({ error: expect.stringContaining("nope"), code: "INVALID_SERVICE_ID" });
+  });
+
+  test("openapi.json is OpenAPI 3 covering every route; docs work offline", async () => {
+    const doc = await json(await call("GET", "/v1/openapi.json"));
+    expect(doc.openapi).toMatch(/^3\./);
+    for (const p of ["/v1/health", "/v1/services", "/v1/services/{id}", "/v1/presets", "/v1/presets/{id}", "/v1/skills", "/v1/validate", "/v1/generate"]) expect(doc.paths[p], p).toBeDefined();
+    expect(doc.paths["/v1/validate"].post.requestBody).toBeDefined();
+    const html = await (await call("GET", "/v1/docs")).text();
+    expect(html).not.toMatch(/https?:\/\/(?!localhost)/);
+    for (const asset of [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])) {
+      const r = await call("GET", asset);
+      expect(r.status, asset).toBe(200);
+      expect((await r.arrayBuffer()).byteLength).toBeGreaterThan(10);
+    }
+  });
+});
+
+describe("POST /v1/validate", () => {
+  test("resolves and reports", async () => {
+    const b = await json(await call("POST", "/v1/validate", { services: ["n8n"], platform: "linux/amd64" }));
+    expect(b).toMatchObject({ valid: true, resolvedServices: ["postgresql", "n8n"], conflicts: [] });
+    expect(b.addedDependencies[0]).toMatchObject({ service: "postgresql", requiredBy: "n8n" });
+  });
+
+  test("conflicts still answer 200 with valid false", async () => {
+    const r = await call("POST", "/v1/validate", { services: ["caddy", "traefik"] });
+    expect(r.status).toBe(200);
+    const b = await json(r);
+    expect(b.valid).toBe(false);
+    expect(b.conflicts[0]).toMatchObject({ code: "SERVICE_CONFLICT", services: expect.arrayContaining(["caddy", "traefik"]) });
+  });
+
+  test("empty body is an empty stack", async () => {
+    const b = await json(await call("POST", "/v1/validate", {}));
+    expect(b).toMatchObject({ valid: true, resolvedServices: [], estimatedMemoryMB: 0 });
+    expect(b.warnings.map((w: any) => w.code)).toEqual(["EMPTY_STACK"]);
+  });
+
+  test("a preset in the body is the base", async () => {
+    const b = await json(await call("POST", "/v1/validate", { preset: "minimal", services: ["n8n"] }));
+    expect(b.resolvedServices).toEqual(["redis", "postgresql", "n8n"]);
+  });
+
+  test("bad shapes are 400 VALIDATION_ERROR naming each field", async () => {
+    const r = await call("POST", "/v1/validate", { services: "redis", gpu: "yes", platform: "windows" });
+    expect(r.status).toBe(400);
+    const b = await json(r);
+    expectError(b, "VALIDATION_ERROR");
+    expect(b.error.message).toBe("Invalid request body");
+    const fields = Object.fromEntries(b.error.details.map((d: any) => [d.field, d.message]));
+    expect(fields.services).toBe("Expected array, received string");
+    expect(Object.keys(fields)).toEqual(expect.arrayContaining(["services", "gpu", "platform"]));
+  });
+
+  test("unknown ids are 400 pointing at the offending element", async () => {
+    const b = await json(await call("POST", "/v1/validate", { services: ["redis", "redis", "nope"] }));
+    expect(b.error.details).toEqual([{ field: "services.2", message: expect.stringContaining("nope") }]);
+  });
+
+  test("malformed JSON, wrong content type and huge arrays are 4xx with the error body", async () => {
+    for (const [body, headers] of [["{bad", { "content-type": "application/json" }], ["services=redis", { "content-type": "application/x-www-form-urlencoded" }], ["hello", { "content-type": "text/plain" }], ["[1,2]", { "content-type": "application/json" }]] as const) {
+      const r = await app.handle(new Request("http://localhost/v1/validate", { method: "POST", body, headers }));
+      expect(r.status, body).toBe(400);
+      expectError(await json(r), "VALIDATION_ERROR");
+    }
+    const r = await call("POST", "/v1/validate", { services: Array.from({ length: 201 }, () => "redis") });
+    expect(r.status).toBe(400);
+    expect((await json(r)).error.details[0].field).toBe("services");
+  });
+});
+
+describe("POST /v1/generate", () => {
+  test("json: files and metadata", async () => {
+    const r = await call("POST", "/v1/generate", { projectName: "demo", services: ["n8n"] });
+    expect(r.status).toBe(200);
+    const b = await json(r);
+    expect(Object.keys(b.files)).toEqual(expect.arrayContaining(["docker-compose.yml", ".env", ".env.example", "README.md", "stackgen.json"]));
+    expect(b.metadata).toMatchObject({ totalServices: 2, serviceCount: 2, resolvedDependencies: ["postgresql"], estimatedMemoryMB: expect.any(Number), warnings: [] });
+    expect(new Date(b.metadata.generatedAt).toISOString()).toBe(b.metadata.generatedAt);
+  });
+
+  test("complete round-trips through its input", async () => {
+    const input = { projectName: "rt", preset: "researcher", domain: "example.com", coreVersion: "1.2.3" };
+    const first = await json(await call("POST", "/v1/generate?format=complete", input));
+    expect(first.formatVersion).toBe("1");
+    expect(first.input).toEqual(input);
+    expect(first.metadata.totalServices).toBeGreaterThan(0);
+    const second = await json(await call("POST", "/v1/generate?format=complete", first.input));
+    for (const path of Object.keys(first.files)) if (path !== ".env") expect(second.files[path], path).toBe(first.files[path]);
+    expect(Object.keys(second.files)).toEqual(Object.keys(first.files));
+  });
+
+  test("zip by query or Accept header", async () => {
+    for (const r of [await call("POST", "/v1/generate?format=zip", { projectName: "zz", services: ["redis"] }),
+      await call("POST", "/v1/generate", { projectName: "zz", services: ["redis"] }, { accept: "application/zip" })]) {
+      expect(r.status).toBe(200);
+      expect(r.headers.get("content-type")).toBe("application/zip");
+      expect(r.headers.get("content-disposition")).toBe('attachment; filename="zz.zip"');
+      const entries = unzipSync(new Uint8Array(await r.arrayBuffer()));
+      expect(Object.keys(entries).every((k) => k.startsWith("zz/"))).toBe(true);
+      expect(strFromU8(entries["zz/docker-compose.yml"])).toContain("name: zz");
+    }
+  });
+
+  test("409 CONFLICT_ERROR on a conflicting selection", async () => {
+    const r = await call("POST", "/v1/generate", { projectName: "c", services: ["caddy", "traefik"] });
+    expect(r.status).toBe(409);
+    expectError(await json(r), "CONFLICT_ERROR");
+  });
+
+  test("400 on missing projectName, services as a string, nothing selected, bad names", async () => {
+    const cases: [unknown, string][] = [
+      [{ services: ["redis"] }, "projectName"],
+      [{ projectName: "x", services: "redis" }, "services"],
+      [{ projectName: "x" }, "services"],
+      [{ projectName: "../etc", services: ["redis"] }, "projectName"],
+      [{ projectName: "x", services: ["redis"], domain: "bad domain;{}" }, "domain"],
+      [{ projectName: "x", services: ["redis"], deployment: "k8s" }, "deployment"],
+      [{ projectName: "x", services: ["nope"] }, "services.0"],
+      [{ projectName: "x", preset: "nope" }, "preset"],
+    ];
+    for (const [body, field] of cases) {
+      const r = await call("POST", "/v1/generate", body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      const b = await json(r);
+      expectError(b, "VALIDATION_ERROR");
+      expect(b.error.message).toBe("Invalid generation input");
+      expect(b.error.details.map((d: any) => d.field), JSON.stringify(body)).toContain(field);
+    }
+  });
+
+  test("config documents migrate; unknown versions are refused", async () => {
+    const ok = await json(await call("POST", "/v1/generate", { configVersion: 1, projectName: "m", services: ["redis"] }));
+    expect(JSON.parse(ok.files["stackgen.json"])).toMatchObject({ configVersion: 2, deploymentType: "docker" });
+    const bad = await call("POST", "/v1/generate", { configVersion: 99, projectName: "m", services: ["redis"] });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).error.message).toMatch(/^No migration path from config version 99/);
+  });
+});
+
+describe("over a real listening server", () => {
+  let servers: ReturnType<typeof startServers>;
+  let api = "", ui = "";
+  beforeAll(() => {
+    servers = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guardConfig: undefined } as never);
+    api = `http://127.0.0.1:${servers.api.port}`;
+    ui = servers.ui ? `http://127.0.0.1:${servers.ui.port}` : "";
+  });
+  afterAll(() => servers?.stop());
+
+  test("API answers every read route", async () => {
+    for (const p of ["/v1/health", "/v1/services", "/v1/services/redis", "/v1/presets", "/v1/presets/minimal", "/v1/skills", "/v1/openapi.json", "/v1/docs"]) {
+      const r = await fetch(api + p);
+      expect(r.status, p).toBe(200);
+    }
+  });
+
+  test("validate and generate over HTTP", async () => {
+    const v = await fetch(`${api}/v1/validate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ preset: "devops" }) });
+    expect((await v.json() as any).valid).toBe(true);
+    const g = await fetch(`${api}/v1/generate?format=zip`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ projectName: "http", preset: "minimal" }) });
+    expect(g.headers.get("content-type")).toBe("application/zip");
+  });
+
+  test("the UI listener (when enabled) also answers /v1 routes", async () => {
+    if (!ui) return;
+    expect((await fetch(`${ui}/v1/health`)).status).toBe(200);
+    expect((await fetch(`${ui}/`)).headers.get("content-type")).toContain("text/html");
+  });
+});

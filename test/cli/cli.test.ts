@@ -1,0 +1,178 @@
+// The CLI as a user runs it: subprocesses, exit codes, --json documents, files on disk.
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseEnvValues } from "../../src/core/env-merge.ts";
+import { cli, expectOk, hasTool, run } from "../support/tools.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "stackgen-cli-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const env = { ...process.env, NO_COLOR: "1" };
+
+describe("basics", () => {
+  test("--help lists every command; --version prints the version", async () => {
+    const help = await cli(["--help"], { env });
+    expectOk(help);
+    for (const c of ["serve", "validate", "generate", "services", "presets", "skills", "deploy", "status", "update", "backup", "completion"]) expect(help.stdout).toContain(c);
+    const v = await cli(["--version"]);
+    expect(v.stdout).toMatch(/^stackgen \d+\.\d+\.\d+/);
+  });
+
+  test("unknown command and bad flags exit 2 with one line, no stack trace", async () => {
+    const r = await cli(["frobnicate"], { env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).not.toContain("    at ");
+    const bad = await cli(["services", "--category", "nope"], { env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("nope");
+  });
+
+  test("validate --json prints the validate response; conflicts exit 1", async () => {
+    const ok = await cli(["validate", "--services", "n8n", "--platform", "linux/amd64", "--json"], { env });
+    expectOk(ok);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ valid: true, resolvedServices: ["postgresql", "n8n"] });
+    const bad = await cli(["validate", "--services", "caddy,traefik", "--json"], { env });
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).conflicts[0].code).toBe("SERVICE_CONFLICT");
+    const unknown = await cli(["validate", "--services", "nope", "--json"], { env });
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stdout).error.code).toBe("VALIDATION_ERROR");
+  });
+
+  test("validate --file reads a request body", async () => {
+    const file = join(tmp, "body.json");
+    writeFileSync(file, JSON.stringify({ preset: "minimal", services: ["n8n"] }));
+    const r = await cli(["validate", "--file", file, "--json"], { env });
+    expectOk(r);
+    expect(JSON.parse(r.stdout).resolvedServices).toEqual(["redis", "postgresql", "n8n"]);
+  });
+
+  test("services, presets, skills with --json", async () => {
+    const s = JSON.parse((await cli(["services", "--category", "database", "--json"], { env })).stdout);
+    expect(s.services.every((x: any) => x.category === "database")).toBe(true);
+    const p = JSON.parse((await cli(["presets", "devops", "--json"], { env })).stdout);
+    expect(p.preset.id).toBe("devops");
+    const k = JSON.parse((await cli(["skills", "--services", "qdrant", "--json"], { env })).stdout);
+    expect(k.packs.every((x: any) => x.compatibilityScore > 0)).toBe(true);
+    expect((await cli(["presets", "nope"], { env })).code).toBe(2);
+  });
+
+  test("completion scripts for bash, zsh and fish parse in their shells", async () => {
+    for (const shell of ["bash", "zsh", "fish"]) {
+      const r = await cli(["completion", shell], { env });
+      expectOk(r);
+      expect(r.stdout).toContain("stackgen");
+      expect(r.stdout).toContain("n8n");
+      if (Bun.which(shell)) {
+        const file = join(tmp, `completion.${shell}`);
+        writeFileSync(file, r.stdout);
+        const check = await run(shell === "fish" ? ["fish", "--no-execute", file] : [shell, "-n", file]);
+        expect(check.code, check.stderr).toBe(0);
+      }
+    }
+    expect(hasTool("bash")).toBe(true);
+    expect((await cli(["completion", "powershell"], { env })).code).toBe(2);
+  });
+});
+
+describe("generate", () => {
+  test("writes the bundle; .env is 0600 and scripts 0755", async () => {
+    const dir = join(tmp, "g1");
+    const r = await cli(["generate", "--name", "g1", "--services", "n8n,redis", "--deployment", "bare-metal", "--dir", dir, "--json"], { env });
+    expectOk(r);
+    const out = JSON.parse(r.stdout);
+    expect(out.files.every((f: any) => f.action === "create")).toBe(true);
+    expect(statSync(join(dir, ".env")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "install.sh")).mode & 0o777).toBe(0o755);
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("name: g1");
+  });
+
+  test("regenerating keeps .env values and adds new keys", async () => {
+    const dir = join(tmp, "g2");
+    expectOk(await cli(["generate", "--name", "g2", "--services", "redis", "--dir", dir], { env }));
+    const before = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8") + "MY_OWN=1\n");
+    expectOk(await cli(["generate", "--name", "g2", "--services", "redis,n8n", "--dir", dir], { env }));
+    const after = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    expect(after.get("REDIS_PASSWORD")).toBe(before.get("REDIS_PASSWORD")!);
+    expect(after.get("CORE_GATEWAY_TOKEN")).toBe(before.get("CORE_GATEWAY_TOKEN")!);
+    expect(after.get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
+    expect(after.get("MY_OWN")).toBe("1");
+    expect(statSync(join(dir, ".env")).mode & 0o777).toBe(0o600);
+  });
+
+  test("refuses to overwrite edited files unless --force; writes nothing then", async () => {
+    const dir = join(tmp, "g3");
+    expectOk(await cli(["generate", "--name", "g3", "--services", "redis", "--dir", dir], { env }));
+    const compose = join(dir, "docker-compose.yml");
+    writeFileSync(compose, readFileSync(compose, "utf8") + "# my edit\n");
+    const readme = readFileSync(join(dir, "README.md"), "utf8");
+    const r = await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir], { env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("docker-compose.yml");
+    expect(readFileSync(compose, "utf8")).toContain("# my edit");
+    expect(readFileSync(join(dir, "README.md"), "utf8")).toBe(readme);
+    expectOk(await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir, "--force"], { env }));
+    expect(readFileSync(compose, "utf8")).not.toContain("# my edit");
+  });
+
+  test("unedited generated files are updated on regeneration", async () => {
+    const dir = join(tmp, "g4");
+    expectOk(await cli(["generate", "--name", "g4", "--services", "redis", "--dir", dir], { env }));
+    expectOk(await cli(["generate", "--name", "g4", "--services", "redis,n8n", "--dir", dir], { env }));
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("n8n:");
+  });
+
+  test("--dry-run writes nothing", async () => {
+    const dir = join(tmp, "g5");
+    const r = await cli(["generate", "--name", "g5", "--services", "redis", "--dir", dir, "--dry-run", "--json"], { env });
+    expectOk(r);
+    expect(JSON.parse(r.stdout).dryRun).toBe(true);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  test("never writes outside --dir: path-like names and symlinks are refused", async () => {
+    expect((await cli(["generate", "--name", "../evil", "--services", "redis", "--dir", join(tmp, "g6")], { env })).code).toBe(2);
+    const dir = join(tmp, "g7");
+    mkdirSync(dir);
+    const outside = join(tmp, "outside");
+    mkdirSync(outside);
+    symlinkSync(outside, join(dir, "skills"));
+    const r = await cli(["generate", "--name", "g7", "--services", "redis", "--dir", dir], { env });
+    expect(r.code).not.toBe(0);
+    expect(existsSync(join(outside, "redis"))).toBe(false);
+    const dir2 = join(tmp, "g8");
+    mkdirSync(dir2);
+    symlinkSync(join(outside, "stolen"), join(dir2, ".env"));
+    expect((await cli(["generate", "--name", "g8", "--services", "redis", "--dir", dir2], { env })).code).toBe(2);
+    expect(existsSync(join(outside, "stolen"))).toBe(false);
+  });
+
+  test("--from a complete export or a v1 stackgen.json", async () => {
+    const complete = join(tmp, "complete.json");
+    writeFileSync(complete, JSON.stringify({ formatVersion: "1", input: { projectName: "fromc", preset: "minimal", coreVersion: "9.9.9" }, files: {}, metadata: {} }));
+    const dir = join(tmp, "g9");
+    expectOk(await cli(["generate", "--from", complete, "--dir", dir], { env }));
+    expect(readFileSync(join(dir, ".env"), "utf8")).toContain("CORE_VERSION=9.9.9");
+    const v1 = join(tmp, "v1.json");
+    writeFileSync(v1, JSON.stringify({ configVersion: 1, projectName: "fromv1", services: ["redis"] }));
+    const dir2 = join(tmp, "g10");
+    expectOk(await cli(["generate", "--from", v1, "--dir", dir2], { env }));
+    expect(JSON.parse(readFileSync(join(dir2, "stackgen.json"), "utf8"))).toMatchObject({ configVersion: 2, deploymentType: "docker", projectName: "fromv1" });
+    const v9 = join(tmp, "v9.json");
+    writeFileSync(v9, JSON.stringify({ configVersion: 9, projectName: "x", services: ["redis"] }));
+    const bad = await cli(["generate", "--from", v9, "--dir", join(tmp, "g11")], { env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("No migration path from config version 9");
+    writeFileSync(join(tmp, "broken.json"), "{nope");
+    expect((await cli(["generate", "--from", join(tmp, "broken.json"), "--dir", join(tmp, "g12")], { env })).code).toBe(2);
+  });
+
+  test("--no-secrets leaves secrets empty", async () => {
+    const dir = join(tmp, "g13");
+    expectOk(await cli(["generate", "--name", "g13", "--services", "redis", "--no-secrets", "--dir", dir], { env }));
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe("");
+  });
+});
+void chmodSync;

@@ -1,0 +1,145 @@
+// `stackgen backup create|list|restore` against a real engine.
+import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
+import { cli, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+
+const e2e = await dockerTest();
+
+/** Rewrite a backup archive's members (to forge tampered or foreign archives). */
+function forge(src: string, dest: string, change: (entries: TarEntry[]) => TarEntry[]): void {
+  const entries = readTar(Bun.gunzipSync(new Uint8Array(readFileSync(src))));
+  writeFileSync(dest, Bun.gzipSync(writeTar(change(entries)) as Uint8Array<ArrayBuffer>));
+}
+
+describe("backup", () => {
+  const stack = TestStack.unique("bk");
+  const ref = stack.ref("store");
+  const backupsDir = join(stack.dir, "backups");
+  const listBackups = () => (existsSync(backupsDir) ? readdirSync(backupsDir).filter((f) => f.endsWith(".tar.gz")) : []);
+  let first = "";
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.build(ref, ["RUN touch /ok"]);
+    stack.write(
+      "docker-compose.yml",
+      `name: ${stack.project}
+services:
+  store:
+    image: ${ref}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["data:/data", "more:/more"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+volumes:
+  data: {}
+  more: {}
+`,
+    );
+    stack.write(".env", "SETTING=original\n");
+    stack.write("stackgen.json", JSON.stringify({ configVersion: 2, projectName: stack.project, services: [] }));
+    await stack.up();
+    await stack.exec("store", "sh", "-c", "echo one > /data/a.txt && mkdir -p /data/d && echo two > /data/d/b.txt && ln -s a.txt /data/l && echo m > /more/m.txt");
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "create writes one archive with config and every volume; list verifies them newest first",
+    async () => {
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      first = out.file;
+      expect(out.file.startsWith(backupsDir)).toBe(true);
+      expect(existsSync(out.file)).toBe(true);
+      expect(out.volumes.map((v: any) => v.name).sort()).toEqual([`${stack.project}_data`, `${stack.project}_more`]);
+      expect(out.files).toEqual(expect.arrayContaining([".env", "docker-compose.yml", "stackgen.json"]));
+      expect(r.stderr).toContain("Stopping");
+      // Services were started again after the cold copy.
+      expect((await stack.container("store")).State.Running).toBe(true);
+
+      const entries = readTar(Bun.gunzipSync(new Uint8Array(readFileSync(out.file))));
+      const manifest = JSON.parse(new TextDecoder().decode(entries.find((e) => e.name === "manifest.json")!.data));
+      expect(manifest).toMatchObject({ formatVersion: 1, project: stack.project });
+      expect(manifest.members.every((m: any) => /^[0-9a-f]{64}$/.test(m.sha256) && m.size >= 0)).toBe(true);
+
+      await Bun.sleep(20);
+      const hot = await cli(["backup", "create", "--dir", stack.dir, "--hot", "--json"]);
+      expect(hot.code).toBe(0);
+      expect(hot.stderr).not.toContain("Stopping");
+      const list = await cli(["backup", "list", "--dir", stack.dir, "--json"]);
+      expect(list.code).toBe(0);
+      const backups = JSON.parse(list.stdout).backups;
+      expect(backups.map((b: any) => b.file)).toEqual([JSON.parse(hot.stdout).file, first]);
+      expect(backups.every((b: any) => b.verified === true && b.size > 0)).toBe(true);
+    },
+    120_000,
+  );
+
+  e2e(
+    "restore brings back volume contents and config, after a safety backup",
+    async () => {
+      await stack.exec("store", "sh", "-c", "echo changed > /data/a.txt && echo junk > /data/junk && rm -rf /more/m.txt");
+      stack.write(".env", "SETTING=edited\n");
+      const refused = await cli(["backup", "restore", first, "--dir", stack.dir]);
+      expect(refused.code).toBe(2);
+      expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("changed");
+
+      const before = listBackups().length;
+      const r = await cli(["backup", "restore", first, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.healthy).toBe(true);
+      expect(existsSync(out.safetyBackup)).toBe(true);
+      expect(listBackups().length).toBe(before + 1);
+      expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("one");
+      expect((await stack.exec("store", "cat", "/data/d/b.txt")).trim()).toBe("two");
+      expect((await stack.exec("store", "readlink", "/data/l")).trim()).toBe("a.txt");
+      expect((await stack.exec("store", "cat", "/more/m.txt")).trim()).toBe("m");
+      expect((await stack.exec("store", "sh", "-c", "ls /data")).split("\n")).not.toContain("junk");
+      expect(readFileSync(join(stack.dir, ".env"), "utf8")).toBe("SETTING=original\n");
+      expect((await stack.container("store")).State.Health.Status).toBe("healthy");
+    },
+    120_000,
+  );
+
+  e2e(
+    "tampered, foreign and escaping archives are refused with nothing changed",
+    async () => {
+      await stack.exec("store", "sh", "-c", "echo marker > /data/a.txt");
+      const before = listBackups().length;
+      const bad = (name: string) => join(stack.dir, name);
+
+      forge(first, bad("tampered.tar.gz"), (es) =>
+        es.map((e) => (e.name.startsWith("volumes/") && e.name.endsWith("_data.tar") ? { ...e, data: e.data.map((b, i) => (i === Math.floor(e.data.length / 2) ? b ^ 1 : b)) } : e)),
+      );
+      forge(first, bad("foreign.tar.gz"), (es) =>
+        es.map((e) => {
+          if (e.name !== "manifest.json") return e;
+          const m = JSON.parse(new TextDecoder().decode(e.data));
+          return fileEntry(e.name, JSON.stringify({ ...m, project: "someone-else" }));
+        }),
+      );
+      forge(first, bad("escape.tar.gz"), (es) => [...es, fileEntry("config/../../escaped.txt", "x")]);
+
+      const expectations: [string, RegExp][] = [
+        ["tampered.tar.gz", /sha256|size/],
+        ["foreign.tar.gz", /belongs to project "someone-else"/],
+        ["escape.tar.gz", /'\.\.'/],
+      ];
+      for (const [name, message] of expectations) {
+        const r = await cli(["backup", "restore", bad(name), "--dir", stack.dir, "--yes"]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toMatch(message);
+        expect(r.stderr).toContain("Nothing was changed");
+      }
+      expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("marker");
+      expect(listBackups().length).toBe(before);
+      expect(existsSync(join(stack.dir, "..", "escaped.txt"))).toBe(false);
+      expect((await stack.container("store")).State.Running).toBe(true);
+    },
+    60_000,
+  );
+});

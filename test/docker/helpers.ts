@@ -1,0 +1,156 @@
+// Helpers for the docker end-to-end tests: the real engine, the local registry on 127.0.0.1:5000
+// and the busybox base image that .ci/setup-docker.sh prepares.
+import { test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const REPO = resolve(import.meta.dir, "../..");
+export const BUN = join(REPO, "node_modules/.bin/bun");
+export const MAIN = join(REPO, "src/main.ts");
+export const REGISTRY = "127.0.0.1:5000";
+export const BASE_IMAGE = "stackgen-test/busybox:latest";
+
+// consola hides info lines when it thinks it runs under a test runner; the CLI subprocess should
+// log as it does for users.
+const QUIET_FREE = { NODE_ENV: "production", TEST: "" };
+
+export interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function run(argv: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<Ran> {
+  const proc = Bun.spawn(argv, { cwd: opts.cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1", ...QUIET_FREE, ...opts.env } });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+/** The CLI as a subprocess. */
+export const cli = (args: string[], env?: Record<string, string>) => run([BUN, MAIN, ...args], { env });
+
+export async function docker(...args: string[]): Promise<string> {
+  const r = await run(["docker", ...args]);
+  if (r.code !== 0) throw new Error(`docker ${args.join(" ")} failed: ${r.stderr.trim()}`);
+  return r.stdout.trim();
+}
+
+/** Why the docker suite cannot run here, or undefined when it can. */
+export async function dockerUnavailable(): Promise<string | undefined> {
+  try {
+    if ((await run(["docker", "info"])).code !== 0) return "no Docker engine (run .ci/setup-docker.sh as root)";
+    if ((await run(["docker", "compose", "version"])).code !== 0) return "no docker compose v2 plugin (run .ci/setup-docker.sh)";
+    if ((await run(["docker", "image", "inspect", BASE_IMAGE])).code !== 0) return `no ${BASE_IMAGE} image (run .ci/setup-docker.sh)`;
+    const reg = await fetch(`http://${REGISTRY}/v2/`).catch(() => undefined);
+    if (!reg || reg.status !== 200) return `no registry on ${REGISTRY} (run .ci/setup-docker.sh)`;
+  } catch (e) {
+    return `docker not usable: ${(e as Error).message}`;
+  }
+  return undefined;
+}
+
+/** `test` when docker is usable; otherwise a visible skip locally and a failure under CI. */
+export async function dockerTest(): Promise<typeof test> {
+  const reason = await dockerUnavailable();
+  if (!reason) return test;
+  if (process.env.CI === "true") {
+    test("docker end-to-end environment", () => {
+      throw new Error(`docker suite cannot run: ${reason}`);
+    });
+  } else {
+    console.warn(`[skip] docker end-to-end tests: ${reason}`);
+  }
+  return test.skip as unknown as typeof test;
+}
+
+/** A stack directory plus everything a test creates, removed again in cleanup(). */
+export class TestStack {
+  readonly dir: string;
+  readonly images = new Set<string>();
+
+  constructor(readonly project: string) {
+    this.dir = mkdtempSync(join(tmpdir(), `stackgen-${project}-`));
+  }
+
+  static unique(prefix: string): TestStack {
+    return new TestStack(`sgt${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`);
+  }
+
+  write(name: string, content: string): void {
+    writeFileSync(join(this.dir, name), content);
+  }
+
+  /** Image ref in the local registry for this stack. */
+  ref(name: string, tag = "1"): string {
+    return `${REGISTRY}/${this.project}/${name}:${tag}`;
+  }
+
+  /** Build an image FROM the busybox base with extra Dockerfile lines; returns its id. */
+  async build(ref: string, lines: string[]): Promise<string> {
+    const ctx = mkdtempSync(join(tmpdir(), "stackgen-build-"));
+    try {
+      writeFileSync(join(ctx, "Dockerfile"), [`FROM ${BASE_IMAGE}`, `LABEL stackgen.test=${this.project}`, ...lines, ""].join("\n"));
+      this.images.add(ref);
+      const r = await run(["docker", "build", "-q", "-t", ref, ctx]);
+      if (r.code !== 0) throw new Error(`docker build failed: ${r.stderr}`);
+      return await this.imageId(ref);
+    } finally {
+      rmSync(ctx, { recursive: true, force: true });
+    }
+  }
+
+  async push(ref: string): Promise<void> {
+    await docker("push", "-q", ref);
+  }
+
+  async imageId(ref: string): Promise<string> {
+    return docker("image", "inspect", "-f", "{{.Id}}", ref);
+  }
+
+  /** Publish a new image under `ref` in the registry while the local tag keeps pointing at the old one. */
+  async pushNewVersion(ref: string, lines: string[]): Promise<{ oldId: string; newId: string }> {
+    const oldId = await this.imageId(ref);
+    const newId = await this.build(ref, lines);
+    await this.push(ref);
+    await docker("tag", oldId, ref);
+    return { oldId, newId };
+  }
+
+  compose(...args: string[]): Promise<Ran> {
+    return run(["docker", "compose", "-p", this.project, "--project-directory", this.dir, "-f", join(this.dir, "docker-compose.yml"), ...args]);
+  }
+
+  async up(): Promise<void> {
+    const r = await this.compose("up", "-d", "--wait");
+    if (r.code !== 0) throw new Error(`compose up failed: ${r.stderr}`);
+  }
+
+  async container(service: string): Promise<any> {
+    const id = await docker("ps", "-aq", "--filter", `label=com.docker.compose.project=${this.project}`, "--filter", `label=com.docker.compose.service=${service}`);
+    return JSON.parse(await docker("inspect", id.split("\n")[0]))[0];
+  }
+
+  /** Run a command in a service's container. */
+  async exec(service: string, ...cmd: string[]): Promise<string> {
+    const r = await this.compose("exec", "-T", service, ...cmd);
+    if (r.code !== 0) throw new Error(`exec failed: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  async cleanup(): Promise<void> {
+    await this.compose("down", "-v", "--remove-orphans", "-t", "0");
+    // Anything left with the project label (containers from a failed step, recreated volumes).
+    const containers = (await run(["docker", "ps", "-aq", "--filter", `label=com.docker.compose.project=${this.project}`])).stdout.trim();
+    if (containers) await run(["docker", "rm", "-f", ...containers.split("\n")]);
+    const volumes = (await run(["docker", "volume", "ls", "-q", "--filter", `label=com.docker.compose.project=${this.project}`])).stdout.trim();
+    if (volumes) await run(["docker", "volume", "rm", "-f", ...volumes.split("\n")]);
+    const images = (await run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", `${REGISTRY}/${this.project}/*`])).stdout.trim();
+    const all = new Set([...this.images, ...(images ? images.split("\n") : [])]);
+    if (all.size > 0) await run(["docker", "rmi", "-f", ...all]);
+    // Untagged leftovers of this test (old or new versions after re-tagging).
+    const dangling = (await run(["docker", "images", "-q", "--filter", "dangling=true", "--filter", `label=stackgen.test=${this.project}`])).stdout.trim();
+    if (dangling) await run(["docker", "rmi", "-f", ...new Set(dangling.split("\n"))]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,143 @@
+// `stackgen update` against a real engine and the local registry on 127.0.0.1:5000.
+import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { cli, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+
+const e2e = await dockerTest();
+
+const repoDigest = async (id: string) => {
+  const digests: string[] = JSON.parse(await docker("image", "inspect", "-f", "{{json .RepoDigests}}", id));
+  return digests[0]?.split("@")[1];
+};
+
+describe("update", () => {
+  const stack = TestStack.unique("up");
+  const dbRef = stack.ref("db");
+  const webRef = stack.ref("web");
+  const composeText = (webImage: string) => `name: ${stack.project}
+services:
+  db:
+    image: ${dbRef}
+    init: true
+    command: ["sh", "-c", "[ -f /data/seed ] || date +%s%N > /data/seed; exec sleep 3600"]
+    volumes: ["data:/data"]
+    environment: {KEEP_ME: "yes"}
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+  web:
+    image: ${webImage}
+    init: true
+    command: ["sleep", "3600"]
+    depends_on: {db: {condition: service_healthy}}
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+volumes:
+  data: {}
+`;
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.build(dbRef, ["RUN echo db-v1 > /version && touch /ok"]);
+    await stack.build(webRef, ["RUN echo web-v1 > /version && touch /ok"]);
+    await stack.push(dbRef);
+    await stack.push(webRef);
+    stack.write("docker-compose.yml", composeText(webRef));
+    await stack.up();
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "--dry-run reports old and new digests and changes nothing",
+    async () => {
+      const { oldId, newId } = await stack.pushNewVersion(dbRef, ["RUN echo db-v2 > /version && touch /ok"]);
+      const before = await stack.container("db");
+      const r = await cli(["update", "--dir", stack.dir, "--dry-run", "--json"]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated).toEqual([{ service: "db", image: dbRef, oldDigest: await repoDigest(oldId), newDigest: await repoDigest(newId) }]);
+      expect(out.updated[0].oldDigest).not.toBe(out.updated[0].newDigest);
+      expect(out.unchanged).toEqual(["web"]);
+      expect(out.restarted).toEqual(["db", "web"]);
+      const after = await stack.container("db");
+      expect(after.Id).toBe(before.Id);
+      expect(after.State.StartedAt).toBe(before.State.StartedAt);
+      expect(await stack.imageId(dbRef)).toBe(oldId);
+    },
+    60_000,
+  );
+
+  e2e(
+    "update pulls the new digest, restarts in dependency order and keeps data and env",
+    async () => {
+      const seed = await stack.exec("db", "cat", "/data/seed");
+      const r = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["db"]);
+      expect(out.unchanged).toEqual(["web"]);
+      expect(out.restarted).toEqual(["db", "web"]);
+      expect(r.stderr).toContain(`Pulling ${dbRef}`);
+      expect((await stack.exec("db", "cat", "/version")).trim()).toBe("db-v2");
+      expect(await stack.exec("db", "cat", "/data/seed")).toBe(seed);
+      expect((await stack.exec("db", "sh", "-c", "echo $KEEP_ME")).trim()).toBe("yes");
+      const db = await stack.container("db");
+      const web = await stack.container("web");
+      expect(Date.parse(db.State.StartedAt)).toBeLessThan(Date.parse(web.State.StartedAt));
+      expect(db.State.Health.Status).toBe("healthy");
+      expect(web.State.Health.Status).toBe("healthy");
+      expect(await repoDigest(db.Image)).toBe(out.updated[0].newDigest);
+    },
+    120_000,
+  );
+
+  e2e(
+    "a failed pull stops nothing",
+    async () => {
+      await stack.pushNewVersion(dbRef, ["RUN echo db-v3 > /version && touch /ok"]);
+      // web now names a tag that exists only locally: its pull fails.
+      const localOnly = stack.ref("web", "local-only");
+      stack.images.add(localOnly);
+      await docker("tag", webRef, localOnly);
+      stack.write("docker-compose.yml", composeText(localOnly));
+      const before = { db: await stack.container("db"), web: await stack.container("web") };
+      try {
+        const r = await cli(["update", "--dir", stack.dir, "--json"]);
+        expect(r.code).toBe(1);
+        expect(JSON.parse(r.stdout).error.message).toContain("nothing was stopped");
+        for (const s of ["db", "web"] as const) {
+          const now = await stack.container(s);
+          expect(now.Id).toBe(before[s].Id);
+          expect(now.State.Running).toBe(true);
+          expect(now.State.StartedAt).toBe(before[s].State.StartedAt);
+        }
+      } finally {
+        stack.write("docker-compose.yml", composeText(webRef));
+      }
+      expect(readFileSync(join(stack.dir, "docker-compose.yml"), "utf8")).toContain(webRef);
+    },
+    60_000,
+  );
+
+  e2e(
+    "a service that does not come up healthy is rolled back",
+    async () => {
+      const webBefore = await stack.container("web");
+      const { oldId } = await stack.pushNewVersion(webRef, ["RUN echo web-broken > /version"]); // no /ok: health fails
+      expect(oldId).toBe(webBefore.Image);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code).toBe(1);
+      const out = JSON.parse(r.stdout);
+      expect(out.rolledBack.services).toContain("web");
+      expect(out.rolledBack.recovered).toBe(true);
+      expect(out.rolledBack.reason).toContain("web");
+      expect(r.stderr).toMatch(/rolled back/i);
+      const web = await stack.container("web");
+      expect(web.Image).toBe(oldId);
+      expect(web.State.Health.Status).toBe("healthy");
+      expect((await stack.exec("web", "cat", "/version")).trim()).toBe("web-v1");
+      expect(await stack.imageId(webRef)).toBe(oldId);
+      const status = JSON.parse((await cli(["status", "--dir", stack.dir, "--json"])).stdout);
+      expect(status.summary).toMatchObject({ total: 2, running: 2, healthy: 2 });
+    },
+    150_000,
+  );
+});
