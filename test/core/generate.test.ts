@@ -98,6 +98,24 @@ describe("bundle properties", () => {
     await checkFiles("caddy", (f) => (f.Caddyfile ? "Caddyfile" : undefined), (file) => ["caddy", "adapt", "--config", file, "--adapter", "caddyfile"]);
   }, 180_000);
 
+  test("every generated shell script parses (bash -n)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-sh-"));
+    try {
+      const scripts = new Map<string, string>();
+      for (const b of bundles) for (const [p, text] of Object.entries(b.files)) if (p.endsWith(".sh")) scripts.set(text, `${b.label}: ${p}`);
+      expect(scripts.size).toBeGreaterThan(3);
+      let i = 0;
+      for (const [text, label] of scripts) {
+        const file = join(dir, `${i++}.sh`);
+        writeFileSync(file, text);
+        const r = await run(["bash", "-n", file]);
+        expect(r.code, `${label}\n${r.stderr}`).toBe(0);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   test("promtool accepts every generated prometheus.yml", async () => {
     if (!hasTool("promtool")) return;
     await checkFiles("promtool", (f) => (f["prometheus/prometheus.yml"] ? "prometheus/prometheus.yml" : undefined), (file) => ["promtool", "check", "config", file]);

@@ -1,0 +1,254 @@
+// Adapt a bundle's compose file for a PaaS. Two things break there:
+// - host port bindings: the platform's own proxy owns 80/443 and routes to container ports, so a
+//   host binding clashes with it (or with another stack). Container ports stay, as `expose`.
+// - bind mounts of bundle files (`./Caddyfile`, `./prometheus/prometheus.yml`): the platform only
+//   receives the compose text, so those files do not exist on its host. When their text is known
+//   they travel inside the compose file as top-level `configs` with inline `content`.
+// The document API of `yaml` keeps comments and key order for everything left untouched.
+import path from "node:path";
+import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from "yaml";
+import { usageError } from "../errors.ts";
+
+export interface AdaptResult {
+  yaml: string;
+  changes: string[];
+}
+
+/** Bundle-relative path -> file text. Keys are normalised (`prometheus/prometheus.yml`, no `./`). */
+export type BundleFiles = Record<string, string>;
+
+export function adaptCompose(composeYaml: string, files: BundleFiles = {}): AdaptResult {
+  const doc = parseCompose(composeYaml);
+  const services = doc.get("services");
+  const changes: string[] = [];
+  if (!isMap(services)) return { yaml: composeYaml, changes };
+
+  const known = normaliseFileKeys(files);
+  const configNames = new Map<string, string>(); // file key -> config name, shared across services
+  for (const pair of services.items) {
+    const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
+    if (!isMap(pair.value)) continue;
+    const service = pair.value as YAMLMap;
+    const portChange = moveHostPortsToExpose(doc, service);
+    if (portChange) changes.push(`service "${name}": ${portChange}`);
+    changes.push(...inlineBindMounts(doc, service, name, known, configNames));
+  }
+  return { yaml: doc.toString({ lineWidth: 0 }), changes };
+}
+
+/** Relative bind-mount sources of every service, normalised (what the CLI must read from the bundle). */
+export function listBundleMounts(composeYaml: string): string[] {
+  const doc = parseCompose(composeYaml);
+  const services = doc.get("services");
+  const sources = new Set<string>();
+  if (!isMap(services)) return [];
+  for (const pair of services.items) {
+    const volumes = isMap(pair.value) ? (pair.value as YAMLMap).get("volumes") : undefined;
+    if (!isSeq(volumes)) continue;
+    for (const item of volumes.items) {
+      const mount = readMount(item);
+      if (mount && isBundleRelative(mount.source)) sources.add(normaliseKey(mount.source));
+    }
+  }
+  return [...sources].filter((s) => !s.startsWith(".."));
+}
+
+function parseCompose(text: string): Document {
+  const doc = parseDocument(text);
+  if (doc.errors.length) throw usageError(`docker-compose.yml is not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
+  return doc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ports
+
+/** Remove `ports`, add the container side of each to `expose`. Returns a change line or null. */
+function moveHostPortsToExpose(doc: Document, service: YAMLMap): string | null {
+  const ports = service.get("ports");
+  if (!isSeq(ports) || ports.items.length === 0) {
+    if (ports !== undefined) service.delete("ports");
+    return null;
+  }
+  const removed: string[] = [];
+  const containerPorts: string[] = [];
+  for (const item of ports.items) {
+    const parsed = parsePortItem(item);
+    if (!parsed) continue;
+    removed.push(parsed.text);
+    containerPorts.push(parsed.container);
+  }
+  service.delete("ports");
+
+  const existing = service.get("expose");
+  const present = new Set<string>(isSeq(existing) ? existing.items.map((i) => String(isScalar(i) ? i.value : i)) : []);
+  const added = containerPorts.filter((p, i) => !present.has(p) && containerPorts.indexOf(p) === i);
+  if (added.length) {
+    if (isSeq(existing)) for (const p of added) existing.add(doc.createNode(p));
+    else service.set("expose", doc.createNode([...present, ...added]));
+  }
+  const kept = [...new Set(containerPorts)];
+  return `removed host port bindings ${removed.join(", ")} (container ports ${kept.join(", ")} kept as expose)`;
+}
+
+interface ParsedPort {
+  /** How the binding was written, for the change log. */
+  text: string;
+  /** Container side with a non-tcp protocol suffix: `80`, `53/udp`, `3000-3005`. */
+  container: string;
+}
+
+function parsePortItem(item: unknown): ParsedPort | null {
+  if (isScalar(item)) {
+    const text = String(item.value);
+    const [spec, protocol] = splitProtocol(text);
+    const segments = splitOutsideBraces(spec, ":");
+    const container = segments[segments.length - 1]!;
+    return { text, container: withProtocol(container, protocol) };
+  }
+  if (isMap(item)) {
+    const target = item.get("target");
+    if (target === undefined) return null;
+    const published = item.get("published");
+    const protocol = item.get("protocol");
+    const container = withProtocol(String(target), protocol === undefined ? undefined : String(protocol));
+    return { text: published === undefined ? container : `${published}:${container}`, container };
+  }
+  return null;
+}
+
+function splitProtocol(text: string): [string, string | undefined] {
+  const m = /^(.*)\/(tcp|udp|sctp)$/i.exec(text);
+  return m ? [m[1]!, m[2]!.toLowerCase()] : [text, undefined];
+}
+
+const withProtocol = (port: string, protocol?: string) => (protocol && protocol !== "tcp" ? `${port}/${protocol}` : port);
+
+/** Split on `sep`, but not inside `${...}` (variables with defaults) or `[...]` (IPv6 hosts). */
+function splitOutsideBraces(text: string, sep: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let current = "";
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if ((ch === "$" && text[i + 1] === "{") || ch === "[") depth++;
+    else if ((ch === "}" || ch === "]") && depth > 0) depth--;
+    if (ch === sep && depth === 0) {
+      out.push(current);
+      current = "";
+    } else current += ch;
+  }
+  out.push(current);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bind mounts -> configs
+
+interface Mount {
+  source: string;
+  target: string;
+}
+
+function readMount(item: unknown): Mount | null {
+  if (isScalar(item)) {
+    const parts = splitOutsideBraces(String(item.value), ":");
+    if (parts.length < 2) return null; // anonymous volume
+    return { source: parts[0]!, target: parts[1]! };
+  }
+  if (isMap(item)) {
+    if (item.get("type") !== "bind") return null;
+    const source = item.get("source");
+    const target = item.get("target");
+    if (typeof source !== "string" || typeof target !== "string") return null;
+    return { source, target };
+  }
+  return null;
+}
+
+// Compose treats a source starting with `.` as a path relative to the compose file; a bare word is a named volume.
+const isBundleRelative = (source: string) => source === "." || source.startsWith("./") || source.startsWith("../");
+
+const normaliseKey = (p: string) => path.posix.normalize(p.replace(/\\/g, "/")).replace(/^\.\//, "").replace(/\/$/, "");
+
+function normaliseFileKeys(files: BundleFiles): BundleFiles {
+  const out: BundleFiles = {};
+  for (const [key, text] of Object.entries(files)) out[normaliseKey(key)] = text;
+  return out;
+}
+
+function inlineBindMounts(
+  doc: Document,
+  service: YAMLMap,
+  serviceName: string,
+  files: BundleFiles,
+  configNames: Map<string, string>,
+): string[] {
+  const volumes = service.get("volumes");
+  if (!isSeq(volumes)) return [];
+  const changes: string[] = [];
+  const keep: unknown[] = [];
+  for (const item of volumes.items) {
+    const mount = readMount(item);
+    if (!mount || !isBundleRelative(mount.source)) {
+      keep.push(item);
+      continue;
+    }
+    const key = normaliseKey(mount.source);
+    const members = key.startsWith("..") ? [] : filesUnder(files, key);
+    if (members.length === 0) {
+      keep.push(item);
+      changes.push(
+        `service "${serviceName}": bind mount ${mount.source} kept as is; its content is not available, so the platform host will not have it`,
+      );
+      continue;
+    }
+    for (const member of members) {
+      const target = member === key ? mount.target : path.posix.join(mount.target, member.slice(key.length + 1));
+      const configName = configFor(doc, member, files[member]!, configNames);
+      addServiceConfig(doc, service, configName, target);
+    }
+    changes.push(
+      `service "${serviceName}": bind mount ${mount.source} -> ${mount.target} replaced by inline config${members.length > 1 ? "s" : ""} ${members
+        .map((m) => configNames.get(m))
+        .join(", ")}`,
+    );
+  }
+  if (keep.length === 0) service.delete("volumes");
+  else (volumes as YAMLSeq).items = keep;
+  return changes;
+}
+
+/** The file itself, or every known file below it when the mount is a directory. */
+function filesUnder(files: BundleFiles, key: string): string[] {
+  if (key in files) return [key];
+  const prefix = key === "." ? "" : `${key}/`;
+  return Object.keys(files)
+    .filter((k) => k.startsWith(prefix))
+    .sort();
+}
+
+/** Create (once) the top-level config holding one file's text. */
+function configFor(doc: Document, fileKey: string, text: string, names: Map<string, string>): string {
+  const existing = names.get(fileKey);
+  if (existing) return existing;
+  let configs = doc.get("configs");
+  if (!isMap(configs)) {
+    configs = doc.createNode({});
+    doc.set("configs", configs);
+  }
+  const map = configs as YAMLMap;
+  const base = fileKey.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^[._-]+/, "") || "config";
+  let name = base;
+  for (let n = 2; map.has(name); n++) name = `${base}_${n}`;
+  // Compose interpolates `$` in every string, `content` included; `$$` keeps the file text literal.
+  map.set(name, doc.createNode({ content: text.replace(/\$/g, "$$$$") }));
+  names.set(fileKey, name);
+  return name;
+}
+
+function addServiceConfig(doc: Document, service: YAMLMap, source: string, target: string): void {
+  const entry = doc.createNode({ source, target });
+  const list = service.get("configs");
+  if (isSeq(list)) list.add(entry);
+  else service.set("configs", doc.createNode([entry]));
+}

@@ -1,0 +1,209 @@
+// Coolify v4 deployer. The call sequence follows CONTRACT §5 and the research notes §6, which
+// amend SPEC §4.2 where real servers differ: the compose file goes base64-encoded, variables go
+// through PATCH /services/{uuid}/envs/bulk, and deploy is POST /deploy (GET gives 405 on 4.2+).
+import { createJsonClient, DeployError, requireMinimumVersion, type JsonClient } from "./http.ts";
+import type { DeployProvider, DeployTarget, EnvVar, StepContext } from "./types.ts";
+
+/** Custom compose services over the API arrived in this build. */
+export const COOLIFY_MIN_VERSION = "4.0.0-beta.399";
+
+const DESCRIPTION = "Deployed by stackgen";
+
+interface CoolifyServer {
+  uuid: string;
+  name?: string;
+  is_usable?: boolean;
+  is_reachable?: boolean;
+  settings?: { is_usable?: boolean; is_reachable?: boolean; is_build_server?: boolean };
+}
+
+interface CoolifyEnvironment {
+  id?: number;
+  uuid: string;
+  name: string;
+}
+
+interface CoolifyProject {
+  uuid: string;
+  name: string;
+  environments?: CoolifyEnvironment[];
+}
+
+interface CoolifyService {
+  uuid: string;
+  name: string;
+  environment_id?: number;
+}
+
+// Server-side rule (research §2): 3–255 characters from this set.
+const NAME_PATTERN = /^[\p{L}\p{M}\p{N}\s\-_.@/&()#,:+]+$/u;
+
+export const coolify: DeployProvider = {
+  name: "coolify",
+  label: "Coolify",
+  checkInput(target) {
+    const name = target.projectName;
+    if (name.length < 3 || name.length > 255) return `Coolify project names need 3 to 255 characters; "${name}" has ${name.length}`;
+    if (!NAME_PATTERN.test(name)) return `Coolify does not accept the project name "${name}" (letters, digits, spaces and - _ . @ / & ( ) # , : + only)`;
+    return null;
+  },
+  deploy: deployToCoolify,
+};
+
+async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<void> {
+  const api = createJsonClient({
+    provider: "Coolify",
+    baseUrl: `${t.baseUrl}/api/v1`,
+    headers: { Authorization: `Bearer ${t.apiKey}` },
+    secret: t.apiKey,
+    fetch: t.fetch,
+    timeoutMs: t.timeoutMs,
+  });
+  const name = t.projectName;
+
+  await steps.run("Test connection", async () => {
+    const answer = await api.call<string>("GET", "/version", { expect: "text" });
+    const version = requireMinimumVersion("Coolify", answer, COOLIFY_MIN_VERSION, "custom compose services over the API");
+    return { value: version, detail: `Coolify ${version}` };
+  });
+
+  const server = await steps.run("Discover server", async () => {
+    const servers = await api.call<CoolifyServer[]>("GET", "/servers");
+    if (!Array.isArray(servers) || servers.length === 0) throw new DeployError("No servers found in Coolify instance");
+    const usable = servers.find(isUsableServer);
+    if (!usable) {
+      throw new DeployError(
+        `No usable server in Coolify instance (${servers.length} found; none is reachable, usable and a deployment server)`,
+      );
+    }
+    return { value: usable, detail: `${usable.name ?? "server"} (${usable.uuid})` };
+  });
+
+  const existing = await steps.run("Find project", async () => {
+    const projects = await api.call<CoolifyProject[]>("GET", "/projects");
+    const found = Array.isArray(projects) ? projects.find((p) => p.name === name) : undefined;
+    return { value: found, detail: found ? `project "${name}" exists (${found.uuid})` : `no project named "${name}" yet` };
+  });
+
+  let projectUuid: string;
+  if (existing && !t.update) {
+    // SPEC §7: the same text a server-side duplicate would give; nothing has been created.
+    return steps.run("Create project", async () => {
+      throw new DeployError("Coolify API 409: Conflict", 409, `project "${name}" already exists (${existing.uuid}); run with --update to redeploy it`);
+    });
+  }
+  if (existing) {
+    projectUuid = existing.uuid;
+    steps.skip("Create project", `reusing project "${name}" (${projectUuid})`);
+    steps.note({ projectId: projectUuid });
+  } else {
+    projectUuid = await steps.run("Create project", async () => {
+      const res = await api.call<{ uuid?: string }>("POST", "/projects", { body: { name, description: DESCRIPTION } });
+      const uuid = requireString(res?.uuid, "POST /projects", "uuid");
+      steps.note({ projectId: uuid, created: `Coolify project "${name}" (${uuid})` });
+      return { value: uuid, detail: uuid };
+    });
+  }
+
+  const environment = await steps.run("Get project", async () => {
+    const project = await api.call<CoolifyProject>("GET", `/projects/${encodeURIComponent(projectUuid)}`);
+    const env = project?.environments?.find((e) => e.name === "production");
+    if (!env?.uuid) throw new DeployError(`Coolify project "${name}" has no "production" environment`);
+    return { value: env, detail: `environment production (${env.uuid})` };
+  });
+
+  let serviceUuid: string | undefined;
+  if (existing) serviceUuid = await findService(api, steps, name, environment);
+
+  const composeBase64 = Buffer.from(t.composeYaml, "utf8").toString("base64");
+  if (serviceUuid) {
+    const uuid = serviceUuid;
+    steps.skip("Create compose service", `reusing service "${name}" (${uuid})`);
+    await steps.run("Update compose service", async () => {
+      await api.call("PATCH", `/services/${encodeURIComponent(uuid)}`, { body: { docker_compose_raw: composeBase64 } });
+      return { value: undefined, detail: `compose file of service ${uuid} replaced` };
+    });
+  } else {
+    serviceUuid = await steps.run("Create compose service", async () => {
+      const res = await api.call<{ uuid?: string }>("POST", "/services", {
+        body: {
+          project_uuid: projectUuid,
+          server_uuid: server.uuid,
+          // The spec marks both required, the server needs one; sending both satisfies both.
+          environment_name: environment.name,
+          environment_uuid: environment.uuid,
+          name,
+          description: DESCRIPTION,
+          docker_compose_raw: composeBase64,
+          // Deploy only after the variables are written.
+          instant_deploy: false,
+        },
+      });
+      const uuid = requireString(res?.uuid, "POST /services", "uuid");
+      steps.note({ created: `Coolify service "${name}" (${uuid})` });
+      return { value: uuid, detail: uuid };
+    });
+  }
+  const stackUuid = serviceUuid;
+  steps.note({
+    stackId: stackUuid,
+    dashboardUrl: `${t.baseUrl}/project/${projectUuid}/environment/${environment.uuid}/service/${stackUuid}`,
+  });
+
+  if (t.envVars.length === 0) steps.skip("Set env", ".env holds no variables");
+  else {
+    await steps.run("Set env", async () => {
+      await api.call("PATCH", `/services/${encodeURIComponent(stackUuid)}/envs/bulk`, { body: { data: t.envVars.map(envEntry) } });
+      return { value: undefined, detail: `${t.envVars.length} variable${t.envVars.length === 1 ? "" : "s"}` };
+    });
+  }
+
+  await steps.run("Deploy", async () => {
+    // force=false: no cache-less rebuild; the stack uses published images.
+    const res = await api.call<{ deployments?: { message?: string }[] }>("POST", "/deploy", {
+      query: { uuid: stackUuid, force: "false" },
+    });
+    return { value: undefined, detail: res?.deployments?.[0]?.message ?? "deployment queued" };
+  });
+}
+
+/** Update path: the service of the same name in the project's production environment, if any. */
+async function findService(
+  api: JsonClient,
+  steps: StepContext,
+  name: string,
+  environment: CoolifyEnvironment,
+): Promise<string | undefined> {
+  return steps.run("Find service", async () => {
+    const services = await api.call<CoolifyService[]>("GET", "/services");
+    const found =
+      environment.id === undefined || !Array.isArray(services)
+        ? undefined
+        : services.find((s) => s.name === name && s.environment_id === environment.id);
+    return { value: found?.uuid, detail: found ? `service "${name}" exists (${found.uuid})` : `no service named "${name}" yet` };
+  });
+}
+
+function isUsableServer(server: CoolifyServer): boolean {
+  const flag = (key: "is_usable" | "is_reachable") => server[key] ?? server.settings?.[key] ?? true;
+  return typeof server.uuid === "string" && flag("is_usable") && flag("is_reachable") && server.settings?.is_build_server !== true;
+}
+
+function envEntry(v: EnvVar) {
+  return {
+    key: v.key,
+    value: v.value,
+    is_preview: false,
+    // Literal: generated secrets may hold `$`, which Coolify would otherwise interpolate.
+    is_literal: true,
+    is_multiline: v.value.includes("\n"),
+    is_shown_once: false,
+    // SPEC §4.2 lists it; current servers ignore it, older ones (before Sept 2025) validate it as boolean.
+    is_build_time: false,
+  };
+}
+
+function requireString(value: unknown, call: string, field: string): string {
+  if (typeof value !== "string" || value === "") throw new DeployError(`Coolify answered ${call} without "${field}"`);
+  return value;
+}

@@ -1,0 +1,156 @@
+// Dokploy deployer (tRPC-over-HTTP: queries are GET with query input, mutations POST with JSON).
+// CONTRACT §5 / research §3: needs 0.25.0+ (environments, `x-api-key`), the compose source must be
+// `raw`, and `compose.update` carries both the compose file and the env text.
+import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion } from "./http.ts";
+import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
+
+/** Environments and `x-api-key` together exist from this release on. */
+export const DOKPLOY_MIN_VERSION = "0.25.0";
+/** `compose.create` keeps `sourceType` from this release on (older ones strip it; `compose.update` sets it). */
+const SOURCE_TYPE_ON_CREATE = "0.30.0";
+
+const DESCRIPTION = "Deployed by stackgen";
+
+interface DokployCompose {
+  composeId: string;
+  name: string;
+}
+
+interface DokployEnvironment {
+  environmentId: string;
+  name: string;
+  isDefault?: boolean;
+  compose?: DokployCompose[];
+}
+
+interface DokployProject {
+  projectId: string;
+  name: string;
+  environments?: DokployEnvironment[];
+}
+
+/** `project.create` answers `{project, environment}` since 0.25; older releases answered the bare row. */
+interface DokployCreatedProject extends Partial<DokployProject> {
+  project?: DokployProject;
+  environment?: DokployEnvironment;
+}
+
+export const dokploy: DeployProvider = {
+  name: "dokploy",
+  label: "Dokploy",
+  checkInput(target) {
+    return target.projectName.trim() === "" ? "The project name is empty" : null;
+  },
+  deploy: deployToDokploy,
+};
+
+async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<void> {
+  const api = createJsonClient({
+    provider: "Dokploy",
+    baseUrl: `${t.baseUrl}/api`,
+    headers: { "x-api-key": t.apiKey },
+    secret: t.apiKey,
+    fetch: t.fetch,
+    timeoutMs: t.timeoutMs,
+  });
+  const name = t.projectName;
+
+  const version = await steps.run("Check version", async () => {
+    const answer = await api.call<unknown>("GET", "/settings.getDokployVersion");
+    const shown = requireMinimumVersion("Dokploy", String(answer ?? ""), DOKPLOY_MIN_VERSION, "environments and x-api-key");
+    return { value: parseVersion(shown)!, detail: `Dokploy ${shown}` };
+  });
+
+  const existing = await steps.run("Test connection", async () => {
+    const projects = await api.call<DokployProject[]>("GET", "/project.all");
+    const found = Array.isArray(projects) ? projects.find((p) => p.name === name) : undefined;
+    return { value: found, detail: found ? `project "${name}" exists (${found.projectId})` : `no project named "${name}" yet` };
+  });
+
+  if (existing && !t.update) {
+    return steps.run("Create project", async () => {
+      throw new DeployError("Project already exists", 409, `project "${name}" (${existing.projectId}); run with --update to redeploy it`);
+    });
+  }
+
+  let projectId: string;
+  let createdEnvironment: DokployEnvironment | undefined;
+  if (existing) {
+    projectId = existing.projectId;
+    steps.skip("Create project", `reusing project "${name}" (${projectId})`);
+    steps.note({ projectId });
+  } else {
+    projectId = await steps.run("Create project", async () => {
+      const res = await api.call<DokployCreatedProject>("POST", "/project.create", { body: { name, description: DESCRIPTION } });
+      const id = res?.project?.projectId ?? res?.projectId;
+      if (typeof id !== "string" || id === "") throw new DeployError('Dokploy answered project.create without "projectId"');
+      createdEnvironment = res?.environment;
+      steps.note({ projectId: id, created: `Dokploy project "${name}" (${id})` });
+      return { value: id, detail: id };
+    });
+  }
+
+  const environment = await steps.run("Get project", async () => {
+    const project = await api.call<DokployProject>("GET", "/project.one", { query: { projectId } });
+    const env = defaultEnvironment(project?.environments ?? [], createdEnvironment);
+    if (!env) throw new DeployError(`Dokploy project "${name}" has no default environment`);
+    return { value: env, detail: `environment ${env.name} (${env.environmentId})` };
+  });
+
+  // With --update, the stack of the same name is reused: no duplicate compose per redeploy.
+  const reused = existing ? environment.compose?.find((c) => c.name === name) : undefined;
+  let composeId: string;
+  if (reused) {
+    composeId = reused.composeId;
+    steps.skip("Create compose stack", `reusing compose "${name}" (${composeId})`);
+  } else {
+    const sourceTypeOnCreate = compareVersions(version, parseVersion(SOURCE_TYPE_ON_CREATE)!) >= 0;
+    composeId = await steps.run("Create compose stack", async () => {
+      const res = await api.call<{ composeId?: string }>("POST", "/compose.create", {
+        body: {
+          name,
+          description: DESCRIPTION,
+          environmentId: environment.environmentId,
+          composeType: "docker-compose",
+          composeFile: t.composeYaml,
+          ...(sourceTypeOnCreate ? { sourceType: "raw" } : {}),
+        },
+      });
+      const id = res?.composeId;
+      if (typeof id !== "string" || id === "") throw new DeployError('Dokploy answered compose.create without "composeId"');
+      steps.note({ created: `Dokploy compose "${name}" (${id})` });
+      return { value: id, detail: id };
+    });
+  }
+  steps.note({
+    stackId: composeId,
+    dashboardUrl: `${t.baseUrl}/dashboard/project/${projectId}/environment/${environment.environmentId}/services/compose/${composeId}`,
+  });
+
+  await steps.run("Set env", async () => {
+    // One call sets the env text, the source type (default "github" would fail to deploy) and the file.
+    await api.call("POST", "/compose.update", {
+      body: { composeId, env: t.envText, sourceType: "raw", composeFile: t.composeYaml },
+    });
+    const n = t.envVars.length;
+    return { value: undefined, detail: `${n} variable${n === 1 ? "" : "s"}, compose file ${reused ? "replaced" : "set"}` };
+  });
+
+  await steps.run("Deploy", async () => {
+    const res = await api.call<{ message?: string } | boolean>("POST", "/compose.deploy", {
+      body: { composeId, title: DESCRIPTION },
+    });
+    const message = typeof res === "object" && res && typeof res.message === "string" ? res.message : "deployment queued";
+    return { value: undefined, detail: message };
+  });
+}
+
+/** `isDefault` from 0.26.1; before that the first environment is named "production". */
+function defaultEnvironment(envs: DokployEnvironment[], fromCreate?: DokployEnvironment): DokployEnvironment | undefined {
+  const flagged = envs.find((e) => e.isDefault === true);
+  if (flagged) return flagged;
+  const production = envs.find((e) => e.name === "production");
+  if (production) return production;
+  if (fromCreate?.environmentId) return envs.find((e) => e.environmentId === fromCreate.environmentId) ?? fromCreate;
+  return undefined;
+}

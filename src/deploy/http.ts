@@ -1,0 +1,228 @@
+// A small JSON client shared by the deployers. Rules (CONTRACT §5): one timeout per call,
+// redirects are never followed (a 3xx would resend the key to another host), every failure is a
+// one-line message, and the API key never appears in any message.
+import type { FetchLike } from "./types.ts";
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** A failed call. `message` is short and stable; `detail` carries what the server said. */
+export class DeployError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly detail?: string,
+    /** Parsed error body, for callers that branch on it. */
+    readonly body?: unknown,
+  ) {
+    super(message);
+    this.name = "DeployError";
+  }
+}
+
+// Fixed reason phrases: `Response.statusText` is empty over HTTP/2 and on some servers.
+const REASONS: Record<number, string> = {
+  300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
+  307: "Temporary Redirect", 308: "Permanent Redirect",
+  400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+  405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+  413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Entity", 429: "Too Many Requests",
+  500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+export const reasonPhrase = (status: number, fallback = ""): string => REASONS[status] ?? (fallback || "Error");
+
+/** Replace the secret wherever it shows up (a server may echo a header back). */
+export function redact(text: string, secret: string): string {
+  return secret.length >= 4 ? text.split(secret).join("[redacted]") : text;
+}
+
+export interface JsonClientOptions {
+  /** Display name: "Coolify", "Dokploy". */
+  provider: string;
+  /** Prefix of every path, e.g. `https://host/api/v1`. */
+  baseUrl: string;
+  /** Authentication and other fixed headers. */
+  headers: Record<string, string>;
+  /** Redacted from every message. */
+  secret: string;
+  fetch?: FetchLike;
+  timeoutMs?: number;
+}
+
+export interface CallOptions {
+  query?: Record<string, string>;
+  body?: unknown;
+  /** "text" for endpoints that answer plain text (Coolify /version). */
+  expect?: "json" | "text";
+}
+
+export interface JsonClient {
+  call<T = unknown>(method: string, path: string, options?: CallOptions): Promise<T>;
+}
+
+export function createJsonClient(opts: JsonClientOptions): JsonClient {
+  const doFetch: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const clean = (s: string) => redact(s, opts.secret);
+
+  return {
+    async call<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+      const url = buildUrl(opts.baseUrl, path, options.query);
+      const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
+      const init: RequestInit = { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) };
+      if (options.body !== undefined) {
+        headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(options.body);
+      }
+
+      let res: Response;
+      try {
+        res = await doFetch(url, init);
+      } catch (e) {
+        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)));
+      }
+
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (e) {
+        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)));
+      }
+      const head = `${opts.provider} API ${res.status}: ${reasonPhrase(res.status, res.statusText)}`;
+
+      // fetch reports an opaque redirect as status 0 in browsers; Bun and Node give the real 3xx.
+      if ((res.status >= 300 && res.status < 400) || res.type === "opaqueredirect") {
+        const to = res.headers.get("location");
+        throw new DeployError(
+          clean(head),
+          res.status,
+          clean(`redirect${to ? ` to ${to}` : ""} not followed; check --url (scheme, host and port of the instance)`),
+        );
+      }
+      if (res.status >= 400) {
+        const body = tryJson(text);
+        throw new DeployError(clean(head), res.status, clean(serverMessage(body, text)), body);
+      }
+      if (options.expect === "text") return text as T;
+      if (text.trim() === "") return null as T;
+      const parsed = tryJson(text);
+      if (parsed === undefined) {
+        const type = res.headers.get("content-type") ?? "no content type";
+        throw new DeployError(
+          clean(`${opts.provider} API ${res.status}: expected JSON, got ${type.split(";")[0]}`),
+          res.status,
+          clean(snippet(text)),
+        );
+      }
+      return parsed as T;
+    },
+  };
+}
+
+function buildUrl(base: string, path: string, query?: Record<string, string>): string {
+  const qs = query ? new URLSearchParams(query).toString() : "";
+  return `${base}${path}${qs ? `?${qs}` : ""}`;
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function snippet(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
+}
+
+/** The human part of an error body: Coolify `{message, errors}`, Dokploy `{message, code}`. */
+export function serverMessage(body: unknown, raw: string): string {
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    const b = body as Record<string, unknown>;
+    const parts: string[] = [];
+    if (typeof b.message === "string") parts.push(b.message);
+    if (b.errors && typeof b.errors === "object") {
+      for (const [field, msgs] of Object.entries(b.errors as Record<string, unknown>)) {
+        parts.push(`${field}: ${Array.isArray(msgs) ? msgs.join(" ") : String(msgs)}`);
+      }
+    }
+    if (typeof b.error === "string") parts.push(b.error);
+    if (parts.length) return snippet(parts.join("; "));
+  }
+  return snippet(raw);
+}
+
+/** Turn a fetch rejection into one line: timeout or unreachable host. */
+function transportMessage(e: unknown, provider: string, baseUrl: string, timeoutMs: number): string {
+  const err = e as { name?: string; message?: string; code?: string };
+  if (err?.name === "TimeoutError" || err?.name === "AbortError") {
+    return `${provider} did not answer within ${formatSeconds(timeoutMs)}`;
+  }
+  const message = err?.message ?? String(e);
+  const why = err?.code && !message.includes(err.code) ? `${err.code}: ${message}` : message;
+  return `Cannot reach ${provider} at ${origin(baseUrl)} (${why})`;
+}
+
+function origin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+const formatSeconds = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`);
+
+// ---------------------------------------------------------------------------------------------
+// Version checks shared by the deployers (semver order: a pre-release sorts below its release,
+// so Coolify's `4.0.0-beta.474` < `4.0.0`).
+
+export interface ParsedVersion {
+  core: [number, number, number];
+  pre: (string | number)[];
+}
+
+export function parseVersion(text: string): ParsedVersion | null {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/.exec(text.trim());
+  if (!m) return null;
+  const pre = m[4] ? m[4].split(".").map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];
+  return { core: [Number(m[1]), Number(m[2]), Number(m[3])], pre };
+}
+
+export function compareVersions(a: ParsedVersion, b: ParsedVersion): number {
+  for (let i = 0; i < 3; i++) if (a.core[i] !== b.core[i]) return a.core[i]! - b.core[i]!;
+  if (a.pre.length === 0 || b.pre.length === 0) return b.pre.length - a.pre.length;
+  for (let i = 0; i < Math.max(a.pre.length, b.pre.length); i++) {
+    const x = a.pre[i];
+    const y = b.pre[i];
+    if (x === undefined) return -1;
+    if (y === undefined) return 1;
+    if (x === y) continue;
+    if (typeof x === "number" && typeof y === "number") return x - y;
+    if (typeof x === "number") return -1; // numeric identifiers sort below alphanumeric ones
+    if (typeof y === "number") return 1;
+    return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * Check a version answer against a minimum. Throws a one-line error naming the minimum;
+ * an answer that is not a version at all usually means --url points at something else.
+ */
+export function requireMinimumVersion(provider: string, answer: string, minimum: string, why: string): string {
+  const shown = answer.trim().replace(/^"|"$/g, "");
+  const parsed = parseVersion(shown);
+  if (!parsed) {
+    throw new DeployError(
+      `${provider} did not report a version (got "${snippet(shown).slice(0, 60)}"); check that --url points at the ${provider} instance`,
+    );
+  }
+  if (compareVersions(parsed, parseVersion(minimum)!) < 0) {
+    throw new DeployError(`${provider} ${shown} is too old: stackgen needs ${provider} ${minimum} or later (${why})`);
+  }
+  return shown;
+}

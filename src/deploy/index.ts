@@ -1,0 +1,167 @@
+// Entry point of the deployers, shared by `stackgen deploy` and `POST /v1/deploy`.
+// deployBundle adapts the compose file, runs one provider step by step, and always answers with
+// a DeployResult for platform failures (which step failed, what was already created). Only input
+// the platform would refuse anyway throws, before any call, as a usage error.
+import { usageError } from "../errors.ts";
+import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
+import { coolify } from "./coolify.ts";
+import { dokploy } from "./dokploy.ts";
+import { redact } from "./http.ts";
+import type {
+  DeployProvider,
+  DeployResult,
+  DeployStep,
+  EnvVar,
+  FetchLike,
+  ProviderName,
+  StepContext,
+  StepHandler,
+} from "./types.ts";
+
+export type { DeployResult, DeployStep, ProviderName } from "./types.ts";
+
+export const PROVIDERS: Record<ProviderName, DeployProvider> = { coolify, dokploy };
+export const PROVIDER_NAMES = Object.keys(PROVIDERS) as ProviderName[];
+
+export interface DeployOptions {
+  provider: string;
+  /** Instance URL, e.g. `https://coolify.example.com`. */
+  url: string;
+  apiKey: string;
+  /** Reuse an existing project and stack of the same name instead of failing. */
+  update?: boolean;
+  projectName: string;
+  composeYaml: string;
+  envText: string;
+  /** Bundle files by relative path, for bind mounts that become inline configs. */
+  files?: BundleFiles;
+  fetch?: FetchLike;
+  /** Per-call timeout; default 30 s. */
+  timeoutMs?: number;
+}
+
+export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {
+  const provider = PROVIDERS[opts.provider as ProviderName];
+  if (!provider) throw usageError(`Unknown provider "${opts.provider}" (use ${PROVIDER_NAMES.join(" or ")})`);
+  if (!opts.apiKey) throw usageError(`An API key for ${provider.label} is required`);
+  const baseUrl = normaliseInstanceUrl(opts.url);
+  const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
+  const target = {
+    baseUrl,
+    apiKey: opts.apiKey,
+    update: opts.update === true,
+    projectName: opts.projectName.trim(),
+    composeYaml: yaml,
+    envText: opts.envText,
+    envVars: parseEnvText(opts.envText),
+    fetch: opts.fetch,
+    timeoutMs: opts.timeoutMs,
+  };
+  const problem = provider.checkInput?.(target);
+  if (problem) throw usageError(problem);
+
+  const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
+  const clean = (text: string) => redact(text, opts.apiKey);
+  const emit = (event: DeployStep) => {
+    const safe: DeployStep = event.detail === undefined ? event : { ...event, detail: clean(event.detail) };
+    if (safe.status !== "running") result.steps.push(safe);
+    try {
+      onStep(safe);
+    } catch {
+      // A broken progress printer must not break the deployment.
+    }
+  };
+
+  let current: string | undefined;
+  const steps: StepContext = {
+    async run(step, work) {
+      current = step;
+      emit({ step, status: "running" });
+      try {
+        const { value, detail } = await work();
+        emit(detail === undefined ? { step, status: "ok" } : { step, status: "ok", detail });
+        return value;
+      } catch (e) {
+        const detail = (e as { detail?: string })?.detail;
+        emit(detail === undefined ? { step, status: "failed" } : { step, status: "failed", detail });
+        throw e;
+      }
+    },
+    skip(step, detail) {
+      emit({ step, status: "skipped", detail });
+    },
+    note(fields) {
+      if (fields.projectId) result.projectId = fields.projectId;
+      if (fields.stackId) result.stackId = fields.stackId;
+      if (fields.dashboardUrl) result.dashboardUrl = fields.dashboardUrl;
+      if (fields.created) result.created.push(clean(fields.created));
+    },
+  };
+
+  try {
+    await provider.deploy(target, steps);
+    result.success = true;
+  } catch (e) {
+    const err = e as { name?: string; message?: string };
+    result.error = clean(err?.name === "DeployError" ? String(err.message) : `Unexpected failure: ${err?.message ?? String(e)}`);
+    if (current) result.failedStep = current;
+  }
+  return result;
+}
+
+/** Accept `https://host`, `https://host/`, and pasted API roots (`…/api`, `…/api/v1`). */
+export function normaliseInstanceUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw usageError(`"${raw}" is not a URL (expected e.g. https://coolify.example.com)`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);
+  }
+  if (url.username || url.password) throw usageError("The instance URL must not contain credentials; pass the API key instead");
+  const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v1)?$/, "");
+  return `${url.origin}${path}`;
+}
+
+/**
+ * Parse dotenv text: `KEY=value`, `export KEY=value`, comments, single quotes (literal),
+ * double quotes (with \n escapes, may span lines). Later keys win, like docker compose.
+ */
+export function parseEnvText(text: string): EnvVar[] {
+  const vars = new Map<string, string>();
+  const lines = text.replace(/\r\n?/g, "\n").split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/.exec(line);
+    if (!m) continue;
+    const key = m[1]!;
+    let rest = m[2]!;
+    const quote = rest[0];
+    if (quote === '"' || quote === "'") {
+      // Gather lines until the closing quote (multi-line values).
+      let body = rest.slice(1);
+      let end = findClosingQuote(body, quote);
+      while (end < 0 && i + 1 < lines.length) {
+        body += "\n" + lines[++i]!;
+        end = findClosingQuote(body, quote);
+      }
+      const raw = end < 0 ? body : body.slice(0, end);
+      rest = quote === '"' ? raw.replace(/\\n/g, "\n").replace(/\\(["\\$])/g, "$1") : raw;
+    } else {
+      rest = rest.replace(/\s+#.*$/, "").trim();
+    }
+    vars.set(key, rest);
+  }
+  return [...vars].map(([key, value]) => ({ key, value }));
+}
+
+function findClosingQuote(text: string, quote: string): number {
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "\\" && quote === '"') i++;
+    else if (text[i] === quote) return i;
+  }
+  return -1;
+}

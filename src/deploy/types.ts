@@ -1,0 +1,85 @@
+// Shared shapes of the deployers (SPEC §4.2, CONTRACT §5). The CLI, the HTTP API and the tests
+// all speak these types, so they stay free of any provider detail.
+
+export type ProviderName = "coolify" | "dokploy";
+
+export type StepStatus = "running" | "ok" | "failed" | "skipped";
+
+/** One progress event. A step is reported "running" first, then exactly once more with its outcome. */
+export interface DeployStep {
+  step: string;
+  status: StepStatus;
+  detail?: string;
+}
+
+export interface DeployResult {
+  success: boolean;
+  provider: ProviderName;
+  /** Final state of every step that was reached, in order (no "running" entries). */
+  steps: DeployStep[];
+  /** Coolify project uuid / Dokploy projectId. */
+  projectId?: string;
+  /** Coolify service uuid / Dokploy composeId. */
+  stackId?: string;
+  dashboardUrl?: string;
+  /** What the compose adaptation changed (or could not change) for the platform. */
+  changes: string[];
+  /** One line; for HTTP failures exactly `<Provider> API <status>: <reason>`. Never holds the key. */
+  error?: string;
+  /** The step that failed, when success is false. */
+  failedStep?: string;
+  /** Resources this run created on the platform (so a failed run can be cleaned up or retried with --update). */
+  created: string[];
+}
+
+export type StepHandler = (event: DeployStep) => void;
+
+/** What a provider needs to deploy one prepared bundle. */
+export interface DeployTarget {
+  /** Instance base URL without trailing slash and without an `/api` suffix. */
+  baseUrl: string;
+  apiKey: string;
+  update: boolean;
+  projectName: string;
+  /** The compose file after adaptation. */
+  composeYaml: string;
+  /** The `.env` text as written in the bundle. */
+  envText: string;
+  /** The same variables, parsed. */
+  envVars: EnvVar[];
+  fetch?: FetchLike;
+  timeoutMs?: number;
+}
+
+export interface EnvVar {
+  key: string;
+  value: string;
+}
+
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * The step runner a provider drives. `run` reports running/ok/failed around one step;
+ * `skip` reports a step that was not needed; `note` records ids and created resources so
+ * that a failure later on can still say what exists.
+ */
+export interface StepContext {
+  run<T>(step: string, work: () => Promise<StepOutcome<T>>): Promise<T>;
+  skip(step: string, detail: string): void;
+  note(fields: { projectId?: string; stackId?: string; dashboardUrl?: string; created?: string }): void;
+}
+
+export interface StepOutcome<T> {
+  value: T;
+  detail?: string;
+}
+
+/** One deployer. `deploy` throws on failure; the step context already knows where it stopped. */
+export interface DeployProvider {
+  readonly name: ProviderName;
+  /** Display name used in messages: `Coolify API 401: Unauthorized`. */
+  readonly label: string;
+  /** Input the platform would refuse (checked before any call): a one-line problem, or null. */
+  checkInput?(target: DeployTarget): string | null;
+  deploy(target: DeployTarget, steps: StepContext): Promise<void>;
+}

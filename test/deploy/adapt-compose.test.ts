@@ -1,0 +1,107 @@
+import { describe, expect, test } from "bun:test";
+import { parse as parseYaml } from "yaml";
+import { adaptCompose, listBundleMounts } from "../../src/deploy/adapt-compose.ts";
+import { COMPOSE, FILES } from "./fixtures.ts";
+
+describe("adaptCompose", () => {
+  test("host ports become expose, in every syntax", () => {
+    const yaml = `services:
+  web:
+    image: nginx
+    expose: ["8080"]
+    ports:
+      - "80:80"
+      - "127.0.0.1:8443:443"
+      - "\${DNS_PORT:-53}:53/udp"
+      - "[::1]:9000:9000/tcp"
+      - 3000
+      - target: 8080
+        published: 18080
+        protocol: tcp
+      - "7000-7002:7000-7002"
+`;
+    const { yaml: out, changes } = adaptCompose(yaml);
+    const web = parseYaml(out).services.web;
+    expect(web.ports).toBeUndefined();
+    expect(web.expose).toEqual(["8080", "80", "443", "53/udp", "9000", "3000", "7000-7002"]);
+    expect(changes).toHaveLength(1);
+    expect(changes[0]).toContain('service "web": removed host port bindings 80:80, 127.0.0.1:8443:443');
+  });
+
+  test("services without ports or mounts are left alone, comments kept", () => {
+    const yaml = "# keep me\nservices:\n  db:\n    image: postgres # inline\n    volumes:\n      - data:/var/lib/postgresql/data\nvolumes:\n  data: {}\n";
+    const { yaml: out, changes } = adaptCompose(yaml);
+    expect(changes).toEqual([]);
+    expect(out).toContain("# keep me");
+    expect(out).toContain("# inline");
+    expect(parseYaml(out)).toEqual(parseYaml(yaml));
+  });
+
+  test("bundle file mounts become inline configs with $ escaped; named volumes stay", () => {
+    const { yaml: out, changes } = adaptCompose(COMPOSE, FILES);
+    const doc = parseYaml(out);
+    expect(doc.services.caddy.volumes).toEqual(["caddy_data:/data"]);
+    expect(doc.services.caddy.configs).toEqual([{ source: "Caddyfile", target: "/etc/caddy/Caddyfile" }]);
+    expect(doc.services.prometheus.volumes).toBeUndefined();
+    expect(doc.services.prometheus.configs).toEqual([{ source: "prometheus_prometheus.yml", target: "/etc/prometheus/prometheus.yml" }]);
+    // Compose turns $$ back into $: the container sees the file text exactly.
+    expect(doc.configs.Caddyfile.content.replace(/\$\$/g, "$")).toBe(FILES.Caddyfile);
+    expect(doc.configs["prometheus_prometheus.yml"].content).toBe(FILES["prometheus/prometheus.yml"]);
+    expect(changes.filter((c) => c.includes("replaced by inline config"))).toHaveLength(2);
+  });
+
+  test("a mounted directory expands to one config per file below it", () => {
+    const yaml = "services:\n  grafana:\n    image: grafana/grafana\n    volumes:\n      - ./grafana/provisioning:/etc/grafana/provisioning:ro\n";
+    const files = {
+      "grafana/provisioning/datasources/prom.yml": "apiVersion: 1\n",
+      "./grafana/provisioning/dashboards/default.yml": "apiVersion: 1\nproviders: []\n",
+      "grafana/other.txt": "not mounted",
+    };
+    const doc = parseYaml(adaptCompose(yaml, files).yaml);
+    expect(doc.services.grafana.configs).toEqual([
+      { source: "grafana_provisioning_dashboards_default.yml", target: "/etc/grafana/provisioning/dashboards/default.yml" },
+      { source: "grafana_provisioning_datasources_prom.yml", target: "/etc/grafana/provisioning/datasources/prom.yml" },
+    ]);
+    expect(Object.keys(doc.configs)).toHaveLength(2);
+  });
+
+  test("a file mounted by two services becomes one config; existing configs are not overwritten", () => {
+    const yaml = `services:
+  a:
+    image: x
+    volumes: ["./shared.conf:/etc/a.conf"]
+  b:
+    image: y
+    volumes:
+      - type: bind
+        source: ./shared.conf
+        target: /etc/b.conf
+configs:
+  shared.conf:
+    file: ./elsewhere.conf
+`;
+    const doc = parseYaml(adaptCompose(yaml, { "shared.conf": "x=1\n" }).yaml);
+    expect(doc.configs["shared.conf"]).toEqual({ file: "./elsewhere.conf" });
+    expect(doc.configs["shared.conf_2"]).toEqual({ content: "x=1\n" });
+    expect(doc.services.a.configs[0].source).toBe("shared.conf_2");
+    expect(doc.services.b.configs).toEqual([{ source: "shared.conf_2", target: "/etc/b.conf" }]);
+  });
+
+  test("mounts whose content is unknown (or outside the bundle) are kept and reported", () => {
+    const yaml = "services:\n  a:\n    image: x\n    volumes:\n      - ./missing.conf:/etc/x.conf\n      - ../outside:/y\n      - /etc/hosts:/etc/hosts:ro\n";
+    const { yaml: out, changes } = adaptCompose(yaml, {});
+    expect(parseYaml(out).services.a.volumes).toEqual(["./missing.conf:/etc/x.conf", "../outside:/y", "/etc/hosts:/etc/hosts:ro"]);
+    expect(changes).toEqual([
+      'service "a": bind mount ./missing.conf kept as is; its content is not available, so the platform host will not have it',
+      'service "a": bind mount ../outside kept as is; its content is not available, so the platform host will not have it',
+    ]);
+  });
+
+  test("listBundleMounts names the relative sources the CLI must read", () => {
+    expect(listBundleMounts(COMPOSE).sort()).toEqual(["Caddyfile", "prometheus/prometheus.yml"]);
+  });
+
+  test("invalid YAML is a usage error", () => {
+    expect(() => adaptCompose("services: [unclosed")).toThrow("not valid YAML");
+  });
+});

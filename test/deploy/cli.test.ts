@@ -1,0 +1,231 @@
+// `stackgen deploy` as a user runs it: a subprocess against the fakes, with a bundle written to a
+// temp dir. Besides exit codes and output shape, every run checks that the key never shows up.
+import { afterEach, describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { CoolifyFake } from "./fakes/coolify-fake.ts";
+import { DokployFake } from "./fakes/dokploy-fake.ts";
+import { PROJECT, writeBundle } from "./fixtures.ts";
+
+const ROOT = path.resolve(import.meta.dir, "../..");
+const BUN = path.join(ROOT, "node_modules/.bin/bun");
+const MAIN = path.join(ROOT, "src/main.ts");
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const clean of cleanups.splice(0)) await clean();
+});
+
+async function coolify(options?: ConstructorParameters<typeof CoolifyFake>[0]) {
+  const fake = await new CoolifyFake({ token: "cli-coolify-secret-7f3a9b", ...options }).start();
+  cleanups.push(() => fake.stop());
+  return fake;
+}
+async function dokploy() {
+  const fake = await new DokployFake({ apiKey: "cli-dokploy-secret-2c8e1d" }).start();
+  cleanups.push(() => fake.stop());
+  return fake;
+}
+function bundle(options?: Parameters<typeof writeBundle>[0]) {
+  const b = writeBundle(options);
+  cleanups.push(b.cleanup);
+  return b.dir;
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+// bun test sets NODE_ENV=test, which makes consola hide info lines; a user's shell does not have it.
+const DROPPED_ENV = ["STACKGEN_DEPLOY_API_KEY", "NODE_ENV", "TEST"];
+
+async function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const baseEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) baseEnv[k] = v;
+  const proc = Bun.spawn([BUN, MAIN, "deploy", ...args], {
+    cwd: ROOT,
+    env: { ...baseEnv, NO_COLOR: "1", ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+function expectNoKey(run: Run, key: string) {
+  expect(run.stdout).not.toContain(key);
+  expect(run.stderr).not.toContain(key);
+}
+
+const RESULT_KEYS = ["success", "provider", "steps", "projectId", "stackId", "dashboardUrl", "changes", "error", "failedStep", "created"];
+
+describe("stackgen deploy (subprocess)", () => {
+  test("coolify, key by flag, --json: exactly the DeployResult on stdout, progress on stderr", async () => {
+    const fake = await coolify();
+    const dir = bundle();
+    const run = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", dir, "--json"]);
+    expect(run.stderr).not.toContain("error");
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(Object.keys(result).every((k) => RESULT_KEYS.includes(k))).toBe(true);
+    expect(result).toMatchObject({ success: true, provider: "coolify", projectId: fake.projects[0]!.uuid, stackId: fake.services[0]!.uuid });
+    expect(result.steps.map((s: { step: string }) => s.step)).toContain("Deploy");
+    expect(run.stderr).toContain("Discover server");
+    expect(run.stderr).toContain("Set env");
+    expect(fake.violations).toEqual([]);
+    // Bundle files travelled inline.
+    expect(fake.services[0]!.compose).toContain("scrape_interval: 15s");
+    expectNoKey(run, fake.token);
+  });
+
+  test("dokploy, key from STACKGEN_DEPLOY_API_KEY, text output, project name from the compose file", async () => {
+    const fake = await dokploy();
+    const dir = bundle({ withStackgenJson: false });
+    const run = await runCli(["--provider", "dokploy", "--url", fake.url, "--dir", dir], { STACKGEN_DEPLOY_API_KEY: fake.apiKey });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Dashboard: ${fake.url}/dashboard/project/`);
+    expect(run.stderr).toContain("Compose file adapted for Dokploy");
+    expect(fake.projects.map((p) => p.name)).toEqual([PROJECT]);
+    expect(fake.violations).toEqual([]);
+    expectNoKey(run, fake.apiKey);
+  });
+
+  test("wrong key: exit 1 with the SPEC message, key not printed", async () => {
+    const fake = await coolify();
+    const dir = bundle();
+    const key = "wrong-but-secret-key-91b2";
+    const run = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", key, "--dir", dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("Coolify API 401: Unauthorized");
+    expect(run.stderr).toContain('step "Test connection"');
+    expectNoKey(run, key);
+  });
+
+  test("failure mid-way: output names the step and what was created; --json says the same", async () => {
+    const fake = await dokploy();
+    fake.injections.push({ operationId: "compose-deploy", reply: { status: 500, body: { message: "docker daemon unavailable" } } });
+    const dir = bundle();
+    const text = await runCli(["--provider", "dokploy", "--url", fake.url, "--api-key", fake.apiKey, "--dir", dir]);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toContain('Deploy failed at step "Deploy": Dokploy API 500: Internal Server Error');
+    expect(text.stderr).toContain("docker daemon unavailable");
+    expect(text.stderr).toContain(`Already created on Dokploy: Dokploy project "${PROJECT}" (${fake.projects[0]!.projectId}), Dokploy compose "${PROJECT}" (${fake.composes[0]!.composeId})`);
+    expectNoKey(text, fake.apiKey);
+
+    // Re-run with --update: nothing duplicated, the failing step is still named in JSON.
+    const json = await runCli(["--provider", "dokploy", "--url", fake.url, "--api-key", fake.apiKey, "--dir", dir, "--update", "--json"]);
+    expect(json.code).toBe(1);
+    const result = JSON.parse(json.stdout);
+    expect(result).toMatchObject({ success: false, failedStep: "Deploy", error: "Dokploy API 500: Internal Server Error", created: [] });
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.composes).toHaveLength(1);
+    expectNoKey(json, fake.apiKey);
+  });
+
+  test("existing project without --update: exit 1, SPEC message, hint to use --update", async () => {
+    const fake = await coolify();
+    fake.addProject(PROJECT);
+    const run = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", bundle()]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("Coolify API 409: Conflict");
+    expect(run.stderr).toContain("--update");
+    expect(fake.services).toHaveLength(0);
+  });
+
+  test("bad usage without a terminal: exit 2 with a clear message", async () => {
+    const fake = await coolify();
+    const dir = bundle();
+    const noProvider = await runCli(["--url", fake.url, "--api-key", fake.token, "--dir", dir]);
+    expect(noProvider.code).toBe(2);
+    expect(noProvider.stderr).toContain("--provider is required");
+
+    const badProvider = await runCli(["--provider", "heroku", "--url", fake.url, "--dir", dir]);
+    expect(badProvider.code).toBe(2);
+    expect(badProvider.stderr).toContain('Unknown provider "heroku"');
+
+    const noUrl = await runCli(["--provider", "coolify", "--api-key", fake.token, "--dir", dir]);
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.stderr).toContain("--url is required");
+
+    const noKey = await runCli(["--provider", "coolify", "--url", fake.url, "--dir", dir, "--json"]);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain("No API key");
+    expect(JSON.parse(noKey.stdout).error.code).toBe("USAGE_ERROR");
+
+    const badUrl = await runCli(["--provider", "coolify", "--url", "ftp://x", "--api-key", fake.token, "--dir", dir]);
+    expect(badUrl.code).toBe(2);
+
+    rmSync(path.join(dir, ".env"));
+    const noEnv = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", dir]);
+    expect(noEnv.code).toBe(2);
+    expect(noEnv.stderr).toContain("No .env");
+
+    writeFileSync(path.join(dir, ".env"), "A=1\n");
+    writeFileSync(path.join(dir, "stackgen.json"), JSON.stringify({ projectName: "x" }));
+    const shortName = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", dir]);
+    expect(shortName.code).toBe(2);
+    expect(shortName.stderr).toContain("3 to 255 characters");
+
+    expect(fake.calls).toHaveLength(0);
+    for (const run of [noProvider, noUrl, noKey, noEnv, shortName]) expectNoKey(run, fake.token);
+  });
+});
+
+// A real terminal is needed to prove the prompts: `script` (util-linux) runs the CLI on a pseudo-terminal.
+const SCRIPT = Bun.which("script");
+
+describe("stackgen deploy on a terminal", () => {
+  const run = SCRIPT || process.env.CI === "true" ? test : test.skip;
+  if (!SCRIPT) console.warn(`skipping terminal prompt test: util-linux "script" is not installed${process.env.CI === "true" ? " (CI: failing)" : ""}`);
+
+  run("asks for provider, URL and key; the key is not echoed", async () => {
+    if (!SCRIPT) throw new Error('util-linux "script" is required on CI');
+    const fake = await coolify();
+    const dir = bundle();
+    const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+    // Only test-controlled paths go into this command line.
+    const command = [BUN, MAIN, "deploy", "--dir", dir].map(quote).join(" ");
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) env[k] = v;
+    const proc = Bun.spawn([SCRIPT, "-q", "-e", "-c", command, "/dev/null"], {
+      env: { ...env, NO_COLOR: "1", TERM: "dumb" },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let output = "";
+    const reader = (async () => {
+      const decoder = new TextDecoder();
+      const stream = proc.stdout.getReader();
+      for (;;) {
+        const { done, value } = await stream.read();
+        if (done) break;
+        output += decoder.decode(value, { stream: true });
+      }
+    })();
+    const waitFor = async (text: string) => {
+      const deadline = Date.now() + 10_000;
+      while (!output.includes(text)) {
+        if (Date.now() > deadline) throw new Error(`no prompt "${text}" in: ${output}`);
+        await Bun.sleep(20);
+      }
+    };
+    const answer = async (prompt: string, text: string) => {
+      await waitFor(prompt);
+      proc.stdin.write(`${text}\r`);
+      await proc.stdin.flush();
+    };
+    await answer("Provider (", "coolify");
+    await answer("Coolify URL:", fake.url);
+    await answer("API key (hidden):", fake.token);
+    const code = await proc.exited;
+    await reader;
+    expect(output).toContain('Deployed "demo-stack" to Coolify');
+    expect(code).toBe(0);
+    expect(output).not.toContain(fake.token);
+    expect(fake.services).toHaveLength(1);
+  });
+});

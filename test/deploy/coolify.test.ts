@@ -1,0 +1,306 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { parse as parseYaml } from "yaml";
+import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
+import type { DeployStep } from "../../src/deploy/types.ts";
+import { CoolifyFake, usableServer } from "./fakes/coolify-fake.ts";
+import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT } from "./fixtures.ts";
+
+let fakes: CoolifyFake[] = [];
+
+async function startFake(options?: ConstructorParameters<typeof CoolifyFake>[0]): Promise<CoolifyFake> {
+  const fake = await new CoolifyFake(options).start();
+  fakes.push(fake);
+  return fake;
+}
+
+afterEach(async () => {
+  for (const fake of fakes) await fake.stop();
+  fakes = [];
+});
+
+function options(fake: CoolifyFake, overrides: Partial<DeployOptions> = {}): DeployOptions {
+  return {
+    provider: "coolify",
+    url: overrides.url ?? fake.url,
+    apiKey: fake.token,
+    projectName: PROJECT,
+    composeYaml: COMPOSE,
+    envText: ENV_TEXT,
+    files: FILES,
+    ...overrides,
+  };
+}
+
+const CREATE_SEQUENCE = [
+  "GET /version",
+  "GET /servers",
+  "GET /projects",
+  "POST /projects",
+  "GET /projects/{project}",
+  "POST /services",
+  "PATCH /services/{service}/envs/bulk",
+  "POST /deploy",
+];
+
+/** The recorded sequence with the generated uuids replaced by placeholders. */
+function normalisedSequence(fake: CoolifyFake): string[] {
+  const project = fake.projects[0]?.uuid ?? "-";
+  const service = fake.services[0]?.uuid ?? "-";
+  return fake.sequence().map((s) => s.replace(project, "{project}").replace(service, "{service}"));
+}
+
+describe("Coolify deployer against a spec-validating fake", () => {
+  test("happy path: exact call order, valid requests, state as expected", async () => {
+    const fake = await startFake();
+    const events: DeployStep[] = [];
+    const result = await deployBundle(options(fake), (e) => events.push(e));
+
+    expect(fake.violations).toEqual([]);
+    expect(result.error).toBeUndefined();
+    expect(result.success).toBe(true);
+    expect(normalisedSequence(fake)).toEqual(CREATE_SEQUENCE);
+    // Every call authenticated with the bearer token.
+    for (const call of fake.calls) expect(call.headers.authorization).toBe(`Bearer ${fake.token}`);
+
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.projects[0]!.name).toBe(PROJECT);
+    expect(fake.services).toHaveLength(1);
+    const service = fake.services[0]!;
+    expect(service.name).toBe(PROJECT);
+    expect(service.environment_id).toBe(fake.projects[0]!.environments[0]!.id);
+
+    // The compose file arrived base64-encoded, adapted: no host ports, configs inline.
+    const createBody = fake.calls.find((c) => c.operationId === "create-service")!.body as Record<string, unknown>;
+    expect(createBody.instant_deploy).toBe(false);
+    expect(createBody.environment_name).toBe("production");
+    expect(createBody.environment_uuid).toBe(fake.projects[0]!.environments[0]!.uuid);
+    expect(createBody.server_uuid).toBe(fake.servers[0]!.uuid);
+    expect(Buffer.from(String(createBody.docker_compose_raw), "base64").toString("utf8")).toBe(service.compose);
+    const compose = parseYaml(service.compose);
+    expect(compose.services.caddy.ports).toBeUndefined();
+    expect(compose.services.caddy.expose).toEqual(["80", "443"]);
+    expect(compose.services.prometheus.expose).toEqual(["9090"]);
+    expect(compose.services.caddy.configs).toEqual([{ source: "Caddyfile", target: "/etc/caddy/Caddyfile" }]);
+    expect(compose.configs.Caddyfile.content).toContain("{$$DOMAIN:localhost}");
+    expect(compose.services.caddy.volumes).toEqual(["caddy_data:/data"]);
+
+    // Variables: every .env key, literal, not preview, values as written.
+    for (const key of ENV_KEYS) {
+      const row = service.envs.get(key);
+      expect(row, key).toBeDefined();
+      expect(row!.is_literal).toBe(true);
+      expect(row!.is_preview).toBe(false);
+    }
+    expect(service.envs.get("GREETING")!.value).toBe("hello world");
+    expect(service.envs.get("QUOTED")!.value).toBe("a $literal value");
+
+    expect(fake.deployments).toEqual([{ uuid: service.uuid, force: "false" }]);
+    expect(result.projectId).toBe(fake.projects[0]!.uuid);
+    expect(result.stackId).toBe(service.uuid);
+    expect(result.dashboardUrl).toBe(`${fake.url}/project/${result.projectId}/environment/${fake.projects[0]!.environments[0]!.uuid}/service/${service.uuid}`);
+    expect(result.changes.some((c) => c.includes('service "caddy": removed host port bindings 80:80, 443:443'))).toBe(true);
+    expect(result.steps.map((s) => `${s.step}:${s.status}`)).toEqual([
+      "Test connection:ok",
+      "Discover server:ok",
+      "Find project:ok",
+      "Create project:ok",
+      "Get project:ok",
+      "Create compose service:ok",
+      "Set env:ok",
+      "Deploy:ok",
+    ]);
+    // Each step is announced as running before its outcome.
+    expect(events.filter((e) => e.status === "running").map((e) => e.step)).toEqual(result.steps.map((s) => s.step));
+  });
+
+  test("wrong key: exact message, stops at the first call", async () => {
+    const fake = await startFake();
+    const result = await deployBundle(options(fake, { apiKey: "not-the-right-token" }));
+    expect(result.success).toBe(false);
+    expect(result.error).toBe("Coolify API 401: Unauthorized");
+    expect(result.failedStep).toBe("Test connection");
+    expect(result.created).toEqual([]);
+    expect(fake.calls).toHaveLength(1);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("no servers: clear message, nothing created", async () => {
+    const fake = await startFake({ servers: [] });
+    const result = await deployBundle(options(fake));
+    expect(result.error).toBe("No servers found in Coolify instance");
+    expect(result.failedStep).toBe("Discover server");
+    expect(fake.projects).toHaveLength(0);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("skips unreachable and build servers", async () => {
+    const good = usableServer({ name: "good" });
+    const fake = await startFake({
+      servers: [
+        usableServer({ name: "down", is_reachable: false }),
+        usableServer({ name: "builder", settings: { is_build_server: true, is_reachable: true, is_usable: true } }),
+        good,
+      ],
+    });
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(true);
+    expect((fake.calls.find((c) => c.operationId === "create-service")!.body as { server_uuid: string }).server_uuid).toBe(good.uuid);
+  });
+
+  test("existing project without --update: Coolify API 409: Conflict, nothing created", async () => {
+    const fake = await startFake();
+    fake.addProject(PROJECT);
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.error).toBe("Coolify API 409: Conflict");
+    expect(result.failedStep).toBe("Create project");
+    expect(result.steps.at(-1)!.detail).toContain("--update");
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.services).toHaveLength(0);
+    expect(fake.calls.filter((c) => c.method !== "GET")).toEqual([]);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("--update: reuses the project and its service, replaces the compose file, no duplicates", async () => {
+    const fake = await startFake();
+    const first = await deployBundle(options(fake));
+    expect(first.success).toBe(true);
+    const callsBefore = fake.calls.length;
+
+    const changed = COMPOSE.replace("postgres:16-alpine", "postgres:17-alpine");
+    const second = await deployBundle(options(fake, { update: true, composeYaml: changed, envText: `${ENV_TEXT}NEW_VAR=42\n` }));
+    expect(fake.violations).toEqual([]);
+    expect(second.success).toBe(true);
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.services).toHaveLength(1);
+    const service = fake.services[0]!;
+    expect(second.projectId).toBe(first.projectId);
+    expect(second.stackId).toBe(first.stackId);
+    expect(service.compose).toContain("postgres:17-alpine");
+    expect(service.envs.get("NEW_VAR")!.value).toBe("42");
+    expect(fake.deployments).toHaveLength(2);
+    const project = fake.projects[0]!.uuid;
+    expect(fake.sequence().slice(callsBefore).map((s) => s.replace(project, "{project}").replace(service.uuid, "{service}"))).toEqual([
+      "GET /version",
+      "GET /servers",
+      "GET /projects",
+      "GET /projects/{project}",
+      "GET /services",
+      "PATCH /services/{service}",
+      "PATCH /services/{service}/envs/bulk",
+      "POST /deploy",
+    ]);
+    expect(second.steps.filter((s) => s.status === "skipped").map((s) => s.step)).toEqual(["Create project", "Create compose service"]);
+  });
+
+  test("--update on a project without the service creates it once", async () => {
+    const fake = await startFake();
+    fake.addProject(PROJECT);
+    const result = await deployBundle(options(fake, { update: true }));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.services).toHaveLength(1);
+  });
+
+  test.each([
+    ["4.0.0-beta.398", false],
+    ["4.0.0-beta.380", false],
+    ["3.12.36", false],
+    ["4.0.0-beta.399", true],
+    ["4.0.0-beta.474", true],
+    ["v4.0.0", true],
+    ["4.3.10", true],
+  ])("version %s accepted: %p", async (version, accepted) => {
+    const fake = await startFake({ version });
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(accepted);
+    if (!accepted) {
+      expect(result.failedStep).toBe("Test connection");
+      expect(result.error).toContain("4.0.0-beta.399 or later");
+      expect(result.error).toContain(version);
+      expect(fake.calls).toHaveLength(1);
+    }
+  });
+
+  test("a version answer that is not a version points at --url", async () => {
+    const fake = await startFake({ version: "<!DOCTYPE html><html><body>Login</body></html>" });
+    const result = await deployBundle(options(fake));
+    expect(result.error).toContain("did not report a version");
+    expect(result.error).toContain("--url");
+  });
+
+  test("500 mid-way: names the failed step and what was already created", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "update-envs-by-service-uuid", reply: { status: 500, body: { message: "Server Error" } } });
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.error).toBe("Coolify API 500: Internal Server Error");
+    expect(result.failedStep).toBe("Set env");
+    expect(result.steps.at(-1)).toEqual({ step: "Set env", status: "failed", detail: "Server Error" });
+    expect(result.created).toEqual([
+      `Coolify project "${PROJECT}" (${fake.projects[0]!.uuid})`,
+      `Coolify service "${PROJECT}" (${fake.services[0]!.uuid})`,
+    ]);
+    expect(result.projectId).toBe(fake.projects[0]!.uuid);
+    expect(fake.deployments).toHaveLength(0);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("a redirect is reported, never followed (the key does not travel)", async () => {
+    const elsewhere = await startFake();
+    const fake = await startFake();
+    fake.redirectTo = elsewhere.url;
+    const result = await deployBundle(options(fake));
+    expect(result.error).toBe("Coolify API 302: Found");
+    expect(result.steps.at(-1)!.detail).toContain("not followed");
+    expect(result.failedStep).toBe("Test connection");
+    expect(fake.calls).toHaveLength(1);
+    expect(elsewhere.calls).toHaveLength(0);
+  });
+
+  test("unreachable URL: clear message naming the step", async () => {
+    const fake = await startFake();
+    const url = fake.url;
+    await fake.stop();
+    const result = await deployBundle(options(fake, { url }));
+    expect(result.success).toBe(false);
+    expect(result.failedStep).toBe("Test connection");
+    expect(result.error).toStartWith(`Cannot reach Coolify at ${url} (`);
+    expect(result.created).toEqual([]);
+  });
+
+  test("timeout: the call is abandoned after timeoutMs", async () => {
+    const fake = await startFake();
+    fake.delayMs = 1000;
+    const started = Date.now();
+    const result = await deployBundle(options(fake, { timeoutMs: 200 }));
+    expect(Date.now() - started).toBeLessThan(900);
+    expect(result.error).toBe("Coolify did not answer within 0.2 s");
+    expect(result.failedStep).toBe("Test connection");
+  });
+
+  test("non-JSON answer where JSON is expected", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "list-servers", reply: { status: 200, text: "<html>maintenance</html>", contentType: "text/html" } });
+    const result = await deployBundle(options(fake));
+    expect(result.error).toBe("Coolify API 200: expected JSON, got text/html");
+    expect(result.failedStep).toBe("Discover server");
+  });
+
+  test("a server that echoes the key back: the key is redacted everywhere", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "list-servers", reply: { status: 403, body: { message: `token ${fake.token} is not allowed` } } });
+    const result = await deployBundle(options(fake));
+    expect(result.error).toBe("Coolify API 403: Forbidden");
+    expect(JSON.stringify(result)).not.toContain(fake.token);
+    expect(result.steps.at(-1)!.detail).toContain("[redacted]");
+  });
+
+  test("project names Coolify would refuse fail before any call", async () => {
+    const fake = await startFake();
+    await expect(deployBundle(options(fake, { projectName: "ab" }))).rejects.toThrow("3 to 255 characters");
+    await expect(deployBundle(options(fake, { projectName: "bad;name" }))).rejects.toThrow("does not accept");
+    expect(fake.calls).toHaveLength(0);
+  });
+});

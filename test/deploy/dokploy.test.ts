@@ -1,0 +1,216 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { parse as parseYaml } from "yaml";
+import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
+import { DokployFake } from "./fakes/dokploy-fake.ts";
+import { COMPOSE, ENV_TEXT, FILES, PROJECT } from "./fixtures.ts";
+
+let fakes: DokployFake[] = [];
+
+async function startFake(options?: ConstructorParameters<typeof DokployFake>[0]): Promise<DokployFake> {
+  const fake = await new DokployFake(options).start();
+  fakes.push(fake);
+  return fake;
+}
+
+afterEach(async () => {
+  for (const fake of fakes) await fake.stop();
+  fakes = [];
+});
+
+function options(fake: DokployFake, overrides: Partial<DeployOptions> = {}): DeployOptions {
+  return {
+    provider: "dokploy",
+    url: overrides.url ?? fake.url,
+    apiKey: fake.apiKey,
+    projectName: PROJECT,
+    composeYaml: COMPOSE,
+    envText: ENV_TEXT,
+    files: FILES,
+    ...overrides,
+  };
+}
+
+const CREATE_SEQUENCE = [
+  "GET /settings.getDokployVersion",
+  "GET /project.all",
+  "POST /project.create",
+  "GET /project.one",
+  "POST /compose.create",
+  "POST /compose.update",
+  "POST /compose.deploy",
+];
+
+describe("Dokploy deployer against a spec-validating fake", () => {
+  test("happy path: exact call order, valid requests, state as expected", async () => {
+    const fake = await startFake();
+    const result = await deployBundle(options(fake));
+
+    expect(fake.violations).toEqual([]);
+    expect(result.error).toBeUndefined();
+    expect(result.success).toBe(true);
+    expect(fake.sequence()).toEqual(CREATE_SEQUENCE);
+    for (const call of fake.calls) {
+      expect(call.headers["x-api-key"]).toBe(fake.apiKey);
+      expect(call.headers.authorization).toBeUndefined();
+    }
+
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.composes).toHaveLength(1);
+    const compose = fake.composes[0]!;
+    const project = fake.projects[0]!;
+    expect(fake.calls[3]!.query).toEqual({ projectId: project.projectId });
+    expect(compose.name).toBe(PROJECT);
+    expect(compose.sourceType).toBe("raw");
+    expect(compose.composeType).toBe("docker-compose");
+    expect(compose.env).toBe(ENV_TEXT);
+    // Plain YAML (not base64), adapted for the platform.
+    const parsed = parseYaml(compose.composeFile);
+    expect(parsed.services.caddy.ports).toBeUndefined();
+    expect(parsed.services.caddy.expose).toEqual(["80", "443"]);
+    expect(parsed.configs["prometheus_prometheus.yml"].content).toContain("scrape_interval: 15s");
+    const createBody = fake.calls[4]!.body as Record<string, unknown>;
+    expect(createBody).toMatchObject({ name: PROJECT, composeType: "docker-compose", sourceType: "raw" });
+    expect(createBody.environmentId).toBe(fake.environments[0]!.environmentId);
+
+    expect(fake.deployments).toEqual([{ composeId: compose.composeId, title: "Deployed by stackgen" }]);
+    expect(result.projectId).toBe(project.projectId);
+    expect(result.stackId).toBe(compose.composeId);
+    expect(result.dashboardUrl).toBe(
+      `${fake.url}/dashboard/project/${project.projectId}/environment/${compose.environmentId}/services/compose/${compose.composeId}`,
+    );
+    expect(result.steps.map((s) => `${s.step}:${s.status}`)).toEqual([
+      "Check version:ok",
+      "Test connection:ok",
+      "Create project:ok",
+      "Get project:ok",
+      "Create compose stack:ok",
+      "Set env:ok",
+      "Deploy:ok",
+    ]);
+  });
+
+  test("wrong key: exact message", async () => {
+    const fake = await startFake();
+    const result = await deployBundle(options(fake, { apiKey: "wrong-key-1234" }));
+    expect(result.error).toBe("Dokploy API 401: Unauthorized");
+    expect(result.failedStep).toBe("Check version");
+    expect(result.created).toEqual([]);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("existing project without --update: Project already exists, nothing created", async () => {
+    const fake = await startFake();
+    fake.addProject(PROJECT);
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.error).toBe("Project already exists");
+    expect(result.failedStep).toBe("Create project");
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.composes).toHaveLength(0);
+    expect(fake.calls.filter((c) => c.method !== "GET")).toEqual([]);
+  });
+
+  test("--update: reuses the project and its compose stack, no duplicates", async () => {
+    const fake = await startFake();
+    expect((await deployBundle(options(fake))).success).toBe(true);
+    const before = fake.calls.length;
+    const changed = COMPOSE.replace("postgres:16-alpine", "postgres:17-alpine");
+    const second = await deployBundle(options(fake, { update: true, composeYaml: changed, envText: `${ENV_TEXT}NEW_VAR=1\n` }));
+    expect(fake.violations).toEqual([]);
+    expect(second.success).toBe(true);
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.composes).toHaveLength(1);
+    expect(fake.composes[0]!.composeFile).toContain("postgres:17-alpine");
+    expect(fake.composes[0]!.env).toContain("NEW_VAR=1");
+    expect(fake.deployments).toHaveLength(2);
+    expect(fake.sequence().slice(before)).toEqual([
+      "GET /settings.getDokployVersion",
+      "GET /project.all",
+      "GET /project.one",
+      "POST /compose.update",
+      "POST /compose.deploy",
+    ]);
+    expect(second.stackId).toBe(fake.composes[0]!.composeId);
+  });
+
+  test("--update on a project without the stack creates it once", async () => {
+    const fake = await startFake();
+    fake.addProject(PROJECT);
+    const result = await deployBundle(options(fake, { update: true }));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    expect(fake.composes).toHaveLength(1);
+  });
+
+  test.each(["v0.24.3", "v0.19.0", "v0.5.0"])("version %s is refused, naming the minimum", async (version) => {
+    const fake = await startFake({ version });
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.failedStep).toBe("Check version");
+    expect(result.error).toContain("0.25.0 or later");
+    expect(result.error).toContain(version);
+    expect(fake.calls).toHaveLength(1);
+  });
+
+  test("0.25.x/0.26.0 (no isDefault): picks the production environment", async () => {
+    const fake = await startFake({ version: "v0.26.0" });
+    const result = await deployBundle(options(fake));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    expect(fake.composes[0]!.environmentId).toBe(fake.environments[0]!.environmentId);
+  });
+
+  test("before 0.30 (sourceType stripped on create): compose.update makes it raw before deploy", async () => {
+    const fake = await startFake({ version: "v0.29.4" });
+    const result = await deployBundle(options(fake));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    expect((fake.calls.find((c) => c.path === "/compose.create")!.body as Record<string, unknown>).sourceType).toBeUndefined();
+    expect(fake.composes[0]!.sourceType).toBe("raw");
+  });
+
+  test("500 mid-way: names the failed step and what was already created", async () => {
+    const fake = await startFake();
+    fake.injections.push({
+      operationId: "compose-update",
+      reply: { status: 500, body: { message: "database is locked", code: "INTERNAL_SERVER_ERROR" } },
+    });
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.error).toBe("Dokploy API 500: Internal Server Error");
+    expect(result.failedStep).toBe("Set env");
+    expect(result.steps.at(-1)!.detail).toBe("database is locked");
+    expect(result.created).toEqual([
+      `Dokploy project "${PROJECT}" (${fake.projects[0]!.projectId})`,
+      `Dokploy compose "${PROJECT}" (${fake.composes[0]!.composeId})`,
+    ]);
+    expect(fake.deployments).toHaveLength(0);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("a redirect is reported, never followed", async () => {
+    const elsewhere = await startFake();
+    const fake = await startFake();
+    fake.redirectTo = elsewhere.url;
+    const result = await deployBundle(options(fake));
+    expect(result.error).toBe("Dokploy API 302: Found");
+    expect(result.steps.at(-1)!.detail).toContain("not followed");
+    expect(elsewhere.calls).toHaveLength(0);
+  });
+
+  test("unreachable URL", async () => {
+    const fake = await startFake();
+    const url = fake.url;
+    await fake.stop();
+    const result = await deployBundle(options(fake, { url }));
+    expect(result.failedStep).toBe("Check version");
+    expect(result.error).toStartWith(`Cannot reach Dokploy at ${url} (`);
+  });
+
+  test("accepts a pasted API root as --url", async () => {
+    const fake = await startFake();
+    const result = await deployBundle(options(fake, { url: `${fake.url}/api/` }));
+    expect(result.success).toBe(true);
+    expect(fake.violations).toEqual([]);
+  });
+});

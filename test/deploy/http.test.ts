@@ -1,0 +1,112 @@
+import { describe, expect, test } from "bun:test";
+import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
+import { normaliseInstanceUrl, parseEnvText } from "../../src/deploy/index.ts";
+
+const v = (s: string) => parseVersion(s)!;
+
+async function failure(call: Promise<unknown>): Promise<DeployError> {
+  try {
+    await call;
+  } catch (e) {
+    return e as DeployError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("version order", () => {
+  test("betas sort below the release, numerically", () => {
+    const ordered = ["3.12.36", "4.0.0-beta.9", "4.0.0-beta.398", "4.0.0-beta.399", "4.0.0-beta.474", "4.0.0", "v4.0.1", "4.3.10", "4.10.0"];
+    for (let i = 1; i < ordered.length; i++) {
+      expect(compareVersions(v(ordered[i - 1]!), v(ordered[i]!))).toBeLessThan(0);
+      expect(compareVersions(v(ordered[i]!), v(ordered[i - 1]!))).toBeGreaterThan(0);
+    }
+    expect(compareVersions(v("v0.30.2"), v("0.30.2"))).toBe(0);
+    expect(parseVersion("latest")).toBeNull();
+  });
+});
+
+describe("parseEnvText", () => {
+  test("comments, export, quotes, multi-line, last wins", () => {
+    const text = '# c\nA=1\nexport B="two words"\nC=\'$lit\'\nD=x # note\nE="line1\\nline2"\nF="a\nb"\nA=3\n\nBAD LINE\n';
+    expect(parseEnvText(text)).toEqual([
+      { key: "A", value: "3" },
+      { key: "B", value: "two words" },
+      { key: "C", value: "$lit" },
+      { key: "D", value: "x" },
+      { key: "E", value: "line1\nline2" },
+      { key: "F", value: "a\nb" },
+    ]);
+  });
+});
+
+describe("normaliseInstanceUrl", () => {
+  test.each([
+    ["https://coolify.example.com", "https://coolify.example.com"],
+    ["https://coolify.example.com/", "https://coolify.example.com"],
+    ["https://coolify.example.com/api/v1/", "https://coolify.example.com"],
+    ["http://10.0.0.5:3000/api", "http://10.0.0.5:3000"],
+    ["https://example.com/dokploy", "https://example.com/dokploy"],
+  ])("%s -> %s", (input, expected) => expect(normaliseInstanceUrl(input)).toBe(expected));
+
+  test("rejects non-http URLs and credentials", () => {
+    expect(() => normaliseInstanceUrl("ftp://x")).toThrow("http:// or https://");
+    expect(() => normaliseInstanceUrl("not a url")).toThrow("not a URL");
+    expect(() => normaliseInstanceUrl("https://u:p@x")).toThrow("credentials");
+  });
+});
+
+describe("createJsonClient", () => {
+  const fakeFetch = (res: () => Response, seen: RequestInit[] = []) =>
+    (async (_url: string, init: RequestInit) => {
+      seen.push(init);
+      return res();
+    });
+
+  test("asks fetch not to follow redirects and reports a 3xx", async () => {
+    const seen: RequestInit[] = [];
+    const client = createJsonClient({
+      provider: "Coolify",
+      baseUrl: "http://127.0.0.1:9/api/v1",
+      headers: { Authorization: "Bearer secret-key-1" },
+      secret: "secret-key-1",
+      fetch: fakeFetch(() => new Response("", { status: 301, headers: { location: "https://other.example/api/v1/version" } }), seen),
+    });
+    const error = await failure(client.call("GET", "/version"));
+    expect(seen[0]!.redirect).toBe("manual");
+    expect(seen[0]!.signal).toBeInstanceOf(AbortSignal);
+    expect(error.message).toBe("Coolify API 301: Moved Permanently");
+    expect(error.detail).toContain("https://other.example/api/v1/version");
+  });
+
+  test("error bodies: message and field errors in detail; key redacted", async () => {
+    const client = createJsonClient({
+      provider: "Coolify",
+      baseUrl: "http://127.0.0.1:9",
+      headers: {},
+      secret: "secret-key-1",
+      fetch: fakeFetch(() => Response.json({ message: "Validation failed.", errors: { name: ["bad secret-key-1"] } }, { status: 422 })),
+    });
+    const error = await failure(client.call("POST", "/projects", { body: {} }));
+    expect(error.message).toBe("Coolify API 422: Unprocessable Entity");
+    expect(error.detail).toBe("Validation failed.; name: bad [redacted]");
+  });
+
+  test("a fetch rejection that mentions the key is redacted", async () => {
+    const client = createJsonClient({
+      provider: "Dokploy",
+      baseUrl: "http://127.0.0.1:9/api",
+      headers: {},
+      secret: "secret-key-1",
+      fetch: async () => {
+        throw new TypeError("bad header value secret-key-1");
+      },
+    });
+    const error = await failure(client.call("GET", "/project.all"));
+    expect(error.message).toBe("Cannot reach Dokploy at http://127.0.0.1:9 (bad header value [redacted])");
+  });
+
+  test("redact leaves text alone for very short secrets", () => {
+    expect(redact("abc abc", "abc")).toBe("abc abc");
+    expect(redact("x-long-secret-x", "long-secret")).toBe("x-[redacted]-x");
+  });
+});
