@@ -51,12 +51,12 @@ describe("catalog", () => {
 
   test("required skill packs exist with their services", () => {
     const pack = (id: string) => catalog.packsById.get(id)!;
-    expect(pack("research-agent").services.sort()).toEqual(["browserless", "qdrant", "searxng"]);
-    expect(pack("devops").services.sort()).toEqual(["grafana", "n8n", "prometheus", "redis", "uptime-kuma"]);
-    expect(pack("video-creator").services.sort()).toEqual(["ffmpeg", "minio", "remotion"]);
-    expect(pack("knowledge-base").services.sort()).toEqual(["meilisearch", "postgresql", "qdrant"]);
-    expect(pack("local-ai").services.sort()).toEqual(["ollama", "whisper"]);
-    expect(pack("social-media").services.sort()).toEqual(["ffmpeg", "minio", "redis"]);
+    expect([...pack("research-agent").services].sort()).toEqual(["browserless", "qdrant", "searxng"]);
+    expect([...pack("devops").services].sort()).toEqual(["grafana", "n8n", "prometheus", "redis", "uptime-kuma"]);
+    expect([...pack("video-creator").services].sort()).toEqual(["ffmpeg", "minio", "remotion"]);
+    expect([...pack("knowledge-base").services].sort()).toEqual(["meilisearch", "postgresql", "qdrant"]);
+    expect([...pack("local-ai").services].sort()).toEqual(["ollama", "whisper"]);
+    expect([...pack("social-media").services].sort()).toEqual(["ffmpeg", "minio", "redis"]);
     expect(catalog.packs.length).toBeGreaterThanOrEqual(12);
   });
 

@@ -10,6 +10,8 @@ import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { deployRoutes, type DeployPolicy } from "./routes/deploy.ts";
+import { socketAddressOf } from "./guard/client-ip.ts";
 import { guardPlugin, type Guard } from "./guard/index.ts";
 
 export interface AppOptions {
@@ -18,6 +20,22 @@ export interface AppOptions {
   healthExtra?: () => Record<string, string>;
   /** Keys, rate limits, CORS, body limit, security headers, request log (src/api/guard). */
   guard?: Guard;
+  /** Who may use POST /v1/deploy (default: loopback clients, valid API keys, or ALLOW_REMOTE_DEPLOY=true). */
+  deployPolicy?: DeployPolicy;
+  /** fetch used by the deploy relay (tests point it at fake providers). */
+  deployFetch?: typeof fetch;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+
+/** Loopback callers, callers with a valid key, or everyone when the operator opted in. */
+export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string, string | undefined> = process.env): DeployPolicy {
+  const allowRemote = env.ALLOW_REMOTE_DEPLOY === "true";
+  return (request) => {
+    if (allowRemote || guard?.hasValidKey(request)) return true;
+    const client = guard ? guard.clientOf(request) : socketAddressOf(request);
+    return client !== undefined && LOOPBACK.test(client);
+  };
 }
 
 export function createApp(options: AppOptions = {}) {
@@ -30,6 +48,7 @@ export function createApp(options: AppOptions = {}) {
     .use(catalogRoutes(catalog))
     .use(validateRoutes(catalog))
     .use(generateRoutes(catalog))
+    .use(deployRoutes(catalog, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
     .use(docsRoutes);
 
   return new Elysia()

@@ -110,7 +110,17 @@ export function loadCatalog(files: Record<string, string>): Catalog {
   // Stable order for listings: by category order, then id.
   const catIndex = new Map(CATEGORY_IDS.map((c, i) => [c, i]));
   services.sort((a, b) => catIndex.get(a.category)! - catIndex.get(b.category)! || a.id.localeCompare(b.id));
+  // The catalog is shared by every request: freeze it so no caller can change it for the others.
+  for (const item of [...services, core!, ...presets, ...packs]) deepFreeze(item);
   return { services, servicesById, core: core!, presets, presetsById, packs, packsById, skills, categoryNames };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }
 
 /** References between files: every id resolves, variables are declared and namespaced. */

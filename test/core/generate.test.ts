@@ -9,6 +9,7 @@ import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { fixedSecrets } from "../../src/core/generate/secrets.ts";
 import { zipBundle } from "../../src/core/bundle.ts";
+import { escapeDollars } from "../../src/core/generate/compose.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import type { FileMap } from "../../src/core/generate/context.ts";
 import { StackgenError } from "../../src/errors.ts";
@@ -120,6 +121,21 @@ describe("bundle properties", () => {
     if (!hasTool("promtool")) return;
     await checkFiles("promtool", (f) => (f["prometheus/prometheus.yml"] ? "prometheus/prometheus.yml" : undefined), (file) => ["promtool", "check", "config", file]);
   }, 180_000);
+});
+
+describe("compose escaping", () => {
+  test("${NAME} stays a reference; any other $ is doubled exactly once", () => {
+    expect(escapeDollars("pw=${REDIS_PASSWORD}")).toBe("pw=${REDIS_PASSWORD}");
+    expect(escapeDollars('exec redis-server --requirepass "$REDISCLI_AUTH"')).toBe('exec redis-server --requirepass "$$REDISCLI_AUTH"');
+    expect(escapeDollars("${A:-x} ${B:?set B} cost $5")).toBe("${A:-x} ${B:?set B} cost $$5");
+  });
+
+  test("a shell variable in a command reaches the container as written", () => {
+    const compose = composeOf(gen({ services: ["redis"] }).files);
+    const cmd = (compose.services.redis.command as string[]).join(" ");
+    expect(cmd).toContain('"$$REDISCLI_AUTH"');
+    expect(cmd).not.toContain("$$$");
+  });
 });
 
 describe("input fields take effect", () => {

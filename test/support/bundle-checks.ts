@@ -61,6 +61,7 @@ export function bundleProblems(files: FileMap): string[] {
     if (!env.has(m[1])) problems.push(`\${${m[1]}} is not defined in .env`);
     if (!example.has(m[1])) problems.push(`\${${m[1]}} is not listed in .env.example`);
   }
+  if (composeText.includes("$$$")) problems.push("a $ was escaped more than once");
   for (const m of composeText.replace(/\$\$/g, "").matchAll(/\$(?!\{)/g)) problems.push(`bare $ at ${m.index} in compose`);
   return [...new Set(problems)];
 }

@@ -41,11 +41,11 @@ export function grafanaFiles(ctx: GenContext): FileMap {
     ...(has(ctx, "loki") ? [{ name: "Loki", uid: "stackgen-loki", type: "loki", access: "proxy", url: "http://loki:3100", isDefault: !has(ctx, "prometheus"), editable: false }] : []),
   ];
   return {
-    "grafana/provisioning/datasources/datasources.yml": head + stringify({ apiVersion: 1, datasources }, { lineWidth: 0 }),
+    "grafana/provisioning/datasources/datasources.yml": head + stringify({ apiVersion: 1, datasources }, { lineWidth: 0, aliasDuplicateObjects: false }),
     "grafana/provisioning/dashboards/dashboards.yml": head + stringify({
       apiVersion: 1,
       providers: [{ name: "stackgen", folder: "stackgen", type: "file", disableDeletion: false, allowUiUpdates: true, options: { path: "/var/lib/grafana/dashboards" } }],
-    }, { lineWidth: 0 }),
+    }, { lineWidth: 0, aliasDuplicateObjects: false }),
     "grafana/dashboards/stack-overview.json": JSON.stringify(overviewDashboard(ctx), null, 2) + "\n",
   };
 }

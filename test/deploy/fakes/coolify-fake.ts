@@ -2,10 +2,11 @@
 // then applies the server-side rules the document cannot express (research §2 and §7), keeps
 // state (projects with a `production` environment, services, env rows, deployments) and answers
 // with the shapes the real server sends.
+import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { randomId, SpecFake, type ProviderRules, type Reply, type RequestContext } from "./spec-fake.ts";
 
-export const COOLIFY_SPEC = "/work/shared/reference/coolify-openapi.json";
+export const COOLIFY_SPEC = join(import.meta.dir, "..", "..", "..", "..", "shared", "reference", "coolify-openapi.json");
 
 export interface CoolifyServerRow {
   id: number;

@@ -2,9 +2,10 @@
 // shared/reference/dokploy-openapi.json (requests only: its response schemas are placeholders,
 // research §1), checks `x-api-key` itself (the document's security name is undefined), and
 // models the version differences that matter (research §3).
+import { join } from "node:path";
 import { randomId, SpecFake, type ProviderRules, type Reply, type RequestContext } from "./spec-fake.ts";
 
-export const DOKPLOY_SPEC = "/work/shared/reference/dokploy-openapi.json";
+export const DOKPLOY_SPEC = join(import.meta.dir, "..", "..", "..", "..", "shared", "reference", "dokploy-openapi.json");
 
 export interface DokployComposeRow {
   composeId: string;

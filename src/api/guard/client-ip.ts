@@ -1,0 +1,68 @@
+// Who is calling: the socket address (or, behind a trusted proxy, the left-most X-Forwarded-For
+// entry), reduced to the unit a client cannot cheaply multiply (an IPv6 /64).
+import type { Server } from "bun";
+
+/** Socket addresses noted by the listeners before `app.handle` (the app itself never sees the socket). */
+const socketAddresses = new WeakMap<Request, string>();
+
+export function noteClientAddress(request: Request, server: Pick<Server<unknown>, "requestIP"> | undefined): void {
+  const address = server?.requestIP(request)?.address;
+  if (address) socketAddresses.set(request, address);
+}
+
+export function socketAddressOf(request: Request, server?: Pick<Server<unknown>, "requestIP"> | null): string | undefined {
+  return socketAddresses.get(request) ?? server?.requestIP(request)?.address ?? undefined;
+}
+
+const IP_TEXT = /^[0-9A-Fa-f:.]{2,45}$/;
+
+/** Left-most X-Forwarded-For entry when it looks like an address (ports and brackets removed). */
+export function forwardedClient(header: string | null): string | undefined {
+  if (!header) return undefined;
+  let first = header.split(",")[0].trim();
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(first);
+  if (bracketed) first = bracketed[1];
+  else if (/^\d+\.\d+\.\d+\.\d+:\d+$/.test(first)) first = first.slice(0, first.lastIndexOf(":"));
+  return IP_TEXT.test(first) ? first : undefined;
+}
+
+/** Expands an IPv6 address to 8 hextets; undefined when it is not one. */
+function ipv6Hextets(ip: string): string[] | undefined {
+  const halves = ip.toLowerCase().split("::");
+  if (halves.length > 2) return undefined;
+  const split = (s: string) => (s === "" ? [] : s.split(":"));
+  const head = split(halves[0]);
+  const tail = halves.length === 2 ? split(halves[1]) : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined;
+  const all = [...head, ...Array(halves.length === 2 ? missing : 0).fill("0"), ...tail];
+  return all.every((h) => /^[0-9a-f]{1,4}$/.test(h)) ? all.map((h) => h.replace(/^0+(?=.)/, "")) : undefined;
+}
+
+/** The counter key for an address: IPv4 as is (IPv4-mapped IPv6 unwrapped), IPv6 by its /64. */
+export function clientKey(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1];
+  if (!ip.includes(":")) return ip;
+  const hextets = ipv6Hextets(ip);
+  return hextets ? `${hextets.slice(0, 4).join(":")}::/64` : ip;
+}
+
+/** The caller's address as given: the socket's, or behind a trusted proxy the forwarded one. */
+export function clientAddressOf(
+  request: Request,
+  trustProxy: boolean,
+  server?: Pick<Server<unknown>, "requestIP"> | null,
+): string | undefined {
+  const forwarded = trustProxy ? forwardedClient(request.headers.get("x-forwarded-for")) : undefined;
+  return forwarded ?? socketAddressOf(request, server);
+}
+
+/** The rate-limit unit of the caller (see clientKey). */
+export function clientIpOf(
+  request: Request,
+  trustProxy: boolean,
+  server?: Pick<Server<unknown>, "requestIP"> | null,
+): string {
+  return clientKey(clientAddressOf(request, trustProxy, server) ?? "unknown");
+}

@@ -1,0 +1,71 @@
+// POST /v1/deploy: the UI's relay to a user's Coolify or Dokploy. Generates the bundle, deploys
+// it and streams the steps as NDJSON (`{type:"step",...}` lines, then one `{type:"result"}`).
+// It makes the server call a user-given URL, so only trusted callers may use it.
+import { Elysia } from "elysia";
+import type { Catalog } from "../../catalog/index.ts";
+import { DeployRequest, ErrorBody } from "../../schema/api.ts";
+import { generateBundle } from "../../core/generate/index.ts";
+import { deployBundle, type DeployStep } from "../../deploy/index.ts";
+import { StackgenError, validationError } from "../../errors.ts";
+import { jsonObjectBody } from "../json-body.ts";
+
+/** Decides whether this request may make the server call out (loopback, valid key, or opt-in). */
+export type DeployPolicy = (request: Request) => boolean;
+
+export const FORBIDDEN_MESSAGE =
+  "Deploying through the API is allowed only from this machine (loopback) or with a valid X-API-Key. " +
+  "Set ALLOW_REMOTE_DEPLOY=true on the server to allow it from anywhere.";
+
+export const deployRoutes = (catalog: Catalog, policy: DeployPolicy, fetchImpl?: typeof fetch) =>
+  new Elysia({ name: "deploy-routes" }).post("/deploy", async ({ body, request }) => {
+    if (!policy(request)) throw new StackgenError("FORBIDDEN", FORBIDDEN_MESSAGE, 403);
+    const input = body.input ?? body.complete?.input;
+    if (!input) throw validationError("Invalid deploy request", [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
+    const { files } = generateBundle(input, catalog);
+
+    const encoder = new TextEncoder();
+    const queue: string[] = [];
+    let wake: (() => void) | undefined;
+    const push = (line: unknown) => { queue.push(JSON.stringify(line) + "\n"); wake?.(); };
+    let firstStep!: () => void;
+    const started = new Promise<void>((r) => (firstStep = r));
+    const run = deployBundle({
+      provider: body.provider,
+      url: body.url,
+      apiKey: body.apiKey,
+      update: body.update,
+      projectName: input.projectName,
+      composeYaml: files["docker-compose.yml"],
+      envText: files[".env"],
+      files,
+      ...(fetchImpl ? { fetch: fetchImpl as never } : {}),
+    }, (step: DeployStep) => { push({ type: "step", ...step }); firstStep(); });
+    // Input the provider refuses outright fails before any call: answer it as a plain 400.
+    await Promise.race([started, run]);
+
+    let done = false;
+    run.then((result) => push({ type: "result", result }), (e: unknown) => {
+      const err = e instanceof StackgenError ? e : new StackgenError("INTERNAL_ERROR", "Deployment failed unexpectedly", 500);
+      push({ type: "error", error: { code: err.code, message: err.message } });
+    }).finally(() => { done = true; wake?.(); });
+
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        while (queue.length === 0 && !done) await new Promise<void>((r) => (wake = r));
+        while (queue.length) controller.enqueue(encoder.encode(queue.shift()!));
+        if (done && queue.length === 0) controller.close();
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
+  }, {
+    parse: jsonObjectBody("Invalid deploy request"),
+    body: DeployRequest,
+    response: { 400: ErrorBody, 403: ErrorBody, 409: ErrorBody },
+    detail: {
+      summary: "Generate and deploy to Coolify or Dokploy (streamed)",
+      description: "Streams NDJSON: one `{type:\"step\", step, status, detail?}` line per deploy step, then `{type:\"result\", result}` " +
+        "(or `{type:\"error\", error}`). Allowed for loopback clients and requests with a valid X-API-Key unless the server sets ALLOW_REMOTE_DEPLOY=true; otherwise 403 FORBIDDEN.",
+      tags: ["stacks"],
+      responses: { 200: { description: "NDJSON stream of deploy steps ending with the result", content: { "application/x-ndjson": { schema: { type: "string" } } } } } as never,
+    },
+  });

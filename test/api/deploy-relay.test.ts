@@ -1,0 +1,105 @@
+// POST /v1/deploy: the loopback/key rule and the streamed steps, over real listeners and a fake
+// Coolify that checks every request against its published OpenAPI document.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startServers } from "../../src/api/server.ts";
+import { createApp, defaultDeployPolicy } from "../../src/api/app.ts";
+import { createGuard, readGuardConfig } from "../../src/api/guard/index.ts";
+import { CoolifyFake } from "../deploy/fakes/coolify-fake.ts";
+
+const KEY = "relay-test-key-0123456789";
+let fake: CoolifyFake;
+let servers: ReturnType<typeof startServers>;
+let base = "";
+
+beforeAll(async () => {
+  fake = await new CoolifyFake().start();
+  const guard = createGuard(readGuardConfig({ API_KEYS: KEY, LOG_LEVEL: "silent" }));
+  servers = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guard });
+  base = `http://127.0.0.1:${servers.api.port}`;
+});
+afterAll(async () => {
+  await servers?.stop();
+  await fake?.stop();
+});
+
+const body = () => ({ provider: "coolify", url: fake.url, apiKey: fake.token, input: { projectName: "relay-demo", preset: "minimal" } });
+const post = (b: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(b) });
+
+async function lines(r: Response): Promise<any[]> {
+  return (await r.text()).trim().split("\n").map((l) => JSON.parse(l));
+}
+
+describe("POST /v1/deploy", () => {
+  test("a loopback client gets streamed steps ending in the result", async () => {
+    const r = await post(body());
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toContain("application/x-ndjson");
+    const events = await lines(r);
+    const steps = events.filter((e) => e.type === "step");
+    expect(steps.length).toBeGreaterThan(5);
+    expect(steps.map((s) => s.step)).toContain("Deploy");
+    const last = events.at(-1);
+    expect(last.type).toBe("result");
+    expect(last.result.success).toBe(true);
+    expect(fake.violations).toEqual([]);
+    expect(fake.projects.map((p) => p.name)).toContain("relay-demo");
+    expect(JSON.stringify(events)).not.toContain(fake.token);
+  });
+
+  test("a complete document is accepted in place of input", async () => {
+    const r = await post({ provider: "coolify", url: fake.url, apiKey: fake.token, update: true, complete: { formatVersion: "1", input: { projectName: "relay-demo", preset: "minimal" } } });
+    const last = (await lines(r)).at(-1);
+    expect(last.result.success).toBe(true);
+    expect(fake.projects.filter((p) => p.name === "relay-demo")).toHaveLength(1);
+  });
+
+  test("a provider error is reported in the stream, naming the step", async () => {
+    const r = await post({ ...body(), apiKey: "wrong-token" });
+    const last = (await lines(r)).at(-1);
+    expect(last.result.success).toBe(false);
+    expect(last.result.error).toBe("Coolify API 401: Unauthorized");
+  });
+
+  test("bad input is a plain 400 before anything is called", async () => {
+    const before = fake.calls.length;
+    const r = await post({ provider: "heroku", url: fake.url, apiKey: "x", input: { projectName: "a", services: ["redis"] } });
+    expect(r.status).toBe(400);
+    expect((await r.json() as any).error.code).toBe("VALIDATION_ERROR");
+    const missing = await post({ provider: "coolify", url: fake.url, apiKey: "x" });
+    expect(missing.status).toBe(400);
+    expect(fake.calls.length).toBe(before);
+  });
+
+  test("remote clients need a valid key unless ALLOW_REMOTE_DEPLOY=true", async () => {
+    const app = createApp({ deployPolicy: defaultDeployPolicy(undefined, {}) });
+    // app.handle has no socket: the caller is not loopback, so the rule applies.
+    const r = await app.handle(new Request("http://localhost/v1/deploy", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body()) }));
+    expect(r.status).toBe(403);
+    const b = await r.json() as any;
+    expect(b.error.code).toBe("FORBIDDEN");
+    expect(b.error.message).toContain("ALLOW_REMOTE_DEPLOY=true");
+
+    const guard = createGuard(readGuardConfig({ API_KEYS: KEY, LOG_LEVEL: "silent", TRUST_PROXY: "true" }));
+    const proxied = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guard });
+    try {
+      const url = `http://127.0.0.1:${proxied.api.port}/v1/deploy`;
+      const remote = { "content-type": "application/json", "x-forwarded-for": "203.0.113.7" };
+      expect((await fetch(url, { method: "POST", headers: remote, body: JSON.stringify(body()) })).status).toBe(403);
+      const withKey = await fetch(url, { method: "POST", headers: { ...remote, "x-api-key": KEY }, body: JSON.stringify({ ...body(), update: true }) });
+      expect(withKey.status).toBe(200);
+      expect((await lines(withKey)).at(-1).result.success).toBe(true);
+    } finally {
+      await proxied.stop();
+    }
+    const open = createApp({ deployPolicy: defaultDeployPolicy(undefined, { ALLOW_REMOTE_DEPLOY: "true" }) });
+    const allowed = await open.handle(new Request("http://localhost/v1/deploy", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body(), update: true }) }));
+    expect(allowed.status).toBe(200);
+    await allowed.text();
+  });
+
+  test("documented in OpenAPI", async () => {
+    const doc = await (await fetch(`${base}/v1/openapi.json`)).json() as any;
+    expect(doc.paths["/v1/deploy"].post.requestBody).toBeDefined();
+  });
+});
