@@ -20,10 +20,13 @@ export default defineCommand({
   },
   async run({ args }) {
     const { startServers } = await import("../api/server.ts");
+    const { readGuardConfig } = await import("../api/guard/config.ts");
+    // Keys, limits, CORS, Redis, logging: read once; a bad value is a usage error (exit 2).
+    const guardConfig = readGuardConfig(process.env);
     const port = portOf("--port", args.port, process.env.PORT, 3456);
     const uiPort = portOf("--ui-port", args["ui-port"], process.env.UI_PORT, 3654);
     const host = args.host ?? process.env.HOST ?? "0.0.0.0";
-    const servers = startServers({ port, uiPort, host });
+    const servers = startServers({ port, uiPort, host, guardConfig });
     log.info(`stackgen API on http://${host}:${servers.api.port}/v1 (docs at /v1/docs)`);
     if (servers.ui) log.info(`stackgen UI on http://${host}:${servers.ui.port}/`);
     const stop = async () => { await servers.stop(); process.exit(0); };
