@@ -56,6 +56,8 @@ export function createApp(options: AppOptions = {}) {
       const reply = toErrorReply(code, error, path);
       set.status = reply.status;
       set.headers["content-type"] = "application/json";
+      // /v1/skills keeps the reference tool's flat error shape (SPEC §7).
+      if (path.replace(/\/+$/, "") === "/v1/skills") return { error: reply.body.error.message, code: reply.body.error.code };
       return reply.body;
     })
     .use(guardPlugin(options.guard))
@@ -64,7 +66,16 @@ export function createApp(options: AppOptions = {}) {
       specPath: "/v1/openapi.json",
       provider: null,
       documentation: {
-        info: { title: "stackgen API", version: VERSION, description: "Validate and generate self-hosted container stacks." },
+        info: {
+          title: "stackgen API",
+          version: VERSION,
+          description: "Validate and generate self-hosted container stacks, and deploy them to Coolify or Dokploy.\n\n" +
+            "Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds) and `X-Request-Id`. " +
+            "Limits are per client IP in a 15-minute window: 100 standard requests and 10 generations without a key, more with a valid `X-API-Key`. " +
+            "Every route may also answer 401 `UNAUTHORIZED` (invalid key), 413 `PAYLOAD_TOO_LARGE` (body over 1 MiB) and 429 `RATE_LIMITED` (with `Retry-After`), " +
+            "with the error body `{error: {code, message, details?}}`.",
+        },
+        security: [{}, { ApiKey: [] }],
         tags: [{ name: "catalog" }, { name: "stacks" }, { name: "meta" }],
         components: {
           securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "Optional; a valid key raises the rate limits" } },

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { unzipSync, strFromU8 } from "fflate";
 import { createApp } from "../../src/api/app.ts";
 import { startServers } from "../../src/api/server.ts";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { getCatalog } from "../../src/catalog/index.ts";
 
 const app = createApp();
@@ -102,6 +103,9 @@ describe("read endpoints", () => {
   test("openapi.json is OpenAPI 3 covering every route; docs work offline", async () => {
     const doc = await json(await call("GET", "/v1/openapi.json"));
     expect(doc.openapi).toMatch(/^3\./);
+    const verdict = await new Validator().validate(doc);
+    expect(verdict.errors ?? []).toEqual([]);
+    expect(verdict.valid).toBe(true);
     for (const p of ["/v1/health", "/v1/services", "/v1/services/{id}", "/v1/presets", "/v1/presets/{id}", "/v1/skills", "/v1/validate", "/v1/generate"]) expect(doc.paths[p], p).toBeDefined();
     expect(doc.paths["/v1/validate"].post.requestBody).toBeDefined();
     const html = await (await call("GET", "/v1/docs")).text();
