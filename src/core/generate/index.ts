@@ -74,7 +74,7 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     skillPacks: selection.skillPacks,
     preset: selection.preset,
   };
-  const nativeIds = new Set(deployment === "bare-metal" ? stack.services.filter((s) => s.native).map((s) => s.id) : []);
+  const nativeIds = new Set(deployment === "bare-metal" ? stack.services.filter((s) => s.native && !needsContainer(s.id, stack)).map((s) => s.id) : []);
   const ctx: GenContext = {
     ...opts,
     stack,
@@ -108,6 +108,11 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     stackgenVersion: VERSION,
   };
   return { input, files: sorted, metadata, stack };
+}
+
+/** Debian's PostgreSQL has no pgvector: a stack whose databases need extensions keeps it in a container. */
+function needsContainer(id: string, stack: ResolvedStack): boolean {
+  return id === "postgresql" && stack.services.some((s) => (s.databases ?? []).some((d) => (d.extensions ?? []).length > 0));
 }
 
 /** Files written with the executable bit (scripts). */

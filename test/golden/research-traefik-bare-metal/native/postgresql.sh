@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # PostgreSQL: native install from Debian packages.
 set -a; . ./.env; set +a
-apt-get install -y --no-install-recommends postgresql postgresql-15-pgvector
+apt-get install -y --no-install-recommends postgresql
 GW=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
 CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
 printf "listen_addresses = 'localhost,%s'\n" "${GW:-localhost}" > "$CONF/conf.d/stackgen.conf"
