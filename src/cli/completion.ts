@@ -16,6 +16,7 @@ const COMMANDS: Record<string, string[]> = {
   update: ["--dir", "--dry-run", "--timeout", "--json"],
   backup: ["create", "list", "restore", "--dir", "--output", "--hot", "--yes", "--json"],
   completion: ["bash", "zsh", "fish"],
+  healthcheck: ["--port", "--host", "--timeout"],
 };
 
 export function completionScript(shell: string): string {

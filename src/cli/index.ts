@@ -19,6 +19,7 @@ export const subCommands = {
   update: lazy(() => import("./update.ts")),
   backup: lazy(() => import("./backup/index.ts")),
   completion: lazy(() => import("./completion.ts")),
+  healthcheck: lazy(() => import("./healthcheck.ts")),
 };
 
 export const main = defineCommand({
