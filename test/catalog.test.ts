@@ -1,13 +1,14 @@
 // Catalog-wide properties: the data files fit the schemas and every reference resolves.
 import { describe, expect, test } from "bun:test";
 import { getCatalog } from "../src/catalog/index.ts";
-import { catalogFiles } from "../src/catalog/embedded.ts";
+import { readTextTree } from "../src/catalog/read-files.ts" with { type: "macro" };
 import { loadCatalog, CatalogError, referencedVars } from "../src/catalog/load.ts";
 import { CATEGORY_IDS } from "../src/schema/catalog.ts";
 import { resolve } from "../src/core/resolve.ts";
 import { toSelection } from "../src/core/check-input.ts";
 
 const catalog = getCatalog();
+const catalogFiles: Record<string, string> = readTextTree("catalog");
 const CONTRACT_IDS = `redis postgresql valkey supabase convex neo4j qdrant chromadb weaviate milvus n8n temporal
   homeassistant cal-com xyops ffmpeg remotion motion-canvas immich jellyfin minio nextcloud caddy
   traefik uptime-kuma grafana prometheus loki signoz browserless playwright-server lightpanda
@@ -25,6 +26,13 @@ describe("catalog", () => {
     expect(catalog.presets.map((p) => p.id).sort()).toEqual(
       ["ai-playground", "coding-team", "content-creator", "creator", "devops", "full-stack", "minimal", "researcher", "videoconf"]);
     expect(new Set(catalog.services.map((s) => s.category))).toEqual(new Set(CATEGORY_IDS));
+  });
+
+  test("the text files and the build-time data describe the same catalog", () => {
+    const fromText = loadCatalog(catalogFiles);
+    expect(fromText.services).toEqual(catalog.services);
+    expect(fromText.presets).toEqual(catalog.presets);
+    expect([...fromText.skills.keys()]).toEqual([...catalog.skills.keys()]);
   });
 
   test("ids are unique across files", () => {

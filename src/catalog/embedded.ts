@@ -1,4 +1,5 @@
-// The catalog files, inlined at bundle time by a macro (no file access at runtime).
-import { readTextTree } from "./read-files.ts" with { type: "macro" };
+// The catalog, parsed and checked at bundle time by a macro: the binary carries it as data and
+// neither reads files nor parses YAML when it starts.
+import { readCheckedCatalog } from "./read-files.ts" with { type: "macro" };
 
-export const catalogFiles: Record<string, string> = readTextTree("catalog");
+export const catalogData: Record<string, unknown> = readCheckedCatalog("catalog");

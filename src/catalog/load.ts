@@ -32,7 +32,7 @@ export class CatalogError extends Error {
 }
 
 const checkers = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
-function check<T>(schema: TSchema, value: unknown, where: string, problems: string[]): value is T {
+function checkSchema<T>(schema: TSchema, value: unknown, where: string, problems: string[]): value is T {
   let c = checkers.get(schema);
   if (!c) checkers.set(schema, (c = TypeCompiler.Compile(schema)));
   if (c.Check(value)) return true;
@@ -51,7 +51,36 @@ function parseFile(path: string, text: string, problems: string[]): unknown {
 
 const FRONT_MATTER = /^---\n([\s\S]*?)\n---\n/;
 
-export function loadCatalog(files: Record<string, string>): Catalog {
+/** A SKILL.md whose front matter was parsed ahead of time. */
+export interface PreparsedSkill {
+  meta: unknown;
+  markdown: string;
+}
+
+/** Catalog files with YAML already parsed (done at build time, so start-up parses nothing). */
+export type PreparsedFiles = Record<string, unknown>;
+
+/** Parse every YAML file and SKILL.md front matter; the result is plain JSON data. */
+export function preparse(files: Record<string, string>): PreparsedFiles {
+  const out: PreparsedFiles = {};
+  for (const [path, text] of Object.entries(files)) {
+    if (path.endsWith(".yaml")) out[path] = parseYaml(text);
+    else if (path.endsWith("/SKILL.md")) {
+      const fm = FRONT_MATTER.exec(text);
+      out[path] = { meta: fm ? parseYaml(fm[1]) : undefined, markdown: text } satisfies PreparsedSkill;
+    } else out[path] = text;
+  }
+  return out;
+}
+
+/**
+ * Build the catalog from its files (text, or preparsed). With `check` (the default) every file is
+ * checked against its schema and every reference resolved; the build runs that check, so the
+ * binary skips it at start-up.
+ */
+export function loadCatalog(files: Record<string, string> | PreparsedFiles, options: { check?: boolean } = {}): Catalog {
+  const checking = options.check !== false;
+  const check = checking ? checkSchema : <T>(_s: TSchema, _v: unknown, _w: string, _p: string[]): _v is T => true;
   const problems: string[] = [];
   const services: CatalogService[] = [];
   const presets: Preset[] = [];
@@ -60,11 +89,12 @@ export function loadCatalog(files: Record<string, string>): Catalog {
   let core: CatalogService | undefined;
   let categoryNames = new Map<CategoryId, string>();
 
+  const valueOf = (path: string, raw: unknown) => (typeof raw === "string" ? parseFile(path, raw, problems) : raw);
   for (const path of Object.keys(files).sort()) {
-    const text = files[path];
+    const raw = files[path];
     const m = /^(services|presets|packs)\/([a-z0-9-]+)\.yaml$/.exec(path);
     if (m) {
-      const value = parseFile(path, text, problems);
+      const value = valueOf(path, raw);
       const [, kind, id] = m;
       const schema = kind === "services" ? CatalogService : kind === "presets" ? Preset : SkillPack;
       if (!check(schema, value, path, problems)) continue;
@@ -74,22 +104,21 @@ export function loadCatalog(files: Record<string, string>): Catalog {
     }
     const s = /^skills\/([a-z0-9-]+)\/SKILL\.md$/.exec(path);
     if (s) {
-      const fm = FRONT_MATTER.exec(text);
-      const meta = fm ? parseFile(path, fm[1], problems) : undefined;
-      if (!fm) problems.push(`${path}: missing YAML front matter`);
+      const { meta, markdown } = typeof raw === "string" ? (preparse({ [path]: raw })[path] as PreparsedSkill) : (raw as PreparsedSkill);
+      if (meta === undefined) problems.push(`${path}: missing YAML front matter`);
       else if (check<SkillFrontMatter>(SkillFrontMatter, meta, path, problems)) {
         if (meta.name !== s[1]) problems.push(`${path}: name must equal the folder name`);
-        skills.set(s[1], { ...meta, markdown: text });
+        skills.set(s[1], { ...meta, markdown });
       }
       continue;
     }
     if (path === "core.yaml") {
-      const value = parseFile(path, text, problems);
+      const value = valueOf(path, raw);
       if (check<CatalogService>(CatalogService, value, path, problems)) core = value;
       continue;
     }
     if (path === "categories.yaml") {
-      const value = parseFile(path, text, problems);
+      const value = valueOf(path, raw);
       if (check<{ id: CategoryId; name: string }[]>(CategoryNames, value, path, problems)) {
         categoryNames = new Map(value.map((c) => [c.id, c.name]));
       }
@@ -104,7 +133,7 @@ export function loadCatalog(files: Record<string, string>): Catalog {
   const packsById = new Map(packs.map((p) => [p.id, p]));
   if (!core) problems.push("core.yaml: missing or invalid");
   for (const c of CATEGORY_IDS) if (!categoryNames.has(c)) problems.push(`categories.yaml: no name for ${c}`);
-  problems.push(...crossCheck(services, servicesById, presets, packsById, packs, skills));
+  if (checking) problems.push(...crossCheck(services, servicesById, presets, packsById, packs, skills));
   if (problems.length) throw new CatalogError(problems);
 
   // Stable order for listings: by category order, then id.

@@ -2,6 +2,7 @@
 // (and the compiled binary) as a plain object. Runs on the developer's machine, never at runtime.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { loadCatalog, preparse } from "./load.ts";
 
 /** All text files under `dir` (relative to the project root), keyed by their relative path. */
 export function readTextTree(dir: string): Record<string, string> {
@@ -16,4 +17,14 @@ export function readTextTree(dir: string): Record<string, string> {
   };
   walk(root);
   return out;
+}
+
+/**
+ * The catalog under `dir`, parsed and fully checked at build time. A catalog that breaks its
+ * schemas or references fails the build here, with every problem listed.
+ */
+export function readCheckedCatalog(dir: string): Record<string, unknown> {
+  const files = readTextTree(dir);
+  loadCatalog(files);
+  return preparse(files);
 }

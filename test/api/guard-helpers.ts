@@ -1,29 +1,13 @@
-// Shared set-up for the guard tests: a real listening server on 127.0.0.1, a catalog that loads
-// even while the full catalog is being edited, and a redis-server on a free loopback port.
+// Shared set-up for the guard tests: a real listening server on 127.0.0.1 and a redis-server on a
+// free loopback port.
 import { expect } from "bun:test";
 import { getCatalog, type Catalog } from "../../src/catalog/index.ts";
-import { catalogFiles } from "../../src/catalog/embedded.ts";
-import { loadCatalog } from "../../src/catalog/load.ts";
 import { startServers } from "../../src/api/server.ts";
 import { createGuard, guardConfig, type GuardConfig } from "../../src/api/guard/index.ts";
 
-let catalog: Catalog | undefined;
-
-/** The real catalog; while it does not load, a small consistent subset (redis, postgresql, n8n). */
+/** The real catalog (checked at build time; test/catalog.test.ts covers its rules). */
 export function testCatalog(): Catalog {
-  if (catalog) return catalog;
-  try {
-    catalog = getCatalog();
-  } catch {
-    const keep = /^(core|categories)\.yaml$|services\/(redis|postgresql|n8n)\.yaml$|skills\/redis\//;
-    const files = Object.fromEntries(
-      Object.entries(catalogFiles)
-        .filter(([path]) => keep.test(path))
-        .map(([path, text]) => [path, text.replace(/conflicts: \[[^\]]*\]/g, "conflicts: []").replace(/skills: \[[^\]]*\]/g, "skills: []")]),
-    );
-    catalog = loadCatalog(files);
-  }
-  return catalog;
+  return getCatalog();
 }
 
 export interface TestServer {

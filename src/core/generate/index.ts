@@ -4,14 +4,14 @@ import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
 import { assertValid } from "../../schema/issues.ts";
 import { conflictError, validationError } from "../../errors.ts";
 import { VERSION } from "../../version.ts";
-import { toSelection } from "../check-input.ts";
+import { toSelection, type Selection } from "../check-input.ts";
 import { migrateConfig } from "../migrate.ts";
 import { resolve, type ResolvedStack } from "../resolve.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
 import { cryptoSecrets, type SecretSource } from "./secrets.ts";
 import { collectVariables } from "./variables.ts";
 import { composeFile } from "./compose.ts";
-import { envFiles } from "./env.ts";
+import { envExampleFile, envFile } from "./env.ts";
 import { caddyFile } from "./caddy.ts";
 import { traefikFiles } from "./traefik.ts";
 import { prometheusFiles } from "./prometheus.ts";
@@ -51,52 +51,45 @@ export function parseGenerateInput(body: unknown): GenerateRequest {
   return input;
 }
 
+/** What does not change between two runs with the same input: everything but `.env`. */
+interface Rendered {
+  ctx: GenContext;
+  files: FileMap;
+}
+
+/** Recently rendered bundles per catalog, keyed by their normalized input (LRU). */
+const CACHE_SIZE = 64;
+const renderCache = new WeakMap<Catalog, Map<string, Rendered>>();
+
 export function generateBundle(body: unknown, catalog: Catalog, options: GenerateOptions = {}): Generated {
   const input = parseGenerateInput(body);
   const selection = toSelection(input, catalog, GENERATE_MESSAGE);
-  const stack = resolve(selection, catalog);
-  if (!stack.valid) {
-    throw conflictError(
-      `Incompatible selection: ${stack.conflicts.map((c) => c.message).join(" ")}`,
-      stack.conflicts.map((c) => ({ field: "services", message: `${c.code}: ${c.message}` })),
-    );
-  }
-  const deployment = (input.deployment ?? input.deploymentType ?? "docker") === "bare-metal" ? "bare-metal" : "docker";
   const opts: GenOptions = {
     projectName: input.projectName,
     proxy: selection.proxy,
     domain: selection.domain,
     gpu: selection.gpu,
     platform: input.platform,
-    deployment,
+    deployment: (input.deployment ?? input.deploymentType ?? "docker") === "bare-metal" ? "bare-metal" : "docker",
     generateSecrets: input.generateSecrets ?? true,
     coreVersion: input.coreVersion ?? DEFAULT_CORE_VERSION,
     skillPacks: selection.skillPacks,
     preset: selection.preset,
   };
-  const nativeIds = new Set(deployment === "bare-metal" ? stack.services.filter((s) => s.native && !needsContainer(s.id, stack)).map((s) => s.id) : []);
-  const ctx: GenContext = {
-    ...opts,
-    stack,
-    catalog,
-    nativeIds,
-    version: VERSION,
-    variables: collectVariables(stack.services, stack.core, opts, options.secrets ?? cryptoSecrets),
-  };
-  const files: FileMap = {
-    ...composeFile(ctx),
-    ...envFiles(ctx),
-    ...caddyFile(ctx),
-    ...traefikFiles(ctx),
-    ...prometheusFiles(ctx),
-    ...grafanaFiles(ctx),
-    ...postgresInit(ctx),
-    ...skillFiles(ctx),
-    ...bareMetalFiles(ctx),
-    ...readmeFile(ctx),
-  };
-  Object.assign(files, configFile(ctx, files));
-  const sorted = Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]]));
+  // Rendering (YAML above all) is the expensive part and depends only on the input, so identical
+  // requests reuse it; secrets, and therefore .env, are new on every call.
+  let cache = renderCache.get(catalog);
+  if (!cache) renderCache.set(catalog, (cache = new Map()));
+  const key = JSON.stringify([opts, selection.services, selection.platform]);
+  let rendered = cache.get(key);
+  if (rendered) cache.delete(key);
+  else rendered = render(opts, selection, catalog);
+  cache.set(key, rendered);
+  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
+
+  const { ctx, files } = rendered;
+  const variables = collectVariables(ctx.stack.services, ctx.stack.core, opts, options.secrets ?? cryptoSecrets);
+  const stack = ctx.stack;
   const metadata: GenerateMetadata = {
     generatedAt: (options.now?.() ?? new Date()).toISOString(),
     totalServices: stack.resolvedServices.length,
@@ -107,7 +100,42 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     projectName: input.projectName,
     stackgenVersion: VERSION,
   };
-  return { input, files: sorted, metadata, stack };
+  return { input, files: { ".env": envFile({ ...ctx, variables }), ...files }, metadata, stack };
+}
+
+/** Resolve and run every generator except `.env`'s; refuses a conflicting selection. */
+function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rendered {
+  const stack = resolve(selection, catalog);
+  if (!stack.valid) {
+    throw conflictError(
+      `Incompatible selection: ${stack.conflicts.map((c) => c.message).join(" ")}`,
+      stack.conflicts.map((c) => ({ field: "services", message: `${c.code}: ${c.message}` })),
+    );
+  }
+  const nativeIds = new Set(opts.deployment === "bare-metal" ? stack.services.filter((s) => s.native && !needsContainer(s.id, stack)).map((s) => s.id) : []);
+  const ctx: GenContext = {
+    ...opts,
+    stack,
+    catalog,
+    nativeIds,
+    version: VERSION,
+    // Secret values never reach the cached files (.env is rendered per call).
+    variables: collectVariables(stack.services, stack.core, opts, () => ""),
+  };
+  const files: FileMap = {
+    ...composeFile(ctx),
+    ...envExampleFile(ctx),
+    ...caddyFile(ctx),
+    ...traefikFiles(ctx),
+    ...prometheusFiles(ctx),
+    ...grafanaFiles(ctx),
+    ...postgresInit(ctx),
+    ...skillFiles(ctx),
+    ...bareMetalFiles(ctx),
+    ...readmeFile(ctx),
+  };
+  Object.assign(files, configFile(ctx, files));
+  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])) };
 }
 
 /** Debian's PostgreSQL has no pgvector: a stack whose databases need extensions keeps it in a container. */

@@ -1,0 +1,95 @@
+// Calls to the stackgen API. The UI listener answers every /v1 route, so URLs are relative.
+import type { CatalogService, Preset, SkillPack, Category } from "../schema/catalog.ts";
+import type { ValidateResponse, CompleteDocument } from "../schema/api.ts";
+
+export type { CatalogService, Preset, SkillPack, Category, ValidateResponse, CompleteDocument };
+
+export interface ServicesReply { services: CatalogService[]; categories: Category[]; total: number }
+export interface PresetsReply { presets: Preset[] }
+export interface SkillsReply { packs: SkillPack[] }
+
+export interface DeployStepEvent { type: "step"; step: string; status: string; detail?: string }
+export interface DeployResultEvent {
+  type: "result";
+  result: { success: boolean; steps: { step: string; status: string; detail?: string }[]; dashboardUrl?: string; error?: string; changes?: string[] };
+}
+/** The server could not run the deployment at all (its own failure, not the provider's). */
+export interface DeployErrorEvent { type: "error"; error: { code: string; message: string } }
+export type DeployEvent = DeployStepEvent | DeployResultEvent | DeployErrorEvent;
+
+/** An error answer of the API, with its code and per-field details when given. */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly details: { field: string; message: string }[] = []) {
+    super(message);
+  }
+  /** One line for the user: message plus the offending fields. */
+  describe(): string {
+    const fields = this.details.map((d) => `${d.field}: ${d.message}`).join("; ");
+    return fields ? `${this.message} (${fields})` : this.message;
+  }
+}
+
+async function errorFrom(res: Response): Promise<ApiError> {
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch {
+    return new ApiError(res.status, "HTTP_ERROR", `The server answered ${res.status} ${res.statusText}`.trim());
+  }
+  const err = (body as { error?: unknown; code?: unknown })?.error;
+  if (err && typeof err === "object") {
+    const e = err as { code?: string; message?: string; details?: { field: string; message: string }[] };
+    return new ApiError(res.status, e.code ?? "HTTP_ERROR", e.message ?? `HTTP ${res.status}`, e.details ?? []);
+  }
+  // /v1/skills uses a flat error shape (SPEC §7).
+  if (typeof err === "string") return new ApiError(res.status, String((body as { code?: string }).code ?? "HTTP_ERROR"), err);
+  return new ApiError(res.status, "HTTP_ERROR", `The server answered ${res.status}`);
+}
+
+async function request(path: string, init?: RequestInit): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "NETWORK_ERROR", "Cannot reach the stackgen server. Is it still running?");
+  }
+  if (!res.ok) throw await errorFrom(res);
+  return res;
+}
+
+const jsonPost = (body: unknown): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
+
+export const getServices = async (): Promise<ServicesReply> => (await request("/v1/services")).json();
+export const getPresets = async (): Promise<PresetsReply> => (await request("/v1/presets")).json();
+export const getSkills = async (): Promise<SkillsReply> => (await request("/v1/skills")).json();
+export const validate = async (body: object): Promise<ValidateResponse> => (await request("/v1/validate", jsonPost(body))).json();
+export const generateComplete = async (body: object): Promise<CompleteDocument> =>
+  (await request("/v1/generate?format=complete", jsonPost(body))).json();
+export const generateZip = async (body: object): Promise<Blob> =>
+  (await request("/v1/generate?format=zip", { ...jsonPost(body), headers: { "content-type": "application/json", accept: "application/zip" } })).blob();
+
+/** Starts a deployment and yields each NDJSON event as it arrives. */
+export async function* deploy(body: object): AsyncGenerator<DeployEvent> {
+  const res = await request("/v1/deploy", jsonPost(body));
+  if (!res.body) throw new ApiError(res.status, "HTTP_ERROR", "The server sent no progress stream.");
+  yield* readNdjson(res.body);
+}
+
+/** Splits a byte stream into JSON lines; a partial last line waits for the next chunk. */
+export async function* readNdjson(stream: ReadableStream<Uint8Array>): AsyncGenerator<DeployEvent> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    buffered += done ? decoder.decode() : decoder.decode(value, { stream: true });
+    const lines = buffered.split("\n");
+    buffered = done ? "" : lines.pop() ?? "";
+    for (const line of lines) if (line.trim()) yield JSON.parse(line) as DeployEvent;
+    if (done) return;
+  }
+}

@@ -1,0 +1,77 @@
+// stackgen web UI entry point. Plain TypeScript modules and CSS, no framework: the page is small,
+// fast to load from the binary, works offline and leaves nothing to keep up to date.
+import { h, replaceChildren, byId } from "./dom.ts";
+import * as api from "./api.ts";
+import { initialState, validateBody } from "./model.ts";
+import { Store, indexCatalog } from "./store.ts";
+import { mountPresets, mountPacks, mountServices } from "./views/catalog.ts";
+import { mountSummary } from "./views/summary.ts";
+import { mountOptions } from "./views/options.ts";
+import { mountFiles } from "./views/files.ts";
+import { mountDeploy } from "./views/deploy.ts";
+
+const VALIDATE_DELAY_MS = 250;
+
+async function loadCatalog() {
+  const [services, presets, skills] = await Promise.all([api.getServices(), api.getPresets(), api.getSkills()]);
+  return indexCatalog(services.services, services.categories, presets.presets, skills.packs);
+}
+
+/**
+ * Debounced validation; answers to older requests are dropped so the newest selection wins. The
+ * panel shows "checking" at once, so nothing acts on a stale answer during the debounce.
+ */
+function startLiveValidation(store: Store): void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let sequence = 0;
+  let checkedBody: string | undefined;
+  const check = async () => {
+    const body = validateBody(store.form);
+    checkedBody = JSON.stringify(body);
+    const mine = ++sequence;
+    try {
+      const result = await api.validate(body);
+      if (mine === sequence) store.setValidation({ kind: "done", result });
+    } catch (e) {
+      if (mine !== sequence) return;
+      checkedBody = undefined; // retry on the next change
+      store.setValidation({ kind: "error", message: e instanceof api.ApiError ? e.describe() : String(e) });
+    }
+  };
+  store.onForm(() => {
+    if (JSON.stringify(validateBody(store.form)) === checkedBody) return; // e.g. only the project name changed
+    if (store.validation.kind !== "checking") store.setValidation({ kind: "checking", last: store.lastResult() });
+    clearTimeout(timer);
+    timer = setTimeout(check, VALIDATE_DELAY_MS);
+  });
+  store.setValidation({ kind: "checking" });
+  void check();
+}
+
+async function main(): Promise<void> {
+  const loading = byId("loading");
+  let catalog;
+  try {
+    catalog = await loadCatalog();
+  } catch (e) {
+    replaceChildren(loading,
+      h("p", { class: "alert error", role: "alert" }, `Could not load the catalog: ${e instanceof api.ApiError ? e.describe() : String(e)}`),
+      h("button", { type: "button", class: "button", onclick: () => location.reload() }, "Try again"),
+    );
+    return;
+  }
+  const store = new Store(initialState(), catalog);
+  mountPresets(store);
+  mountPacks(store);
+  mountServices(store);
+  mountOptions(store);
+  mountSummary(store);
+  mountFiles(store);
+  mountDeploy(store);
+  startLiveValidation(store);
+  loading.remove();
+  document.body.classList.add("ready");
+  document.body.dataset.ready = "true";
+}
+
+void main();

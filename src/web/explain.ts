@@ -1,0 +1,54 @@
+// Plain-words explanations of the validation codes of SPEC §7, and number formatting.
+
+export const CONFLICT_HELP: Record<string, { title: string; help: string }> = {
+  SERVICE_CONFLICT: {
+    title: "Services that cannot run together",
+    help: "These services do the same job or fight over the same resources. Keep one and remove the other.",
+  },
+  PORT_CONFLICT: {
+    title: "Port that cannot be shared",
+    help: "Two services need the same fixed host port (such as 80/443 for a reverse proxy or 53 for DNS), and it cannot be moved. Remove one of them.",
+  },
+  DEPENDENCY_MISSING: {
+    title: "A required service cannot be added",
+    help: "A service needs another one that cannot be added here: it conflicts with your selection or is not available for the chosen platform.",
+  },
+  PLATFORM_INCOMPATIBLE: {
+    title: "Not available for this platform",
+    help: "A service publishes no image for the chosen CPU platform. Switch the platform in Options or remove the service.",
+  },
+};
+
+export const WARNING_HELP: Record<string, { title: string; help: string }> = {
+  HIGH_MEMORY: {
+    title: "High memory use",
+    help: "The stack needs more than 4 GB of memory. Make sure the host has room, or drop some services.",
+  },
+  EXPERIMENTAL_SERVICE: {
+    title: "Experimental service",
+    help: "This service is experimental: expect rough edges and breaking changes between versions.",
+  },
+  GPU_REQUIRED: {
+    title: "GPU needed on the host",
+    help: "GPU support is on: the host needs an NVIDIA GPU with the NVIDIA Container Toolkit installed.",
+  },
+  EMPTY_STACK: {
+    title: "Nothing selected yet",
+    help: "Pick a preset, a skill pack or some services to build a stack.",
+  },
+  PORT_CONFLICT_RESOLVED: {
+    title: "A host port was moved",
+    help: "Two services wanted the same host port, so the later one now uses the next free port. The generated README lists the final ports.",
+  },
+};
+
+const FALLBACK = { title: "Note", help: "" };
+export const explainConflict = (code: string) => CONFLICT_HELP[code] ?? { ...FALLBACK, title: code };
+export const explainWarning = (code: string) => WARNING_HELP[code] ?? { ...FALLBACK, title: code };
+
+/** 512 → "512 MB", 2560 → "2.5 GB". */
+export function formatMB(mb: number): string {
+  if (mb < 1024) return `${Math.round(mb)} MB`;
+  const gb = mb / 1024;
+  return `${gb >= 10 ? gb.toFixed(0) : gb.toFixed(1).replace(/\.0$/, "")} GB`;
+}

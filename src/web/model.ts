@@ -1,0 +1,187 @@
+// The form state and the request bodies built from it. Pure functions, unit-tested.
+import type { CatalogService, Preset, SkillPack } from "./api.ts";
+
+export type Proxy = "" | "caddy" | "traefik";
+export type Platform = "linux/amd64" | "linux/arm64";
+export type Deployment = "docker" | "bare-metal";
+
+export interface FormState {
+  /** Services the user picked (packs and dependencies add more on the server). */
+  services: string[];
+  skillPacks: string[];
+  /** The preset last applied; only a label, its contents are already copied into the fields. */
+  presetId: string | null;
+  projectName: string;
+  proxy: Proxy;
+  domain: string;
+  gpu: boolean;
+  platform: Platform;
+  deployment: Deployment;
+  coreVersion: string;
+  generateSecrets: boolean;
+}
+
+export const initialState = (platform: Platform = "linux/amd64"): FormState => ({
+  services: [],
+  skillPacks: [],
+  presetId: null,
+  projectName: "my-stack",
+  proxy: "",
+  domain: "",
+  gpu: false,
+  platform,
+  deployment: "docker",
+  coreVersion: "latest",
+  generateSecrets: true,
+});
+
+const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
+const CORE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export const isDomain = (value: string): boolean =>
+  value.length <= 253 && value.split(".").every((label) => DNS_LABEL.test(label));
+
+/** Problems with the free-text fields, keyed by field name; empty when all are fine. */
+export function fieldErrors(state: FormState): Partial<Record<"projectName" | "domain" | "coreVersion", string>> {
+  const errors: Partial<Record<"projectName" | "domain" | "coreVersion", string>> = {};
+  if (!PROJECT_NAME.test(state.projectName)) {
+    errors.projectName = "Use 1 to 63 lowercase letters, digits, - or _, starting with a letter or digit.";
+  }
+  if (state.domain !== "" && !isDomain(state.domain)) errors.domain = "Enter a domain name such as example.com (no scheme, no path).";
+  if (!CORE_VERSION.test(state.coreVersion)) errors.coreVersion = "Enter an image tag such as latest or 2026.1.0.";
+  return errors;
+}
+
+/** The body of POST /v1/validate. An invalid domain is left out (the field shows the problem). */
+export function validateBody(state: FormState) {
+  return {
+    services: state.services,
+    skillPacks: state.skillPacks,
+    ...(state.proxy ? { proxy: state.proxy } : {}),
+    ...(state.domain && isDomain(state.domain) ? { domain: state.domain } : {}),
+    gpu: state.gpu,
+    platform: state.platform,
+  };
+}
+
+/** The generation input (SPEC §2.4) for generate and deploy. */
+export function generateBody(state: FormState) {
+  return {
+    projectName: state.projectName,
+    services: state.services,
+    skillPacks: state.skillPacks,
+    ...(state.proxy ? { proxy: state.proxy } : {}),
+    ...(state.domain ? { domain: state.domain } : {}),
+    gpu: state.gpu,
+    platform: state.platform,
+    deployment: state.deployment,
+    generateSecrets: state.generateSecrets,
+    coreVersion: state.coreVersion,
+  };
+}
+
+export const isEmptySelection = (state: FormState): boolean => state.services.length === 0 && state.skillPacks.length === 0;
+
+/** Copies a preset into the selection, replacing what was chosen before. */
+export function applyPreset(state: FormState, preset: Preset): FormState {
+  return {
+    ...state,
+    services: [...preset.services],
+    skillPacks: [...preset.skillPacks],
+    proxy: preset.proxy ?? "",
+    gpu: preset.gpu,
+    presetId: preset.id,
+  };
+}
+
+export function toggle(list: readonly string[], id: string, on: boolean): string[] {
+  const without = list.filter((x) => x !== id);
+  return on ? [...without, id] : without;
+}
+
+/** Request spellings of pack ids the API accepts (CONTRACT §2). */
+const PACK_ALIASES: Record<string, string> = { research: "research-agent", "dev-ops": "devops" };
+
+export interface ImportOutcome {
+  state: FormState;
+  /** Ids in the document that this catalog does not know; they are dropped. */
+  ignored: string[];
+}
+
+export interface KnownIds {
+  services: ReadonlySet<string>;
+  packs: ReadonlySet<string>;
+  presets: ReadonlyMap<string, Preset>;
+}
+
+/**
+ * Fills the form from the `input` of a complete document (or any generation input). A `preset`
+ * in it is the base; its own lists add to it and its scalars override, as on the server.
+ */
+export function stateFromInput(input: Record<string, unknown>, known: KnownIds, base: FormState): ImportOutcome {
+  const ignored: string[] = [];
+  let state: FormState = { ...base, services: [], skillPacks: [], presetId: null, proxy: "", gpu: false, domain: "" };
+  const presetId = typeof input.preset === "string" ? input.preset : undefined;
+  if (presetId) {
+    const preset = known.presets.get(presetId);
+    if (preset) state = applyPreset(state, preset);
+    else ignored.push(`preset ${presetId}`);
+  }
+  for (const id of stringList(input.services)) {
+    if (!known.services.has(id)) ignored.push(id);
+    else if (!state.services.includes(id)) state.services.push(id);
+  }
+  for (const raw of stringList(input.skillPacks)) {
+    const id = known.packs.has(raw) ? raw : PACK_ALIASES[raw];
+    if (!id || !known.packs.has(id)) ignored.push(`pack ${raw}`);
+    else if (!state.skillPacks.includes(id)) state.skillPacks.push(id);
+  }
+  if (typeof input.projectName === "string") state.projectName = input.projectName;
+  if (input.proxy === "caddy" || input.proxy === "traefik") state.proxy = input.proxy;
+  else if (input.proxy === "none" || input.proxy === null) state.proxy = "";
+  if (typeof input.domain === "string") state.domain = input.domain;
+  if (typeof input.gpu === "boolean") state.gpu = input.gpu;
+  if (input.platform === "linux/amd64" || input.platform === "linux/arm64") state.platform = input.platform;
+  const deployment = input.deployment ?? input.deploymentType;
+  if (deployment === "bare-metal") state.deployment = "bare-metal";
+  else if (deployment === "docker" || deployment === "local") state.deployment = "docker";
+  if (typeof input.generateSecrets === "boolean") state.generateSecrets = input.generateSecrets;
+  if (typeof input.coreVersion === "string") state.coreVersion = input.coreVersion;
+  return { state, ignored };
+}
+
+const stringList = (value: unknown): string[] => (Array.isArray(value) ? value.filter((x): x is string => typeof x === "string") : []);
+
+/** Checks that a parsed file is a complete document (SPEC §2.7) and returns its input. */
+export function inputOfCompleteDocument(doc: unknown): Record<string, unknown> {
+  if (!doc || typeof doc !== "object") throw new Error("The file is not a JSON object.");
+  const { formatVersion, input } = doc as { formatVersion?: unknown; input?: unknown };
+  if (formatVersion !== "1") throw new Error(`Unsupported formatVersion ${JSON.stringify(formatVersion ?? null)}; this version reads "1".`);
+  if (!input || typeof input !== "object" || Array.isArray(input)) throw new Error("The document has no input object.");
+  return input as Record<string, unknown>;
+}
+
+/** Every service a selection brings in on its own (packs and transitive dependencies), computed locally. */
+export function localClosure(ids: Iterable<string>, byId: ReadonlyMap<string, CatalogService>): Set<string> {
+  const seen = new Set<string>();
+  const visit = (id: string) => {
+    if (seen.has(id)) return;
+    seen.add(id);
+    for (const dep of byId.get(id)?.dependencies ?? []) visit(dep);
+  };
+  for (const id of ids) visit(id);
+  return seen;
+}
+
+export function selectionClosure(state: FormState, byId: ReadonlyMap<string, CatalogService>, packsById: ReadonlyMap<string, SkillPack>): Set<string> {
+  const packServices = state.skillPacks.flatMap((p) => packsById.get(p)?.services ?? []);
+  return localClosure([...state.services, ...packServices], byId);
+}
+
+/** What choosing `ids` would add to a stack that already resolves to `current`: ids and memory. */
+export function whatItAdds(ids: readonly string[], current: ReadonlySet<string>, byId: ReadonlyMap<string, CatalogService>) {
+  const added = [...localClosure(ids, byId)].filter((id) => !current.has(id));
+  const memoryMB = added.reduce((sum, id) => sum + (byId.get(id)?.estimatedMemoryMB ?? 0), 0);
+  return { added, memoryMB };
+}

@@ -1,0 +1,66 @@
+// The page's shared state: the form (user input), the loaded catalog and the latest validation.
+import type { CatalogService, Category, Preset, SkillPack, ValidateResponse } from "./api.ts";
+import type { FormState } from "./model.ts";
+
+export interface CatalogData {
+  services: CatalogService[];
+  servicesById: Map<string, CatalogService>;
+  categories: Category[];
+  presets: Preset[];
+  presetsById: Map<string, Preset>;
+  packs: SkillPack[];
+  packsById: Map<string, SkillPack>;
+}
+
+export function indexCatalog(services: CatalogService[], categories: Category[], presets: Preset[], packs: SkillPack[]): CatalogData {
+  return {
+    services,
+    servicesById: new Map(services.map((s) => [s.id, s])),
+    categories,
+    presets,
+    presetsById: new Map(presets.map((p) => [p.id, p])),
+    packs,
+    packsById: new Map(packs.map((p) => [p.id, p])),
+  };
+}
+
+export type Validation =
+  | { kind: "idle" }
+  | { kind: "checking"; last?: ValidateResponse }
+  | { kind: "done"; result: ValidateResponse }
+  | { kind: "error"; message: string };
+
+type Listener = () => void;
+
+/** A minimal observable: views subscribe and re-read what they need. */
+export class Store {
+  private formListeners = new Set<Listener>();
+  private validationListeners = new Set<Listener>();
+  validation: Validation = { kind: "idle" };
+
+  constructor(public form: FormState, readonly catalog: CatalogData) {}
+
+  setForm(patch: Partial<FormState>): void {
+    this.form = { ...this.form, ...patch };
+    for (const listener of this.formListeners) listener();
+  }
+
+  setValidation(validation: Validation): void {
+    this.validation = validation;
+    for (const listener of this.validationListeners) listener();
+  }
+
+  onForm(listener: Listener): void {
+    this.formListeners.add(listener);
+  }
+
+  onValidation(listener: Listener): void {
+    this.validationListeners.add(listener);
+  }
+
+  /** The latest validation answer, also while a newer one is on its way. */
+  lastResult(): ValidateResponse | undefined {
+    const v = this.validation;
+    return v.kind === "done" ? v.result : v.kind === "checking" ? v.last : undefined;
+  }
+}

@@ -1,0 +1,229 @@
+// Step 1 and 2: presets, skill packs and the service browser. Built once; later changes only
+// toggle states and notes so keyboard focus is never lost.
+import { h, replaceChildren, byId } from "../dom.ts";
+import { formatMB } from "../explain.ts";
+import { applyPreset, selectionClosure, toggle, whatItAdds } from "../model.ts";
+import type { CatalogService } from "../api.ts";
+import type { Store } from "../store.ts";
+
+const nameOf = (store: Store, id: string) => store.catalog.servicesById.get(id)?.name ?? id;
+const names = (store: Store, ids: readonly string[]) => ids.map((id) => nameOf(store, id)).join(", ");
+
+export function mountPresets(store: Store): void {
+  const list = byId("preset-list");
+  const buttons = new Map<string, HTMLButtonElement>();
+  for (const preset of store.catalog.presets) {
+    const button = h("button", {
+      type: "button",
+      class: "button",
+      "aria-pressed": "false",
+      "aria-describedby": `preset-${preset.id}-desc`,
+      onclick: () => {
+        store.setForm(applyPreset(store.form, preset));
+        announce(`Preset ${preset.name} applied: ${preset.services.length} services.`);
+      },
+    }, `Use ${preset.name}`);
+    buttons.set(preset.id, button);
+    const facts = [
+      formatMB(preset.estimatedMemoryMB),
+      preset.proxy ? `proxy ${preset.proxy}` : "no proxy",
+      preset.gpu ? "GPU" : null,
+    ].filter(Boolean).join(" · ");
+    list.append(h("li", { class: "card preset", "data-preset": preset.id },
+      h("h3", { class: "card-title" }, preset.name),
+      h("p", { class: "card-facts" }, facts),
+      h("p", { id: `preset-${preset.id}-desc`, class: "card-desc" }, preset.description),
+      h("p", { class: "card-contents" }, h("span", { class: "label" }, "Services: "), names(store, preset.services)),
+      preset.skillPacks.length ? h("p", { class: "card-contents" }, h("span", { class: "label" }, "Skill packs: "), preset.skillPacks.join(", ")) : null,
+      button,
+    ));
+  }
+  const sync = () => {
+    for (const [id, button] of buttons) {
+      const active = store.form.presetId === id;
+      button.setAttribute("aria-pressed", String(active));
+      button.closest(".card")?.classList.toggle("active", active);
+    }
+  };
+  store.onForm(sync);
+  sync();
+}
+
+export function mountPacks(store: Store): void {
+  const list = byId("pack-list");
+  const rows = new Map<string, { box: HTMLInputElement; adds: HTMLElement }>();
+  for (const pack of store.catalog.packs) {
+    const boxId = `pack-${pack.id}`;
+    const box = h("input", { type: "checkbox", id: boxId, "aria-describedby": `${boxId}-desc ${boxId}-adds` });
+    box.addEventListener("change", () => store.setForm({ skillPacks: toggle(store.form.skillPacks, pack.id, box.checked) }));
+    const adds = h("p", { id: `${boxId}-adds`, class: "card-adds" });
+    rows.set(pack.id, { box, adds });
+    list.append(h("li", { class: "card pack", "data-pack": pack.id },
+      h("div", { class: "card-head" }, box, h("label", { for: boxId, class: "card-title" }, pack.name)),
+      h("p", { id: `${boxId}-desc`, class: "card-desc" }, pack.description),
+      h("p", { class: "card-contents" }, h("span", { class: "label" }, "Services: "), names(store, pack.services)),
+      h("p", { class: "card-contents small" }, h("span", { class: "label" }, "Skills: "), pack.skills.join(", ")),
+      adds,
+    ));
+  }
+  const sync = () => {
+    const { servicesById, packsById } = store.catalog;
+    for (const [id, { box, adds }] of rows) {
+      box.checked = store.form.skillPacks.includes(id);
+      box.closest(".card")?.classList.toggle("active", box.checked);
+      const others = { ...store.form, skillPacks: store.form.skillPacks.filter((p) => p !== id) };
+      const current = selectionClosure(others, servicesById, packsById);
+      const { added, memoryMB } = whatItAdds(packsById.get(id)?.services ?? [], current, servicesById);
+      adds.textContent = added.length
+        ? `${box.checked ? "Brings" : "Adds"} ${added.length} service${added.length > 1 ? "s" : ""} (+${formatMB(memoryMB)}): ${names(store, added)}`
+        : "Adds no new services to your stack (its skills are still included).";
+    }
+  };
+  store.onForm(sync);
+  sync();
+}
+
+interface ServiceRow {
+  service: CatalogService;
+  item: HTMLLIElement;
+  box: HTMLInputElement;
+  note: HTMLElement;
+  haystack: string;
+}
+
+export function mountServices(store: Store): void {
+  const container = byId("service-list");
+  const search = byId<HTMLInputElement>("service-search");
+  const categorySelect = byId<HTMLSelectElement>("category-filter");
+  const maturitySelect = byId<HTMLSelectElement>("maturity-filter");
+  const selectedOnly = byId<HTMLInputElement>("selected-only");
+  const count = byId("service-count");
+  const { services, categories } = store.catalog;
+
+  categorySelect.append(h("option", { value: "" }, `All categories (${services.length})`));
+  for (const c of categories) categorySelect.append(h("option", { value: c.id }, `${c.name} (${c.count})`));
+
+  const rows: ServiceRow[] = [];
+  const groups: { section: HTMLElement; rows: ServiceRow[] }[] = [];
+  for (const category of categories) {
+    const members = services.filter((s) => s.category === category.id);
+    if (members.length === 0) continue;
+    const ul = h("ul", { class: "svc-grid" });
+    const section = h("section", { class: "svc-group", "aria-labelledby": `cat-${category.id}` },
+      h("h3", { id: `cat-${category.id}` }, category.name, h("span", { class: "count" }, ` ${members.length}`)),
+      ul,
+    );
+    const groupRows = members.map((service) => serviceRow(store, service));
+    for (const row of groupRows) ul.append(row.item);
+    rows.push(...groupRows);
+    groups.push({ section, rows: groupRows });
+    container.append(section);
+  }
+
+  const applyFilters = () => {
+    const words = search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const category = categorySelect.value;
+    const maturity = maturitySelect.value;
+    const resolved = new Set(store.lastResult()?.resolvedServices ?? store.form.services);
+    let shown = 0;
+    for (const row of rows) {
+      const visible = (!category || row.service.category === category)
+        && (!maturity || row.service.maturity === maturity)
+        && (!selectedOnly.checked || resolved.has(row.service.id))
+        && words.every((w) => row.haystack.includes(w));
+      row.item.hidden = !visible;
+      if (visible) shown++;
+    }
+    for (const group of groups) group.section.hidden = group.rows.every((r) => r.item.hidden);
+    count.textContent = shown === rows.length ? `Showing all ${rows.length} services.` : `Showing ${shown} of ${rows.length} services.`;
+  };
+  for (const control of [search, categorySelect, maturitySelect, selectedOnly]) control.addEventListener("input", applyFilters);
+
+  const sync = () => {
+    const { servicesById, packsById } = store.catalog;
+    const explicit = new Set(store.form.services);
+    const current = selectionClosure(store.form, servicesById, packsById);
+    const result = store.lastResult();
+    const requiredBy = new Map<string, string[]>();
+    for (const d of result?.addedDependencies ?? []) requiredBy.set(d.service, [...(requiredBy.get(d.service) ?? []), d.requiredBy]);
+    const packOf = new Map<string, string>();
+    for (const p of store.form.skillPacks) for (const s of packsById.get(p)?.services ?? []) packOf.set(s, packsById.get(p)?.name ?? p);
+    for (const row of rows) {
+      const id = row.service.id;
+      row.box.checked = explicit.has(id);
+      const included = !explicit.has(id) && current.has(id);
+      row.item.classList.toggle("selected", explicit.has(id));
+      row.item.classList.toggle("included", included);
+      const clashes = row.service.conflicts.filter((c) => current.has(c));
+      for (const other of current) if (servicesById.get(other)?.conflicts.includes(id) && !clashes.includes(other)) clashes.push(other);
+      row.item.classList.toggle("clash", clashes.length > 0 && current.has(id));
+      replaceChildren(row.note, ...noteFor(store, row.service, { explicit, current, included, clashes, requiredBy, packOf }));
+    }
+    applyFilters();
+  };
+  store.onForm(sync);
+  store.onValidation(sync);
+  sync();
+}
+
+function serviceRow(store: Store, service: CatalogService): ServiceRow {
+  const boxId = `svc-${service.id}`;
+  const box = h("input", { type: "checkbox", id: boxId, "data-service": service.id, "aria-describedby": `${boxId}-desc ${boxId}-note` });
+  box.addEventListener("change", () => store.setForm({ services: toggle(store.form.services, service.id, box.checked) }));
+  const note = h("p", { id: `${boxId}-note`, class: "svc-note" });
+  const facts: string[] = [formatMB(service.estimatedMemoryMB)];
+  if (service.gpu) facts.push("GPU capable");
+  if (service.platforms.length === 1) facts.push(`${service.platforms[0].replace("linux/", "")} only`);
+  const item = h("li", { class: "svc", "data-service": service.id },
+    h("div", { class: "svc-head" },
+      box,
+      h("label", { for: boxId, class: "svc-name" }, service.name),
+      h("span", { class: `badge badge-${service.maturity}`, title: `Maturity: ${service.maturity}` }, service.maturity),
+    ),
+    h("p", { class: "svc-facts" }, h("code", {}, service.id), " · ", facts.join(" · ")),
+    h("p", { id: `${boxId}-desc`, class: "svc-desc" }, service.description),
+    service.dependencies.length ? h("p", { class: "svc-rel" }, h("span", { class: "label" }, "Needs: "), names(store, service.dependencies)) : null,
+    service.conflicts.length ? h("p", { class: "svc-rel" }, h("span", { class: "label" }, "Conflicts with: "), names(store, service.conflicts)) : null,
+    note,
+  );
+  const haystack = [service.id, service.name, service.description, service.category, service.image].join(" ").toLowerCase();
+  return { service, item, box, note, haystack };
+}
+
+interface NoteContext {
+  explicit: Set<string>;
+  current: Set<string>;
+  included: boolean;
+  clashes: string[];
+  requiredBy: Map<string, string[]>;
+  packOf: Map<string, string>;
+}
+
+function noteFor(store: Store, service: CatalogService, ctx: NoteContext): (string | HTMLElement)[] {
+  const out: (string | HTMLElement)[] = [];
+  const id = service.id;
+  if (ctx.explicit.has(id)) out.push("Selected.");
+  else if (ctx.included) {
+    const by = ctx.requiredBy.get(id);
+    const pack = ctx.packOf.get(id);
+    out.push(pack ? `Included by the ${pack} pack.` : by ? `Included: needed by ${names(store, by)}.` : "Included as a dependency.");
+  } else {
+    const { added, memoryMB } = whatItAdds([id], ctx.current, store.catalog.servicesById);
+    const extra = added.filter((x) => x !== id);
+    out.push(extra.length ? `Adding it also adds ${names(store, extra)} (+${formatMB(memoryMB)} in total).` : `Adding it uses +${formatMB(memoryMB)}.`);
+  }
+  if (ctx.clashes.length) {
+    const verb = ctx.current.has(id) ? "Conflicts" : "Would conflict";
+    out.push(" ", h("strong", { class: "warn-text" }, `${verb} with ${names(store, ctx.clashes)} in your stack.`));
+  }
+  return out;
+}
+
+/** Short messages for screen readers (a polite live region). */
+export function announce(message: string): void {
+  const region = document.getElementById("announcer");
+  if (!region) return;
+  region.textContent = "";
+  // A fresh text node after clearing makes repeated identical messages heard again.
+  setTimeout(() => { region.textContent = message; }, 30);
+}

@@ -1,0 +1,137 @@
+// Step 5: deploy to Coolify or Dokploy through POST /v1/deploy, showing each step as it streams in.
+// The API key stays in memory unless the user ticks "remember" (then localStorage, on this device).
+import { h, replaceChildren, byId } from "../dom.ts";
+import * as api from "../api.ts";
+import { fieldErrors, generateBody, isEmptySelection } from "../model.ts";
+import type { Store } from "../store.ts";
+
+const REMEMBER_KEY = "stackgen.deploy";
+
+interface Remembered { provider: string; url: string; apiKey: string }
+
+const STATUS_TEXT: Record<string, string> = { running: "In progress", ok: "Done", failed: "Failed", skipped: "Skipped" };
+const STATUS_ICON: Record<string, string> = { running: "…", ok: "✓", failed: "✗", skipped: "–" };
+
+export function mountDeploy(store: Store): void {
+  const form = byId<HTMLFormElement>("deploy-form");
+  const provider = byId<HTMLSelectElement>("deploy-provider");
+  const url = byId<HTMLInputElement>("deploy-url");
+  const apiKey = byId<HTMLInputElement>("deploy-key");
+  const remember = byId<HTMLInputElement>("deploy-remember");
+  const update = byId<HTMLInputElement>("deploy-update");
+  const submit = byId<HTMLButtonElement>("deploy-button");
+  const steps = byId("deploy-steps");
+  const result = byId("deploy-result");
+  let running = false;
+
+  const saved = readRemembered();
+  if (saved) {
+    provider.value = saved.provider;
+    url.value = saved.url;
+    apiKey.value = saved.apiKey;
+    remember.checked = true;
+  }
+  remember.addEventListener("change", () => {
+    if (!remember.checked) localStorage.removeItem(REMEMBER_KEY);
+  });
+
+  const blocker = (): string | undefined => {
+    if (isEmptySelection(store.form)) return "Choose what to deploy first.";
+    if (Object.keys(fieldErrors(store.form)).length) return "Fix the options marked in step 3 first.";
+    const v = store.validation;
+    if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
+    if (v.kind !== "done") return "Waiting for the stack check…";
+    return undefined;
+  };
+  const sync = () => {
+    const reason = blocker();
+    submit.disabled = running || reason !== undefined;
+    byId("deploy-blocked").textContent = reason ?? "";
+  };
+  store.onForm(sync);
+  store.onValidation(sync);
+  sync();
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!form.reportValidity() || running) return;
+    const instance = url.value.trim().replace(/\/+$/, "");
+    if (!/^https?:\/\//.test(instance)) {
+      showError(result, "The instance URL must start with http:// or https://.");
+      return;
+    }
+    if (remember.checked) {
+      localStorage.setItem(REMEMBER_KEY, JSON.stringify({ provider: provider.value, url: instance, apiKey: apiKey.value } satisfies Remembered));
+    } else {
+      localStorage.removeItem(REMEMBER_KEY);
+    }
+    running = true;
+    sync();
+    steps.textContent = "";
+    replaceChildren(result, h("p", { class: "note", role: "status" }, `Deploying to ${provider.selectedOptions[0]?.text ?? provider.value}…`));
+    const rows = new Map<string, HTMLLIElement>();
+    try {
+      let finished = false;
+      for await (const event of api.deploy({ provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, input: generateBody(store.form) })) {
+        if (event.type === "step") showStep(steps, rows, event);
+        else if (event.type === "result") {
+          finished = true;
+          showResult(result, event.result);
+        } else if (event.type === "error") {
+          finished = true;
+          showError(result, event.error.message);
+        }
+      }
+      if (!finished) showError(result, "The connection closed before the deployment reported a result.");
+    } catch (e) {
+      showError(result, e instanceof api.ApiError ? e.describe() : (e as Error).message);
+    } finally {
+      running = false;
+      sync();
+    }
+  });
+}
+
+function readRemembered(): Remembered | undefined {
+  try {
+    const value = JSON.parse(localStorage.getItem(REMEMBER_KEY) ?? "null") as Remembered | null;
+    return value && typeof value.apiKey === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function showStep(list: HTMLElement, rows: Map<string, HTMLLIElement>, event: api.DeployStepEvent): void {
+  let row = rows.get(event.step);
+  if (!row) {
+    row = h("li", {});
+    rows.set(event.step, row);
+    list.append(row);
+  }
+  row.className = `step step-${event.status}`;
+  row.dataset.status = event.status;
+  replaceChildren(row,
+    h("span", { class: "step-icon", "aria-hidden": "true" }, STATUS_ICON[event.status] ?? "•"),
+    h("span", { class: "step-name" }, event.step),
+    h("span", { class: "step-status" }, ` ${STATUS_TEXT[event.status] ?? event.status}`),
+    event.detail ? h("span", { class: "step-detail" }, ` ${event.detail}`) : null,
+  );
+}
+
+function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"]): void {
+  if (!outcome.success) {
+    showError(target, outcome.error ?? "The deployment failed.");
+    return;
+  }
+  replaceChildren(target, h("div", { class: "alert success", role: "status" },
+    h("p", {}, h("strong", {}, "Deployed."), " The platform is now starting the stack."),
+    outcome.dashboardUrl
+      ? h("p", {}, h("a", { href: outcome.dashboardUrl, target: "_blank", rel: "noopener noreferrer", id: "dashboard-link" }, "Open the dashboard"))
+      : null,
+    outcome.changes?.length ? h("details", {}, h("summary", {}, "Adjustments made for the platform"), h("ul", {}, ...outcome.changes.map((c) => h("li", {}, c)))) : null,
+  ));
+}
+
+function showError(target: HTMLElement, message: string): void {
+  replaceChildren(target, h("p", { class: "alert error", role: "alert" }, h("strong", {}, "Deployment failed: "), message));
+}

@@ -1,0 +1,163 @@
+// Step 4: preview every file of the bundle (secrets masked until revealed), download the ZIP,
+// export and import the complete JSON document.
+import { h, replaceChildren, byId, saveFile } from "../dom.ts";
+import { formatMB } from "../explain.ts";
+import * as api from "../api.ts";
+import { fieldErrors, generateBody, inputOfCompleteDocument, isEmptySelection, stateFromInput } from "../model.ts";
+import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
+import type { Store } from "../store.ts";
+import { announce } from "./catalog.ts";
+
+interface Preview {
+  /** The exact body that produced it, to know when it is out of date. */
+  key: string;
+  doc: api.CompleteDocument;
+  selected: string;
+  reveal: boolean;
+}
+
+export function mountFiles(store: Store): void {
+  const previewButton = byId<HTMLButtonElement>("preview-button");
+  const zipButton = byId<HTMLButtonElement>("zip-button");
+  const exportButton = byId<HTMLButtonElement>("export-button");
+  const importInput = byId<HTMLInputElement>("import-input");
+  const message = byId("files-message");
+  const area = byId("preview");
+  let preview: Preview | undefined;
+  let busy = false;
+
+  const currentKey = () => JSON.stringify(generateBody(store.form));
+  const blocker = (): string | undefined => {
+    if (isEmptySelection(store.form)) return "Choose a preset, a skill pack or a service first.";
+    const errors = Object.values(fieldErrors(store.form));
+    if (errors.length) return "Fix the options marked in step 3 first.";
+    const v = store.validation;
+    if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
+    if (v.kind !== "done") return "Waiting for the stack check…";
+    return undefined;
+  };
+
+  const say = (text: string, kind: "info" | "error" = "info") => {
+    message.textContent = text;
+    message.className = kind === "error" ? "alert error" : "note";
+    message.setAttribute("role", kind === "error" ? "alert" : "status");
+  };
+
+  const syncButtons = () => {
+    const reason = blocker();
+    for (const b of [previewButton, zipButton, exportButton]) b.disabled = busy || reason !== undefined;
+    byId("files-blocked").textContent = reason ?? "";
+    const stale = preview !== undefined && preview.key !== currentKey();
+    area.classList.toggle("stale", stale);
+    byId("preview-stale").hidden = !stale;
+  };
+  store.onForm(syncButtons);
+  store.onValidation(syncButtons);
+  syncButtons();
+
+  const run = async (label: string, work: () => Promise<void>) => {
+    busy = true;
+    syncButtons();
+    say(`${label}…`);
+    try {
+      await work();
+    } catch (e) {
+      say(e instanceof api.ApiError ? e.describe() : (e as Error).message, "error");
+    } finally {
+      busy = false;
+      syncButtons();
+    }
+  };
+
+  /** The complete document for the current form, reusing the preview when it is current. */
+  const completeDocument = async (): Promise<api.CompleteDocument> => {
+    const key = currentKey();
+    if (preview?.key === key) return preview.doc;
+    const doc = await api.generateComplete(generateBody(store.form));
+    preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
+    return doc;
+  };
+
+  const renderPreview = () => {
+    if (!preview) return;
+    const p = preview;
+    const paths = Object.keys(p.doc.files);
+    const secrets = paths.filter(isEnvFile).flatMap((path) => secretValues(p.doc.files[path]));
+    const content = p.doc.files[p.selected] ?? "";
+    const shown = p.reveal ? content : maskSecrets(content, secrets);
+    const revealButton = h("button", {
+      type: "button", class: "button small", id: "reveal-button", "aria-pressed": String(p.reveal),
+      onclick: () => { p.reveal = !p.reveal; renderPreview(); byId("reveal-button").focus(); },
+    }, p.reveal ? "Hide secrets" : "Reveal secrets");
+    const m = p.doc.metadata;
+    replaceChildren(area,
+      h("p", { class: "small" }, `${paths.length} files · ${m.totalServices} services · ${formatMB(m.estimatedMemoryMB)} · generated ${new Date(m.generatedAt).toLocaleString()}`),
+      h("div", { class: "preview-grid" },
+        h("nav", { class: "file-tree", "aria-label": "Files in the bundle" }, treeList(buildFileTree(paths), p.selected, (path) => {
+          p.selected = path;
+          renderPreview();
+          area.querySelector<HTMLButtonElement>(`button[data-path="${CSS.escape(path)}"]`)?.focus();
+        })),
+        h("div", { class: "file-view" },
+          h("div", { class: "file-view-head" },
+            h("h3", { id: "file-title" }, p.selected),
+            secrets.length ? revealButton : null,
+          ),
+          h("pre", { id: "file-content", tabindex: "0", "aria-labelledby": "file-title" }, h("code", {}, shown)),
+        ),
+      ),
+    );
+  };
+
+  previewButton.addEventListener("click", () => run("Generating the preview", async () => {
+    await completeDocument();
+    renderPreview();
+    say(`Preview ready: ${Object.keys(preview!.doc.files).length} files.`);
+  }));
+
+  zipButton.addEventListener("click", () => run("Building the ZIP", async () => {
+    const body = generateBody(store.form);
+    const zip = await api.generateZip(body);
+    saveFile(zip, `${body.projectName}.zip`);
+    say(`Downloaded ${body.projectName}.zip (${Math.ceil(zip.size / 1024)} KB).`);
+  }));
+
+  exportButton.addEventListener("click", () => run("Exporting", async () => {
+    const doc = await completeDocument();
+    const fileName = `${store.form.projectName}.stackgen.json`;
+    saveFile(new Blob([JSON.stringify(doc, null, 2) + "\n"], { type: "application/json" }), fileName);
+    say(`Exported ${fileName}. Import it later to restore these choices.`);
+  }));
+
+  importInput.addEventListener("change", async () => {
+    const file = importInput.files?.[0];
+    if (!file) return;
+    try {
+      const input = inputOfCompleteDocument(JSON.parse(await file.text()));
+      const { servicesById, packsById, presetsById } = store.catalog;
+      const known = { services: new Set(servicesById.keys()), packs: new Set(packsById.keys()), presets: presetsById };
+      const { state, ignored } = stateFromInput(input, known, store.form);
+      store.setForm(state);
+      const parts = [`Imported ${file.name}: project ${state.projectName}, ${state.services.length} services, ${state.skillPacks.length} skill packs.`];
+      if (ignored.length) parts.push(`Not in this catalog, left out: ${ignored.join(", ")}.`);
+      say(parts.join(" "));
+      announce(parts[0]);
+    } catch (e) {
+      say(`Could not import ${file.name}: ${e instanceof SyntaxError ? "it is not valid JSON." : (e as Error).message}`, "error");
+    } finally {
+      importInput.value = ""; // the same file can be picked again
+    }
+  });
+}
+
+function treeList(node: TreeNode, selected: string, pick: (path: string) => void): HTMLUListElement {
+  return h("ul", {}, ...node.children.map((child) => {
+    if (child.path === undefined) return h("li", { class: "folder" }, h("span", { class: "folder-name" }, `${child.name}/`), treeList(child, selected, pick));
+    const path = child.path;
+    return h("li", {}, h("button", {
+      type: "button", class: "file-link", "data-path": path,
+      "aria-current": path === selected ? "true" : false,
+      onclick: () => pick(path),
+    }, child.name));
+  }));
+}

@@ -1,0 +1,94 @@
+// The "Your stack" panel: live validation (resolved services, added dependencies, warnings and
+// conflicts explained) and memory against the host size the user picks.
+import { h, replaceChildren, byId } from "../dom.ts";
+import { explainConflict, explainWarning, formatMB } from "../explain.ts";
+import type { ValidateResponse } from "../api.ts";
+import type { Store } from "../store.ts";
+
+const HOST_SIZE_KEY = "stackgen.hostSizeGB";
+
+export function mountSummary(store: Store): void {
+  const body = byId("summary-body");
+  const statusBar = byId("status-bar");
+  const hostSelect = byId<HTMLSelectElement>("host-size");
+  const saved = localStorage.getItem(HOST_SIZE_KEY);
+  if (saved && Array.from(hostSelect.options).some((o) => o.value === saved)) hostSelect.value = saved;
+  hostSelect.addEventListener("change", () => {
+    localStorage.setItem(HOST_SIZE_KEY, hostSelect.value);
+    render();
+  });
+
+  const render = () => {
+    const v = store.validation;
+    body.setAttribute("aria-busy", String(v.kind === "checking"));
+    const result = store.lastResult();
+    if (v.kind === "error") {
+      replaceChildren(body, h("p", { class: "alert error", role: "alert" }, `Could not check the stack: ${v.message}`));
+      statusBar.textContent = "Check failed";
+      return;
+    }
+    if (!result) {
+      replaceChildren(body, h("p", { class: "muted" }, "Checking…"));
+      return;
+    }
+    const hostMB = Number(hostSelect.value) * 1024;
+    replaceChildren(body, ...renderResult(store, result, hostMB, v.kind === "checking"));
+    const n = result.resolvedServices.length;
+    statusBar.replaceChildren(
+      h("span", { class: result.valid ? "ok-text" : "error-text" }, result.valid ? "✓ Valid" : `✗ ${result.conflicts.length} conflict${result.conflicts.length === 1 ? "" : "s"}`),
+      ` · ${n} service${n === 1 ? "" : "s"} · ${formatMB(result.estimatedMemoryMB)}`,
+    );
+  };
+  store.onValidation(render);
+  render();
+}
+
+function renderResult(store: Store, result: ValidateResponse, hostMB: number, stale: boolean): HTMLElement[] {
+  const name = (id: string) => store.catalog.servicesById.get(id)?.name ?? id;
+  const out: HTMLElement[] = [];
+  out.push(h("p", { id: "validity", class: `validity ${result.valid ? "ok" : "bad"}`, "data-valid": String(result.valid) },
+    result.valid ? "✓ This stack is valid." : "✗ This stack cannot be generated until the conflicts below are fixed.",
+    stale ? h("span", { class: "muted" }, " (updating…)") : null,
+  ));
+
+  const share = hostMB > 0 ? result.estimatedMemoryMB / hostMB : 0;
+  const level = share > 1 ? "over" : share > 0.8 ? "tight" : "fine";
+  const advice = { over: "More than the host has: pick a bigger host or remove services.", tight: "Tight: leave room for the system and the core gateway.", fine: "Fits comfortably." }[level];
+  out.push(h("div", { class: `memory memory-${level}` },
+    h("p", { id: "memory-text" }, h("strong", {}, formatMB(result.estimatedMemoryMB)), ` estimated of ${formatMB(hostMB)} on the host (${Math.round(share * 100)}%).`),
+    h("meter", { min: 0, max: hostMB, low: hostMB * 0.8, high: hostMB, optimum: 0, value: Math.min(result.estimatedMemoryMB, hostMB), "aria-labelledby": "memory-text" }),
+    h("p", { class: "small" }, advice),
+  ));
+
+  if (result.conflicts.length) {
+    out.push(h("h3", {}, "Conflicts"), h("ul", { id: "conflict-list", class: "issues" }, ...result.conflicts.map((c) => {
+      const help = explainConflict(c.code);
+      return h("li", { class: "issue error", "data-code": c.code },
+        h("strong", {}, help.title), " ", h("code", {}, c.code),
+        h("p", {}, c.message),
+        c.services.length ? h("p", { class: "small" }, "Involves: ", c.services.map(name).join(", ")) : null,
+        help.help ? h("p", { class: "small" }, help.help) : null,
+      );
+    })));
+  }
+  if (result.warnings.length) {
+    out.push(h("h3", {}, "Warnings"), h("ul", { id: "warning-list", class: "issues" }, ...result.warnings.map((w) => {
+      const help = explainWarning(w.code);
+      return h("li", { class: "issue warning", "data-code": w.code },
+        h("strong", {}, help.title), " ", h("code", {}, w.code),
+        h("p", {}, w.message),
+        help.help ? h("p", { class: "small" }, help.help) : null,
+      );
+    })));
+  }
+  if (result.addedDependencies.length) {
+    out.push(h("h3", {}, "Added automatically"), h("ul", { id: "dependency-list", class: "deps" }, ...result.addedDependencies.map((d) =>
+      h("li", { "data-service": d.service }, h("strong", {}, name(d.service)), ` for ${name(d.requiredBy)}: `, d.reason))));
+  }
+  if (result.resolvedServices.length) {
+    out.push(h("h3", {}, `Services (${result.resolvedServices.length})`), h("ul", { id: "resolved-list", class: "chips" },
+      ...result.resolvedServices.map((id) => h("li", { "data-service": id }, name(id)))));
+    out.push(h("p", { class: "small muted" }, "Every bundle also runs the core gateway, which is not counted here."));
+  }
+  return out;
+}

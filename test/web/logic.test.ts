@@ -1,0 +1,98 @@
+// Unit tests of the UI's pure logic: request bodies, presets, import, secret masking, file tree.
+import { describe, expect, test } from "bun:test";
+import {
+  applyPreset, fieldErrors, generateBody, initialState, inputOfCompleteDocument, isDomain,
+  localClosure, stateFromInput, toggle, validateBody, whatItAdds,
+} from "../../src/web/model.ts";
+import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
+import { formatMB } from "../../src/web/explain.ts";
+import { readNdjson } from "../../src/web/api.ts";
+import type { CatalogService, Preset } from "../../src/web/api.ts";
+
+const svc = (id: string, dependencies: string[] = [], estimatedMemoryMB = 100) => ({ id, dependencies, estimatedMemoryMB }) as unknown as CatalogService;
+const byId = new Map([svc("n8n", ["postgresql"], 512), svc("postgresql", [], 256), svc("app", ["n8n"], 64), svc("redis", [], 128)].map((s) => [s.id, s]));
+const preset: Preset = { id: "devops", name: "DevOps", description: "x".repeat(20), services: ["n8n", "redis"], skillPacks: ["devops"], estimatedMemoryMB: 3072, proxy: "caddy", gpu: false };
+
+describe("form model", () => {
+  test("validate body leaves out an empty proxy and an invalid domain", () => {
+    const state = { ...initialState(), services: ["redis"], domain: "not a domain" };
+    expect(validateBody(state)).toEqual({ services: ["redis"], skillPacks: [], gpu: false, platform: "linux/amd64" });
+    expect(validateBody({ ...state, proxy: "caddy", domain: "example.com" })).toMatchObject({ proxy: "caddy", domain: "example.com" });
+  });
+
+  test("generate body carries every option", () => {
+    const body = generateBody({ ...initialState("linux/arm64"), services: ["redis"], proxy: "traefik", domain: "a.example", deployment: "bare-metal", generateSecrets: false, coreVersion: "1.2.3" });
+    expect(body).toEqual({ projectName: "my-stack", services: ["redis"], skillPacks: [], proxy: "traefik", domain: "a.example", gpu: false, platform: "linux/arm64", deployment: "bare-metal", generateSecrets: false, coreVersion: "1.2.3" });
+  });
+
+  test("field checks", () => {
+    expect(fieldErrors(initialState())).toEqual({});
+    const bad = fieldErrors({ ...initialState(), projectName: "../etc", domain: "http://x.com", coreVersion: "" });
+    expect(Object.keys(bad).sort()).toEqual(["coreVersion", "domain", "projectName"]);
+    expect(isDomain("stack.example.test")).toBe(true);
+    expect(isDomain("-bad.example")).toBe(false);
+  });
+
+  test("a preset replaces the selection", () => {
+    const state = applyPreset({ ...initialState(), services: ["app"], gpu: true }, preset);
+    expect(state).toMatchObject({ services: ["n8n", "redis"], skillPacks: ["devops"], proxy: "caddy", gpu: false, presetId: "devops" });
+    expect(toggle(state.services, "app", true)).toEqual(["n8n", "redis", "app"]);
+    expect(toggle(state.services, "n8n", false)).toEqual(["redis"]);
+  });
+
+  test("dependencies and what a choice adds", () => {
+    expect([...localClosure(["app"], byId)].sort()).toEqual(["app", "n8n", "postgresql"]);
+    expect(whatItAdds(["app"], new Set(["postgresql"]), byId)).toEqual({ added: ["app", "n8n"], memoryMB: 576 });
+  });
+
+  test("import fills the form, resolving the preset and pack aliases and dropping unknown ids", () => {
+    const known = { services: new Set(byId.keys()), packs: new Set(["devops", "research-agent"]), presets: new Map([["devops", preset]]) };
+    const { state, ignored } = stateFromInput(
+      { preset: "devops", services: ["app", "ghost-service"], skillPacks: ["research", "nope"], projectName: "imp", proxy: "none", deploymentType: "local", platform: "linux/arm64", generateSecrets: false, coreVersion: "9" },
+      known, initialState(),
+    );
+    expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops", "research-agent"], projectName: "imp", proxy: "", deployment: "docker", platform: "linux/arm64", generateSecrets: false, coreVersion: "9" });
+    expect(ignored).toEqual(["ghost-service", "pack nope"]);
+  });
+
+  test("only complete documents are imported", () => {
+    expect(inputOfCompleteDocument({ formatVersion: "1", input: { projectName: "a" } })).toEqual({ projectName: "a" });
+    expect(() => inputOfCompleteDocument({ formatVersion: "2", input: {} })).toThrow("formatVersion");
+    expect(() => inputOfCompleteDocument({ formatVersion: "1" })).toThrow("input");
+    expect(() => inputOfCompleteDocument([])).toThrow();
+  });
+});
+
+describe("secrets and files", () => {
+  const env = "# c\nREDIS_PASSWORD=abcdEFGH12345678\nN8N_ENCRYPTION_KEY='zzzzYYYY'\nTZ=UTC\nAPI_TOKEN=\nexport GW_SECRET=s3cr3tvalue\n";
+  test("finds the values of secret-named variables only", () => {
+    expect(secretValues(env)).toEqual(["abcdEFGH12345678", "zzzzYYYY", "s3cr3tvalue"]);
+  });
+  test("masks them in any file", () => {
+    const masked = maskSecrets(env, secretValues(env));
+    expect(masked).toContain(`REDIS_PASSWORD=${MASK}`);
+    expect(masked).toContain("TZ=UTC");
+    expect(masked).not.toContain("s3cr3tvalue");
+    expect(maskSecrets("url: redis://:abcdEFGH12345678@redis", ["abcdEFGH12345678"])).toBe(`url: redis://:${MASK}@redis`);
+  });
+  test("env files", () => {
+    expect([".env", ".env.example", "a/.env", "x.env.yml", "env"].map(isEnvFile)).toEqual([true, true, true, false, false]);
+  });
+  test("file tree: main files first, then folders, then the rest", () => {
+    const tree = buildFileTree(["stackgen.json", "skills/redis/SKILL.md", ".env", "docker-compose.yml", "README.md", "Caddyfile"]);
+    expect(tree.children.map((c) => c.name)).toEqual(["docker-compose.yml", "README.md", ".env", "skills", "Caddyfile", "stackgen.json"]);
+    expect(tree.children[3].children[0].children[0].path).toBe("skills/redis/SKILL.md");
+    expect(firstFile(["b", "README.md"])).toBe("README.md");
+  });
+  test("memory formatting", () => {
+    expect([512, 1024, 2560, 12288].map(formatMB)).toEqual(["512 MB", "1 GB", "2.5 GB", "12 GB"]);
+  });
+});
+
+test("NDJSON reader copes with lines split across chunks", async () => {
+  const parts = ['{"type":"step","step":"A","sta', 'tus":"ok"}\n{"type":"result","result":{"success":true,"steps":[]}}', "\n"];
+  const stream = new ReadableStream<Uint8Array>({ start(c) { for (const p of parts) c.enqueue(new TextEncoder().encode(p)); c.close(); } });
+  const events = [];
+  for await (const e of readNdjson(stream)) events.push(e);
+  expect(events).toEqual([{ type: "step", step: "A", status: "ok" }, { type: "result", result: { success: true, steps: [] } }]);
+});

@@ -1,0 +1,357 @@
+// End-to-end tests of the web UI: the real servers in-process, driven with Debian's chromium
+// through playwright-core. Every test fails on a console error, a page error, a failed request,
+// an HTTP error answer or a request to any other origin (the UI must work offline).
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { unzipSync, strFromU8 } from "fflate";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { startServers } from "../../src/api/server.ts";
+import { readGuardConfig } from "../../src/api/guard/index.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+const SCREENSHOTS = join(import.meta.dir, "../../docs/screenshots");
+const TEST_TIMEOUT_MS = 60_000;
+const WIDE = { width: 1280, height: 900 };
+const NARROW = { width: 390, height: 844 };
+
+if (!haveChromium) {
+  if (process.env.CI === "true") {
+    test("web UI needs chromium", () => {
+      throw new Error(`${CHROMIUM} is missing; install it (apt-get install -y chromium) to run the UI tests`);
+    });
+  } else {
+    console.warn(`SKIP test/web/ui.test.ts: ${CHROMIUM} not found (apt-get install -y chromium)`);
+  }
+}
+
+type Servers = ReturnType<typeof startServers>;
+
+describe.skipIf(!haveChromium)("web UI", () => {
+  let servers: Servers;
+  let browser: Browser;
+  let base: string;
+  let context: BrowserContext | undefined;
+  let problems: string[] = [];
+  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+
+  beforeAll(async () => {
+    // Generous limits: the suite generates more often than the anonymous limit of 10 allows.
+    const guardConfig = readGuardConfig({ ...process.env, RATE_LIMIT_GENERATE: "1000", RATE_LIMIT_STANDARD: "10000", API_KEYS: "", LOG_LEVEL: "error" });
+    servers = startServers({ port: 0, uiPort: 0, uiAnyPort: true, host: "127.0.0.1", guardConfig });
+    base = `http://127.0.0.1:${servers.ui!.port}`;
+    const { chromium } = await import("playwright-core");
+    // launch() gives every run a fresh temporary profile (user-data-dir) that is deleted on close.
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+    mkdirSync(SCREENSHOTS, { recursive: true });
+  }, TEST_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await browser?.close();
+    await servers?.stop();
+  });
+
+  afterEach(async () => {
+    await context?.close();
+    context = undefined;
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+    const found = problems;
+    problems = [];
+    expect(found).toEqual([]);
+  });
+
+  /** A fresh context (own storage) and a loaded page, with every problem recorded. */
+  async function openPage(viewport = WIDE): Promise<Page> {
+    context = await browser.newContext({ viewport, acceptDownloads: true });
+    const page = await context.newPage();
+    page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("requestfailed", (r) => {
+      // Chromium reports a streamed fetch whose body the page read to the end with a reader as
+      // net::ERR_ABORTED (checked: all bytes arrive, and res.text() on the same answer "finishes").
+      // The deploy test checks that the final result line arrived, so a real abort still fails it.
+      const readToEnd = new URL(r.url()).pathname === "/v1/deploy" && r.failure()?.errorText === "net::ERR_ABORTED";
+      if (!readToEnd) problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+    });
+    page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`); });
+    page.on("request", (r) => {
+      const url = r.url();
+      if (!url.startsWith(base) && !url.startsWith("data:") && !url.startsWith("blob:")) problems.push(`request off the server: ${url}`);
+    });
+    await page.goto(base + "/");
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    return page;
+  }
+
+  /** Waits until the live validation has answered the current selection. */
+  async function settled(page: Page): Promise<void> {
+    await page.waitForTimeout(350); // the debounce
+    await page.waitForSelector("#summary-body[aria-busy=false] #validity");
+  }
+
+  async function shoot(page: Page, view: string, target?: string): Promise<void> {
+    if (target) await page.locator(target).evaluate((el) => el.scrollIntoView({ block: "start", behavior: "instant" }));
+    const width = page.viewportSize()!.width;
+    await page.screenshot({ path: join(SCREENSHOTS, `${view}-${width}.png`) });
+  }
+
+  const resolved = (page: Page) => page.locator("#resolved-list li").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")));
+
+  async function apiJson(path: string, body?: unknown): Promise<any> {
+    const res = await fetch(base + path, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    return res.json();
+  }
+
+  test("loads the whole catalog with a favicon and labelled controls", async () => {
+    const page = await openPage();
+    const catalog = await apiJson("/v1/services");
+    expect(await page.locator("li.svc").count()).toBe(catalog.total);
+    expect(await page.locator("#preset-list li").count()).toBe((await apiJson("/v1/presets")).presets.length);
+    expect(await page.locator("#pack-list li").count()).toBe((await apiJson("/v1/skills")).packs.length);
+    expect(await page.locator("link[rel=icon]").getAttribute("href")).toStartWith("data:image/svg+xml");
+    // Empty selection: the EMPTY_STACK warning is explained.
+    await expect(page.locator('#warning-list [data-code="EMPTY_STACK"]').textContent()).resolves.toContain("Nothing selected");
+
+    const unlabelled = await page.evaluate(() => Array.from(document.querySelectorAll("input, select, button, textarea"))
+      .filter((el) => {
+        const labels = (el as HTMLInputElement).labels;
+        const named = (labels && labels.length > 0) || el.getAttribute("aria-label") || el.getAttribute("aria-labelledby") || (el.tagName === "BUTTON" && el.textContent!.trim());
+        return !named;
+      })
+      .map((el) => el.outerHTML.slice(0, 80)));
+    expect(unlabelled).toEqual([]);
+
+    // Search and filters narrow the list.
+    await page.fill("#service-search", "postgres");
+    expect(await page.locator("li.svc:visible").count()).toBeGreaterThanOrEqual(1);
+    expect(await page.locator('li.svc[data-service="postgresql"]').isVisible()).toBe(true);
+    expect(await page.locator('li.svc[data-service="redis"]').isVisible()).toBe(false);
+    await page.fill("#service-search", "");
+    await page.selectOption("#category-filter", "proxy");
+    const proxies = await page.locator("li.svc:visible").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")));
+    expect(proxies.sort()).toEqual(catalog.services.filter((s: any) => s.category === "proxy").map((s: any) => s.id).sort());
+    const badge = await page.locator('li.svc[data-service="caddy"] .badge').textContent();
+    expect(badge).toBe(catalog.services.find((s: any) => s.id === "caddy").maturity);
+  }, TEST_TIMEOUT_MS);
+
+  test("a preset, an added service and the live validation", async () => {
+    const page = await openPage();
+    const presets = (await apiJson("/v1/presets")).presets as any[];
+    const researcher = presets.find((p) => p.id === "researcher");
+    // Keyboard only: focus the preset button and press Enter.
+    await page.getByRole("button", { name: `Use ${researcher.name}` }).focus();
+    await page.keyboard.press("Enter");
+    await settled(page);
+    await shoot(page, "builder", "#start");
+    expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-pressed")).toBe("true");
+    const expected = await apiJson("/v1/validate", { services: researcher.services, skillPacks: researcher.skillPacks, proxy: researcher.proxy ?? undefined, gpu: researcher.gpu, platform: "linux/amd64" });
+    expect((await resolved(page)).sort()).toEqual([...expected.resolvedServices].sort());
+    for (const id of researcher.services) expect(await page.locator(`#svc-${id}`).isChecked()).toBe(true);
+
+    // Adding n8n brings PostgreSQL as a dependency, shown with its reason, and raises the memory.
+    const beforeMemory = await page.locator("#memory-text strong").textContent();
+    expect(await page.locator('li.svc[data-service="n8n"] .svc-note').textContent()).toContain("PostgreSQL");
+    await page.locator("#svc-n8n").check();
+    await settled(page);
+    const withN8n = await apiJson("/v1/validate", { services: [...researcher.services, "n8n"], skillPacks: researcher.skillPacks, proxy: researcher.proxy ?? undefined, gpu: researcher.gpu, platform: "linux/amd64" });
+    expect((await resolved(page)).sort()).toEqual([...withN8n.resolvedServices].sort());
+    const dep = withN8n.addedDependencies.find((d: any) => d.service === "postgresql");
+    expect(dep).toBeDefined();
+    expect(await page.locator('#dependency-list li[data-service="postgresql"]').textContent()).toContain(dep.reason);
+    expect(await page.locator("#memory-text strong").textContent()).not.toBe(beforeMemory);
+    expect(await page.locator('li.svc[data-service="postgresql"]').getAttribute("class")).toContain("included");
+
+    // The host size changes the verdict on memory.
+    await page.selectOption("#host-size", "2");
+    expect(await page.locator(".memory").getAttribute("class")).toContain("memory-over");
+    await page.selectOption("#host-size", "64");
+    expect(await page.locator(".memory").getAttribute("class")).toContain("memory-fine");
+    await shoot(page, "validation", "#summary");
+
+    // A skill pack adds its services.
+    await page.locator("#pack-devops").check();
+    await settled(page);
+    const packs = (await apiJson("/v1/skills")).packs as any[];
+    for (const id of packs.find((p) => p.id === "devops").services) expect(await resolved(page)).toContain(id);
+  }, TEST_TIMEOUT_MS);
+
+  test("conflicting services are explained and block generation", async () => {
+    const page = await openPage();
+    await page.locator("#svc-caddy").check();
+    await page.locator("#svc-traefik").check();
+    await settled(page);
+    expect(await page.locator("#validity").getAttribute("data-valid")).toBe("false");
+    const conflict = page.locator('#conflict-list [data-code="SERVICE_CONFLICT"]');
+    expect(await conflict.textContent()).toContain("cannot run together");
+    expect(await conflict.textContent()).toContain("Caddy");
+    expect(await page.locator('li.svc[data-service="traefik"]').getAttribute("class")).toContain("clash");
+    expect(await page.locator("#preview-button").isDisabled()).toBe(true);
+    expect(await page.locator("#zip-button").isDisabled()).toBe(true);
+    expect(await page.locator("#deploy-button").isDisabled()).toBe(true);
+    await shoot(page, "conflict", "#summary");
+    await page.locator("#svc-traefik").uncheck();
+    await settled(page);
+    expect(await page.locator("#validity").getAttribute("data-valid")).toBe("true");
+    expect(await page.locator("#preview-button").isDisabled()).toBe(false);
+  }, TEST_TIMEOUT_MS);
+
+  test("preview with masked secrets, ZIP download and JSON export", async () => {
+    const page = await openPage();
+    await page.locator("#svc-n8n").check();
+    await page.fill("#opt-projectName", "ui-preview");
+    await page.selectOption("#opt-proxy", "caddy");
+    await page.fill("#opt-domain", "example.test");
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#file-content");
+    const paths = await page.locator(".file-link").evaluateAll((els) => els.map((e) => e.getAttribute("data-path")));
+    expect(paths).toContain("docker-compose.yml");
+    expect(paths).toContain(".env");
+    expect(paths).toContain("Caddyfile");
+    await page.locator('.file-link[data-path="docker-compose.yml"]').click();
+    expect(await page.locator("#file-content").textContent()).toContain("name: ui-preview");
+
+    await page.locator('.file-link[data-path=".env"]').click();
+    const masked = (await page.locator("#file-content").textContent())!;
+    const secretLine = masked.split("\n").find((l) => /^[A-Z0-9_]*(PASSWORD|SECRET|KEY|TOKEN)[A-Z0-9_]*=./.test(l));
+    expect(secretLine).toBeDefined();
+    expect(secretLine!).toEndWith("=••••••••");
+    await page.click("#reveal-button");
+    const revealed = (await page.locator("#file-content").textContent())!;
+    const name = secretLine!.split("=")[0];
+    const value = revealed.split("\n").find((l) => l.startsWith(`${name}=`))!.slice(name.length + 1);
+    expect(value).toMatch(/^[A-Za-z0-9]{32,}$/);
+    expect(masked).not.toContain(value);
+    await page.click("#reveal-button"); // hide again before the screenshot
+    await shoot(page, "preview", "#files");
+
+    const [zipDownload] = await Promise.all([page.waitForEvent("download"), page.click("#zip-button")]);
+    expect(zipDownload.suggestedFilename()).toBe("ui-preview.zip");
+    const entries = unzipSync(new Uint8Array(readFileSync((await zipDownload.path())!)));
+    expect(Object.keys(entries)).toContain("ui-preview/docker-compose.yml");
+    expect(Object.keys(entries)).toContain("ui-preview/.env");
+    const compose = strFromU8(entries["ui-preview/docker-compose.yml"]);
+    expect(compose).toContain("n8n");
+    expect(compose).toContain("postgresql");
+    await page.waitForSelector("#files-message:has-text('Downloaded ui-preview.zip')");
+
+    const [jsonDownload] = await Promise.all([page.waitForEvent("download"), page.click("#export-button")]);
+    const doc = JSON.parse(readFileSync((await jsonDownload.path())!, "utf8"));
+    expect(doc.formatVersion).toBe("1");
+    expect(doc.input.projectName).toBe("ui-preview");
+    expect(doc.input.services).toEqual(["n8n"]);
+    expect(doc.input.proxy).toBe("caddy");
+    expect(doc.input.domain).toBe("example.test");
+    expect(Object.keys(doc.files)).toEqual(expect.arrayContaining(["docker-compose.yml", ".env"]));
+
+    // Changing the selection marks the preview as out of date.
+    await page.locator("#svc-redis").check();
+    expect(await page.locator("#preview-stale").isVisible()).toBe(true);
+  }, TEST_TIMEOUT_MS);
+
+  test("importing a complete document fills the form", async () => {
+    const input = {
+      projectName: "imported-stack", services: ["n8n", "redis"], skillPacks: [], proxy: "traefik",
+      domain: "stack.example.test", gpu: false, platform: "linux/arm64", deployment: "bare-metal",
+      generateSecrets: false, coreVersion: "2026.1.0",
+    };
+    // The document as SPEC §2.7 shapes it (the export test checks the API's own complete format).
+    const doc = { formatVersion: "1", input, ...(await apiJson("/v1/generate?format=json", input)) };
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "imported.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(doc)) });
+    await page.waitForSelector("#files-message:has-text('Imported imported.json')");
+    await settled(page);
+    expect(await page.inputValue("#opt-projectName")).toBe("imported-stack");
+    expect(await page.inputValue("#opt-proxy")).toBe("traefik");
+    expect(await page.inputValue("#opt-domain")).toBe("stack.example.test");
+    expect(await page.inputValue("#opt-platform")).toBe("linux/arm64");
+    expect(await page.inputValue("#opt-deployment")).toBe("bare-metal");
+    expect(await page.inputValue("#opt-coreVersion")).toBe("2026.1.0");
+    expect(await page.locator("#opt-generateSecrets").isChecked()).toBe(false);
+    expect(await page.locator("#svc-n8n").isChecked()).toBe(true);
+    expect(await page.locator("#svc-redis").isChecked()).toBe(true);
+    expect(await resolved(page)).toContain("postgresql");
+
+    // A file that is not a complete document is refused with a message, and the form is kept.
+    await page.setInputFiles("#import-input", { name: "broken.json", mimeType: "application/json", buffer: Buffer.from('{"formatVersion":"9"}') });
+    await page.waitForSelector("#files-message[role=alert]:has-text('broken.json')");
+    expect(await page.inputValue("#opt-projectName")).toBe("imported-stack");
+  }, TEST_TIMEOUT_MS);
+
+  test("deploys to a fake Coolify and shows every step", async () => {
+    const { CoolifyFake } = await import("../deploy/fakes/coolify-fake.ts");
+    const fake = await new CoolifyFake().start();
+    cleanups.push(() => fake.stop());
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await page.fill("#opt-projectName", "ui-deploy");
+    await settled(page);
+    await page.selectOption("#deploy-provider", "coolify");
+    await page.fill("#deploy-url", fake.url);
+
+    // A wrong key: a clear error, nothing remembered.
+    await page.fill("#deploy-key", "wrong-key");
+    await page.click("#deploy-button");
+    const failure = page.locator("#deploy-result [role=alert]");
+    await failure.waitFor();
+    await page.waitForSelector("#deploy-button:enabled");
+    expect(await failure.textContent()).toContain("401");
+    expect(await page.locator("#deploy-steps li[data-status=failed]").count()).toBe(1);
+
+    await page.fill("#deploy-key", fake.token);
+    await page.click("#deploy-button");
+    await page.waitForSelector("#dashboard-link");
+    await page.waitForSelector("#deploy-button:enabled"); // the stream has ended
+    const steps = await page.locator("#deploy-steps li").evaluateAll((els) => els.map((e) => [e.querySelector(".step-name")!.textContent, e.getAttribute("data-status")]));
+    expect(steps.length).toBeGreaterThanOrEqual(5);
+    for (const [, status] of steps) expect(["ok", "skipped"]).toContain(String(status));
+    expect(await page.locator("#dashboard-link").getAttribute("href")).toStartWith(fake.url);
+    expect(await page.evaluate(() => localStorage.getItem("stackgen.deploy"))).toBeNull();
+    await shoot(page, "deploy", "#deploy");
+
+    // "Remember" keeps URL and key for the next visit.
+    await page.check("#deploy-remember");
+    await page.check("#deploy-update");
+    await page.click("#deploy-button");
+    await page.waitForSelector("#dashboard-link");
+    await page.waitForSelector("#deploy-button:enabled"); // the stream has ended
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    expect(await page.inputValue("#deploy-key")).toBe(fake.token);
+    expect(await page.locator("#deploy-remember").isChecked()).toBe(true);
+    await page.uncheck("#deploy-remember");
+    expect(await page.evaluate(() => localStorage.getItem("stackgen.deploy"))).toBeNull();
+  }, TEST_TIMEOUT_MS);
+
+  test("narrow screen: readable at 390 px", async () => {
+    const page = await openPage(NARROW);
+    const noSideScroll = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+    expect(await noSideScroll()).toBe(true);
+    const presets = (await apiJson("/v1/presets")).presets as any[];
+    await page.getByRole("button", { name: `Use ${presets.find((p) => p.id === "minimal").name}` }).click();
+    await settled(page);
+    await shoot(page, "builder", "#start");
+    await page.locator("#svc-n8n").check();
+    await settled(page);
+    await shoot(page, "validation", "#summary");
+    await page.click("#preview-button");
+    await page.waitForSelector("#file-content");
+    expect(await noSideScroll()).toBe(true);
+    await shoot(page, "preview", "#files");
+    await page.locator("#svc-caddy").check();
+    await page.locator("#svc-traefik").check();
+    await settled(page);
+    await shoot(page, "conflict", "#summary");
+    await page.locator("#svc-traefik").uncheck();
+    await settled(page);
+    await shoot(page, "deploy", "#deploy");
+    expect(await noSideScroll()).toBe(true);
+  }, TEST_TIMEOUT_MS);
+});
