@@ -105,6 +105,9 @@ async function compile(target: Target, define: Record<string, string>, executabl
     entrypoints: [ENTRY],
     minify: true,
     sourcemap: "none",
+    // Precompiled bytecode: start-up skips parsing the bundle (the catalog data included).
+    bytecode: true,
+    format: "esm",
     define,
     compile: {
       target: target.bunTarget,

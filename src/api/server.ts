@@ -22,7 +22,7 @@ export function startServers(options: ServeOptions) {
   // The app never sees the socket: note the caller's address for the rate limiter first.
   const handle = (req: Request, server: Server<unknown>) => {
     noteClientAddress(req, server);
-    return app.handle(req);
+    return guard.handle(req, server, app.handle);
   };
   const maxRequestBodySize = transportBodyLimit(guard.config);
   const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });

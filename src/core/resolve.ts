@@ -26,7 +26,24 @@ export interface ResolvedStack extends ValidateResponse {
   core: CatalogService;
 }
 
+/** Recent verdicts per catalog (LRU): resolve is pure, and the same selections come back often. */
+const RESOLVE_CACHE_SIZE = 256;
+const resolveCache = new WeakMap<Catalog, Map<string, ResolvedStack>>();
+
+/** `resolveUncached` with memory. The result is shared between callers: treat it as read-only. */
 export function resolve(selection: Selection, catalog: Catalog): ResolvedStack {
+  let cache = resolveCache.get(catalog);
+  if (!cache) resolveCache.set(catalog, (cache = new Map()));
+  const key = JSON.stringify(selection);
+  let stack = cache.get(key);
+  if (stack) cache.delete(key);
+  else stack = resolveUncached(selection, catalog);
+  cache.set(key, stack);
+  if (cache.size > RESOLVE_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  return stack;
+}
+
+export function resolveUncached(selection: Selection, catalog: Catalog): ResolvedStack {
   const warnings: Warning[] = [];
   const conflicts: Conflict[] = [];
   const added: AddedDependency[] = [];

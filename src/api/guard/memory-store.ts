@@ -25,7 +25,7 @@ export class MemoryStore implements CounterStore {
     return this.windows.size;
   }
 
-  async hit(key: string, windowMs: number): Promise<WindowCount> {
+  hit(key: string, windowMs: number): WindowCount {
     const now = this.now();
     const current = this.windows.get(key);
     if (current && current.resetAt > now) {
@@ -39,7 +39,7 @@ export class MemoryStore implements CounterStore {
     return { ...fresh };
   }
 
-  async peek(key: string, windowMs: number): Promise<WindowCount> {
+  peek(key: string, windowMs: number): WindowCount {
     const now = this.now();
     const current = this.windows.get(key);
     return current && current.resetAt > now ? { ...current } : { count: 0, resetAt: now + windowMs };

@@ -11,9 +11,9 @@ export interface WindowCount {
 
 export interface CounterStore {
   /** Counts one request for `key` and returns the window's state. Must not throw. */
-  hit(key: string, windowMs: number): Promise<WindowCount>;
+  hit(key: string, windowMs: number): WindowCount | Promise<WindowCount>;
   /** The window's state without counting (preflights). */
-  peek(key: string, windowMs: number): Promise<WindowCount>;
+  peek(key: string, windowMs: number): WindowCount | Promise<WindowCount>;
   /** Fields for /v1/health. */
   health(): Record<string, string>;
   close(): Promise<void>;
