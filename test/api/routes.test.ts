@@ -191,6 +191,9 @@ describe("POST /v1/generate", () => {
     const second = await json(await call("POST", "/v1/generate?format=complete", first.input));
     for (const path of Object.keys(first.files)) if (path !== ".env") expect(second.files[path], path).toBe(first.files[path]);
     expect(Object.keys(second.files)).toEqual(Object.keys(first.files));
+    // The whole export posted back works too.
+    const whole = await json(await call("POST", "/v1/generate", first));
+    expect(whole.files["docker-compose.yml"]).toBe(first.files["docker-compose.yml"]);
   });
 
   test("zip by query or Accept header", async () => {

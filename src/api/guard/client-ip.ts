@@ -41,6 +41,18 @@ function ipv6Hextets(ip: string): string[] | undefined {
 
 /** The counter key for an address: IPv4 as is (IPv4-mapped IPv6 unwrapped), IPv6 by its /64. */
 export function clientKey(ip: string): string {
+  let key = clientKeys.get(ip);
+  if (key === undefined) {
+    if (clientKeys.size >= 10_000) clientKeys.clear(); // bounded: a flood of addresses cannot grow it
+    clientKeys.set(ip, (key = computeClientKey(ip)));
+  }
+  return key;
+}
+
+/** Recent addresses and their keys (the same callers come back request after request). */
+const clientKeys = new Map<string, string>();
+
+function computeClientKey(ip: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   if (mapped) return mapped[1];
   if (!ip.includes(":")) return ip;

@@ -23,6 +23,8 @@ export type Bucket = keyof BucketLimits;
 
 /** `POST /v1/generate` (any spelling the router accepts) has its own bucket; everything else is standard. */
 export function bucketOf(method: string, path: string): Bucket {
+  if (method.length !== 4) return "standard"; // not POST in any case: skip the string work
+  if (path === "/v1/generate") return method.toUpperCase() === "POST" ? "generate" : "standard";
   const normalized = path.toLowerCase().replace(/\/{2,}/g, "/").replace(/\/+$/, "");
   return method.toUpperCase() === "POST" && normalized === "/v1/generate" ? "generate" : "standard";
 }

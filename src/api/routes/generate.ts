@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
-import { generateBundle } from "../../core/generate/index.ts";
+import { generateBundle, requestInput } from "../../core/generate/index.ts";
 import { zipBundle } from "../../core/bundle.ts";
 import { jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
@@ -19,7 +19,7 @@ export const generateRoutes = (catalog: Catalog) =>
         },
       });
     }
-    if (query.format === "complete") return { formatVersion: "1" as const, input: body as typeof input, files, metadata };
+    if (query.format === "complete") return { formatVersion: "1" as const, input: requestInput(body) as typeof input, files, metadata };
     return { files, metadata };
   }, {
     parse: jsonObjectBody("Invalid generation input"),

@@ -38,12 +38,19 @@ export interface Generated {
   stack: ResolvedStack;
 }
 
+/** The generation input of a body: itself, or the `input` of a whole `complete` export posted back. */
+export function requestInput(doc: Record<string, unknown>): Record<string, unknown> {
+  return typeof doc.formatVersion === "string" && typeof doc.input === "object" && doc.input !== null && !("projectName" in doc)
+    ? (doc.input as Record<string, unknown>)
+    : doc;
+}
+
 /** Parse and migrate a body (generation input or config document) into a checked GenerateRequest. */
 export function parseGenerateInput(body: unknown): GenerateRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
   }
-  const migrated = migrateConfig(body as Record<string, unknown>);
+  const migrated = migrateConfig(requestInput(body as Record<string, unknown>));
   const input = assertValid<GenerateRequest>(GenerateRequest, migrated, GENERATE_MESSAGE);
   if (!input.services?.length && !input.skillPacks?.length && !input.preset) {
     throw validationError(GENERATE_MESSAGE, [{ field: "services", message: "Select at least one service, skill pack or preset" }]);
