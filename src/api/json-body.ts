@@ -4,7 +4,7 @@ import { validationError } from "../errors.ts";
 
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
-export const jsonObjectBody = (message: string) => async ({ request }: { request: Request }) => {
+export const jsonObjectBody = (message: string, unwrap: (doc: Record<string, unknown>) => Record<string, unknown> = (d) => d) => async ({ request }: { request: Request }) => {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/(.+\+)?json\b/i.test(type)) {
     throw validationError(message, [{ field: "body", message: `Expected Content-Type application/json, received ${type.split(";")[0] || "none"}` }]);
@@ -19,5 +19,5 @@ export const jsonObjectBody = (message: string) => async ({ request }: { request
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw validationError(message, [{ field: "body", message: `Expected object, received ${kindOf(value)}` }]);
   }
-  return value;
+  return unwrap(value as Record<string, unknown>);
 };

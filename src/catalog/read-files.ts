@@ -23,8 +23,10 @@ export function readTextTree(dir: string): Record<string, string> {
  * The catalog under `dir`, parsed and fully checked at build time. A catalog that breaks its
  * schemas or references fails the build here, with every problem listed.
  */
-export function readCheckedCatalog(dir: string): Record<string, unknown> {
+export function readCheckedCatalog(dir: string): string {
   const files = readTextTree(dir);
   loadCatalog(files);
-  return preparse(files);
+  // JSON text rather than an object literal: the binary loads a string constant and parses it
+  // only when the catalog is first needed.
+  return JSON.stringify(preparse(files));
 }

@@ -7,7 +7,7 @@ import { StackgenError } from "../../errors.ts";
 import type { GuardConfig } from "./config.ts";
 import { corsHeaders, preflightHeaders } from "./cors.ts";
 import { SECURITY_HEADERS } from "./headers.ts";
-import { clientAddressOf, clientIpOf } from "./client-ip.ts";
+import { clientAddressOf, clientIpOf, clientKey } from "./client-ip.ts";
 import { createKeyRing } from "./keys.ts";
 import { MemoryStore } from "./memory-store.ts";
 import { RedisStore } from "./redis-store.ts";
@@ -125,13 +125,14 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     const id = requestIdFrom(request.headers.get("x-request-id"));
     const headers: Record<string, string> = { ...SECURITY_HEADERS, ...corsHeaders(config.corsOrigins, request.headers.get("origin")), "x-request-id": id };
     const address = clientAddressOf(request, config.trustProxy, server);
-    if (address) clients.set(request, address);
+    // Only the deploy relay asks who called (a WeakMap entry per request would cost every request).
+    if (address && path.startsWith("/v1/deploy")) clients.set(request, address);
     const finish = (response: Response) => {
       for (const name in headers) response.headers.set(name, headers[name]);
       log.request({ method: request.method, path, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId: id });
       return response;
     };
-    return settle(admit(request, path, clientIpOf(request, config.trustProxy, server), headers), (refused) =>
+    return settle(admit(request, path, clientKey(address ?? "unknown"), headers), (refused) =>
       refused ? finish(refused) : settle(next(request), finish));
   };
 

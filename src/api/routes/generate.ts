@@ -3,15 +3,16 @@ import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
 import { generateBundle, requestInput } from "../../core/generate/index.ts";
-import { zipBundle } from "../../core/bundle.ts";
 import { jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 
 export const generateRoutes = (catalog: Catalog) =>
-  new Elysia({ name: "generate-routes" }).post("/generate", ({ body, query, headers }) => {
+  new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers }) => {
     const { input, files, metadata } = generateBundle(body, catalog);
     const wantsZip = query.format === "zip" || (query.format === undefined && (headers.accept ?? "").includes("application/zip"));
     if (wantsZip) {
+      // fflate builds its tables when loaded: only pay for it when a ZIP is asked for.
+      const { zipBundle } = await import("../../core/bundle.ts");
       return new Response(zipBundle(input.projectName, files) as Uint8Array<ArrayBuffer>, {
         headers: {
           "content-type": "application/zip",
@@ -19,10 +20,11 @@ export const generateRoutes = (catalog: Catalog) =>
         },
       });
     }
-    if (query.format === "complete") return { formatVersion: "1" as const, input: requestInput(body) as typeof input, files, metadata };
+    if (query.format === "complete") return { formatVersion: "1" as const, input: body, files, metadata };
     return { files, metadata };
   }, {
-    parse: jsonObjectBody("Invalid generation input"),
+    // A whole `complete` export posted back is read through its `input`.
+    parse: jsonObjectBody("Invalid generation input", requestInput),
     body: GenerateRequest,
     query: GenerateQuery,
     response: { 400: ErrorBody, 409: ErrorBody, 500: ErrorBody },
