@@ -247,6 +247,15 @@ describe("input fields take effect", () => {
     expect(cfg).toMatchObject({ configVersion: 2, projectName: "t", services: ["postgresql", "n8n"], deploymentType: "bare-metal" });
   });
 
+  test("the cached JSON of the files is exactly JSON.stringify of the files", () => {
+    for (const body of [{ services: ["redis"] }, { preset: "devops", domain: "example.com" }, { services: ["n8n"], generateSecrets: false }]) {
+      const first = gen(body);
+      const again = gen(body); // served from the render cache
+      expect(first.filesJson()).toBe(JSON.stringify(first.files));
+      expect(again.filesJson()).toBe(JSON.stringify(again.files));
+    }
+  });
+
   test("generation is deterministic apart from secrets and generatedAt", () => {
     const a = generateBundle({ projectName: "d", preset: "researcher" }, catalog);
     const b = generateBundle({ projectName: "d", preset: "researcher" }, catalog);

@@ -8,7 +8,7 @@ import { Type } from "@sinclair/typebox";
 
 export const generateRoutes = (catalog: Catalog) =>
   new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers }) => {
-    const { input, files, metadata } = generateBundle(body, catalog);
+    const { input, files, metadata, filesJson } = generateBundle(body, catalog);
     const wantsZip = query.format === "zip" || (query.format === undefined && (headers.accept ?? "").includes("application/zip"));
     if (wantsZip) {
       // fflate builds its tables when loaded: only pay for it when a ZIP is asked for.
@@ -20,8 +20,12 @@ export const generateRoutes = (catalog: Catalog) =>
         },
       });
     }
-    if (query.format === "complete") return { formatVersion: "1" as const, input: body, files, metadata };
-    return { files, metadata };
+    // Serialized by hand around the cached JSON of the files: the same document as
+    // JSON.stringify({files, metadata}) at a fraction of the cost.
+    const head = query.format === "complete" ? `{"formatVersion":"1","input":${JSON.stringify(body)},` : "{";
+    return new Response(`${head}"files":${filesJson()},"metadata":${JSON.stringify(metadata)}}`, {
+      headers: { "content-type": "application/json; charset=utf-8" },
+    });
   }, {
     // A whole `complete` export posted back is read through its `input`.
     parse: jsonObjectBody("Invalid generation input", requestInput),

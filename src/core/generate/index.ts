@@ -36,6 +36,8 @@ export interface Generated {
   files: FileMap;
   metadata: GenerateMetadata;
   stack: ResolvedStack;
+  /** `files` as JSON text, built from a cached serialization of everything but `.env`. */
+  filesJson(): string;
 }
 
 /** The generation input of a body: itself, or the `input` of a whole `complete` export posted back. */
@@ -62,6 +64,8 @@ export function parseGenerateInput(body: unknown): GenerateRequest {
 interface Rendered {
   ctx: GenContext;
   files: FileMap;
+  /** `files` serialized as JSON members (no braces), made once: escaping 30 KB of text is slow. */
+  filesMembers?: string;
 }
 
 /** Recently rendered bundles per catalog, keyed by their normalized input (LRU). */
@@ -107,7 +111,10 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     projectName: input.projectName,
     stackgenVersion: VERSION,
   };
-  return { input, files: { ".env": envFile({ ...ctx, variables }), ...files }, metadata, stack };
+  const env = envFile({ ...ctx, variables });
+  const cached = rendered;
+  const filesJson = () => `{".env":${JSON.stringify(env)},${(cached.filesMembers ??= JSON.stringify(files).slice(1, -1))}}`;
+  return { input, files: { ".env": env, ...files }, metadata, stack, filesJson };
 }
 
 /** Resolve and run every generator except `.env`'s; refuses a conflicting selection. */
