@@ -60,12 +60,16 @@ export const deployRoutes = (catalog: Catalog, policy: DeployPolicy, fetchImpl?:
   }, {
     parse: jsonObjectBody("Invalid deploy request"),
     body: DeployRequest,
-    response: { 400: ErrorBody, 403: ErrorBody, 409: ErrorBody },
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",
       description: "Streams NDJSON: one `{type:\"step\", step, status, detail?}` line per deploy step, then `{type:\"result\", result}` " +
         "(or `{type:\"error\", error}`). Allowed for loopback clients and requests with a valid X-API-Key unless the server sets ALLOW_REMOTE_DEPLOY=true; otherwise 403 FORBIDDEN.",
       tags: ["stacks"],
-      responses: { 200: { description: "NDJSON stream of deploy steps ending with the result", content: { "application/x-ndjson": { schema: { type: "string" } } } } } as never,
+      responses: {
+        200: { description: "NDJSON stream of deploy steps ending with the result", content: { "application/x-ndjson": { schema: { type: "string" } } } },
+        400: { description: "VALIDATION_ERROR (bad request, unknown provider, unusable URL)", content: { "application/json": { schema: ErrorBody } } },
+        403: { description: "FORBIDDEN: not loopback, no valid key, and ALLOW_REMOTE_DEPLOY is not true", content: { "application/json": { schema: ErrorBody } } },
+        409: { description: "CONFLICT_ERROR: the selection has conflicts", content: { "application/json": { schema: ErrorBody } } },
+      } as never,
     },
   });

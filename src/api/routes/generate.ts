@@ -31,7 +31,6 @@ export const generateRoutes = (catalog: Catalog) =>
     parse: jsonObjectBody("Invalid generation input", requestInput),
     body: GenerateRequest,
     query: GenerateQuery,
-    response: { 400: ErrorBody, 409: ErrorBody, 500: ErrorBody },
     detail: {
       summary: "Generate a stack bundle",
       description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). A conflicting selection is 409 CONFLICT_ERROR.",
@@ -45,6 +44,9 @@ export const generateRoutes = (catalog: Catalog) =>
             "application/zip": { schema: { type: "string", format: "binary" } },
           },
         },
+        400: { description: "VALIDATION_ERROR naming each offending field", content: { "application/json": { schema: ErrorBody } } },
+        409: { description: "CONFLICT_ERROR: the selection has conflicts", content: { "application/json": { schema: ErrorBody } } },
+        500: { description: "GENERATION_ERROR", content: { "application/json": { schema: ErrorBody } } },
       } as never,
     },
   });

@@ -8,10 +8,14 @@ export const validateRoutes = (catalog: Catalog) =>
   new Elysia({ name: "validate-routes" }).post("/validate", ({ body }) => validateSelection(body, catalog), {
     parse: jsonObjectBody("Invalid request body"),
     body: ValidateRequest,
-    response: { 200: ValidateResponse, 400: ErrorBody },
     detail: {
       summary: "Validate a selection",
       description: "Resolves dependencies, detects conflicts and port clashes, estimates memory. Conflicts still answer 200 with valid: false.",
       tags: ["stacks"],
+      // Documented here rather than as a response schema, which Elysia would re-check on every answer.
+      responses: {
+        200: { description: "The verdict (a conflict is still 200, with valid: false)", content: { "application/json": { schema: ValidateResponse } } },
+        400: { description: "VALIDATION_ERROR naming each offending field", content: { "application/json": { schema: ErrorBody } } },
+      } as never,
     },
   });
