@@ -25,6 +25,7 @@ export type Bucket = keyof BucketLimits;
 export function bucketOf(method: string, path: string): Bucket {
   if (method.length !== 4) return "standard"; // not POST in any case: skip the string work
   if (path === "/v1/generate") return method.toUpperCase() === "POST" ? "generate" : "standard";
+  if (!/generate/i.test(path)) return "standard";
   const normalized = path.toLowerCase().replace(/\/{2,}/g, "/").replace(/\/+$/, "");
   return method.toUpperCase() === "POST" && normalized === "/v1/generate" ? "generate" : "standard";
 }

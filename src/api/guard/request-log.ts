@@ -30,7 +30,11 @@ export function createGuardLog(level: LogLevel, sink: LogSink = stdoutSink): Gua
     sink(JSON.stringify({ time: new Date().toISOString(), level: lineLevel, ...fields }) + "\n");
   };
   return {
-    request: (line) => emit(line.status >= 500 ? "error" : "info", { msg: "request", ...line, path: line.path.slice(0, MAX_PATH_CHARS) }),
+    request: (line) => {
+      const lineLevel = line.status >= 500 ? "error" : "info";
+      if (RANK[lineLevel] > RANK[level]) return; // dropped: build nothing
+      emit(lineLevel, { msg: "request", ...line, path: line.path.slice(0, MAX_PATH_CHARS) });
+    },
     event: (lineLevel, message, fields) => emit(lineLevel, { msg: message, ...fields }),
   };
 }

@@ -8,6 +8,7 @@ import { toSelection, type Selection } from "../check-input.ts";
 import { migrateConfig } from "../migrate.ts";
 import { resolve, type ResolvedStack } from "../resolve.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
+import type { Variable } from "../../schema/catalog.ts";
 import { cryptoSecrets, type SecretSource } from "./secrets.ts";
 import { collectVariables } from "./variables.ts";
 import { composeFile } from "./compose.ts";
@@ -66,7 +67,13 @@ interface Rendered {
   files: FileMap;
   /** `files` serialized as JSON members (no braces), made once: escaping 30 KB of text is slow. */
   filesMembers?: string;
+  /** `.env` split around its secret values: `parts[0] + secret0 + parts[1] + ...`. */
+  envParts: string[];
+  envSecrets: Variable[];
 }
+
+/** Marks where a secret value goes in the `.env` template (plain characters: never quoted, never generated). */
+const SECRET_MARK = "@@stackgen-secret@@";
 
 /** Recently rendered bundles per catalog, keyed by their normalized input (LRU). */
 const CACHE_SIZE = 64;
@@ -98,8 +105,13 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
   cache.set(key, rendered);
   if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
 
-  const { ctx, files } = rendered;
-  const variables = collectVariables(ctx.stack.services, ctx.stack.core, opts, options.secrets ?? cryptoSecrets);
+  const { ctx, files, envParts, envSecrets } = rendered;
+  const source = options.secrets ?? cryptoSecrets;
+  let env = envParts[0];
+  for (let i = 0; i < envSecrets.length; i++) {
+    const v = envSecrets[i];
+    env += (opts.generateSecrets ? source(v.name, v.format ?? "alnum", v.length ?? 32) : "") + envParts[i + 1];
+  }
   const stack = ctx.stack;
   const metadata: GenerateMetadata = {
     generatedAt: (options.now?.() ?? new Date()).toISOString(),
@@ -111,7 +123,6 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     projectName: input.projectName,
     stackgenVersion: VERSION,
   };
-  const env = envFile({ ...ctx, variables });
   const cached = rendered;
   const filesJson = () => `{".env":${JSON.stringify(env)},${(cached.filesMembers ??= JSON.stringify(files).slice(1, -1))}}`;
   return { input, files: { ".env": env, ...files }, metadata, stack, filesJson };
@@ -149,7 +160,10 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
     ...readmeFile(ctx),
   };
   Object.assign(files, configFile(ctx, files));
-  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])) };
+  // Secrets are alphanumeric or hex, so they go into the template unquoted.
+  const envSecrets = ctx.variables.filter((v) => v.secret);
+  const envParts = envFile({ ...ctx, variables: ctx.variables.map((v) => (v.secret ? { ...v, value: SECRET_MARK } : v)) }).split(SECRET_MARK);
+  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets };
 }
 
 /** Debian's PostgreSQL has no pgvector: a stack whose databases need extensions keeps it in a container. */

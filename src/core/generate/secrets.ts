@@ -10,12 +10,14 @@ const HEX = "0123456789abcdef";
 export const cryptoSecrets: SecretSource = (_name, format, length) => {
   const alphabet = format === "hex" ? HEX : ALNUM;
   const limit = 256 - (256 % alphabet.length);
-  let out = "";
-  while (out.length < length) {
+  const chars: number[] = [];
+  while (chars.length < length) {
     const bytes = crypto.getRandomValues(new Uint8Array(length * 2));
-    for (const b of bytes) if (b < limit && out.length < length) out += alphabet[b % alphabet.length];
+    for (let i = 0; i < bytes.length && chars.length < length; i++) {
+      if (bytes[i] < limit) chars.push(alphabet.charCodeAt(bytes[i] % alphabet.length));
+    }
   }
-  return out;
+  return String.fromCharCode(...chars);
 };
 
 /** Deterministic values derived from the variable name (tests and golden bundles only). */
