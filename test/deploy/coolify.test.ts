@@ -3,33 +3,11 @@ import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import type { DeployStep } from "../../src/deploy/types.ts";
 import { CoolifyFake, usableServer } from "./fakes/coolify-fake.ts";
-import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT } from "./fixtures.ts";
+import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
-let fakes: CoolifyFake[] = [];
-
-async function startFake(options?: ConstructorParameters<typeof CoolifyFake>[0]): Promise<CoolifyFake> {
-  const fake = await new CoolifyFake(options).start();
-  fakes.push(fake);
-  return fake;
-}
-
-afterEach(async () => {
-  for (const fake of fakes) await fake.stop();
-  fakes = [];
-});
-
-function options(fake: CoolifyFake, overrides: Partial<DeployOptions> = {}): DeployOptions {
-  return {
-    provider: "coolify",
-    url: overrides.url ?? fake.url,
-    apiKey: fake.token,
-    projectName: PROJECT,
-    composeYaml: COMPOSE,
-    envText: ENV_TEXT,
-    files: FILES,
-    ...overrides,
-  };
-}
+const track = trackFakes<CoolifyFake>();
+const startFake = (options?: ConstructorParameters<typeof CoolifyFake>[0]) => track(new CoolifyFake(options));
+const options = (fake: CoolifyFake, overrides: Partial<DeployOptions> = {}) => fixtureOptions("coolify", overrides.url ?? fake.url, fake.token, overrides);
 
 const CREATE_SEQUENCE = [
   "GET /version",

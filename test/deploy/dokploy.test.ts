@@ -2,33 +2,11 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import { DokployFake } from "./fakes/dokploy-fake.ts";
-import { COMPOSE, ENV_TEXT, FILES, PROJECT } from "./fixtures.ts";
+import { COMPOSE, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
-let fakes: DokployFake[] = [];
-
-async function startFake(options?: ConstructorParameters<typeof DokployFake>[0]): Promise<DokployFake> {
-  const fake = await new DokployFake(options).start();
-  fakes.push(fake);
-  return fake;
-}
-
-afterEach(async () => {
-  for (const fake of fakes) await fake.stop();
-  fakes = [];
-});
-
-function options(fake: DokployFake, overrides: Partial<DeployOptions> = {}): DeployOptions {
-  return {
-    provider: "dokploy",
-    url: overrides.url ?? fake.url,
-    apiKey: fake.apiKey,
-    projectName: PROJECT,
-    composeYaml: COMPOSE,
-    envText: ENV_TEXT,
-    files: FILES,
-    ...overrides,
-  };
-}
+const track = trackFakes<DokployFake>();
+const startFake = (options?: ConstructorParameters<typeof DokployFake>[0]) => track(new DokployFake(options));
+const options = (fake: DokployFake, overrides: Partial<DeployOptions> = {}) => fixtureOptions("dokploy", overrides.url ?? fake.url, fake.apiKey, overrides);
 
 const CREATE_SEQUENCE = [
   "GET /settings.getDokployVersion",

@@ -1,5 +1,7 @@
 // A small bundle in the shape stackgen generates (CONTRACT §4), used by the deploy tests.
+import { afterEach } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import type { DeployOptions } from "../../src/deploy/index.ts";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -68,4 +70,22 @@ export function writeBundle(options: { withStackgenJson?: boolean; withEnv?: boo
     writeFileSync(path.join(dir, "stackgen.json"), JSON.stringify({ configVersion: 2, projectName: PROJECT, services: ["postgres", "caddy", "prometheus"] }));
   }
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Fakes started by one test file; each is stopped after the test that started it. */
+export function trackFakes<F extends { start(): Promise<F>; stop(): Promise<void> }>(): (fake: F) => Promise<F> {
+  let running: F[] = [];
+  afterEach(async () => {
+    for (const fake of running) await fake.stop();
+    running = [];
+  });
+  return async (fake) => {
+    running.push(await fake.start());
+    return fake;
+  };
+}
+
+/** Deploy options for the fixture bundle against `url` with `apiKey`. */
+export function fixtureOptions(provider: "coolify" | "dokploy", url: string, apiKey: string, overrides: Partial<DeployOptions> = {}): DeployOptions {
+  return { provider, url, apiKey, projectName: PROJECT, composeYaml: COMPOSE, envText: ENV_TEXT, files: FILES, ...overrides };
 }
