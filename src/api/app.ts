@@ -5,13 +5,12 @@ import { openapi } from "@elysiajs/openapi";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
 import { Health } from "../schema/api.ts";
-import { toErrorReply } from "./errors.ts";
+import { errorBodyFor, toErrorReply } from "./errors.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { deployRoutes, type DeployPolicy } from "./routes/deploy.ts";
-import { socketAddressOf } from "./guard/client-ip.ts";
 import { guardPlugin, type Guard } from "./guard/index.ts";
 
 export interface AppOptions {
@@ -33,7 +32,8 @@ export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string
   const allowRemote = env.ALLOW_REMOTE_DEPLOY === "true";
   return (request) => {
     if (allowRemote || guard?.hasValidKey(request)) return true;
-    const client = guard ? guard.clientOf(request) : socketAddressOf(request);
+    // Without a guard (app.handle alone) the caller's address is unknown: never loopback.
+    const client = guard?.clientOf(request);
     return client !== undefined && LOOPBACK.test(client);
   };
 }
@@ -56,9 +56,7 @@ export function createApp(options: AppOptions = {}) {
       const reply = toErrorReply(code, error, path);
       set.status = reply.status;
       set.headers["content-type"] = "application/json";
-      // /v1/skills keeps the reference tool's flat error shape (SPEC §7).
-      if (path.replace(/\/+$/, "") === "/v1/skills") return { error: reply.body.error.message, code: reply.body.error.code };
-      return reply.body;
+      return errorBodyFor(path, reply.body.error);
     })
     .use(guardPlugin(options.guard))
     .use(openapi({

@@ -8,6 +8,11 @@ export interface ErrorReply {
   body: { error: { code: string; message: string; details?: { field: string; message: string }[] } };
 }
 
+/** The body of an error answer at `path`: the SPEC shape, or the flat one /v1/skills keeps (SPEC §7). */
+export function errorBodyFor(path: string, error: ErrorReply["body"]["error"]) {
+  return path.replace(/\/+$/, "") === "/v1/skills" ? { error: error.message, code: error.code } : { error };
+}
+
 const MESSAGES: Record<string, string> = { "/v1/generate": "Invalid generation input", "/v1/deploy": "Invalid deploy request" };
 
 export function toErrorReply(code: string | number, error: unknown, path: string): ErrorReply {

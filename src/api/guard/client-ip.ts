@@ -2,17 +2,7 @@
 // entry), reduced to the unit a client cannot cheaply multiply (an IPv6 /64).
 import type { Server } from "bun";
 
-/** Socket addresses noted by the listeners before `app.handle` (the app itself never sees the socket). */
-const socketAddresses = new WeakMap<Request, string>();
-
-export function noteClientAddress(request: Request, server: Pick<Server<unknown>, "requestIP"> | undefined): void {
-  const address = server?.requestIP(request)?.address;
-  if (address) socketAddresses.set(request, address);
-}
-
-export function socketAddressOf(request: Request, server?: Pick<Server<unknown>, "requestIP"> | null): string | undefined {
-  return socketAddresses.get(request) ?? server?.requestIP(request)?.address ?? undefined;
-}
+export type AddressSource = Pick<Server<unknown>, "requestIP">;
 
 const IP_TEXT = /^[0-9A-Fa-f:.]{2,45}$/;
 
@@ -61,20 +51,7 @@ function computeClientKey(ip: string): string {
 }
 
 /** The caller's address as given: the socket's, or behind a trusted proxy the forwarded one. */
-export function clientAddressOf(
-  request: Request,
-  trustProxy: boolean,
-  server?: Pick<Server<unknown>, "requestIP"> | null,
-): string | undefined {
+export function clientAddressOf(request: Request, trustProxy: boolean, server?: AddressSource | null): string | undefined {
   const forwarded = trustProxy ? forwardedClient(request.headers.get("x-forwarded-for")) : undefined;
-  return forwarded ?? socketAddressOf(request, server);
-}
-
-/** The rate-limit unit of the caller (see clientKey). */
-export function clientIpOf(
-  request: Request,
-  trustProxy: boolean,
-  server?: Pick<Server<unknown>, "requestIP"> | null,
-): string {
-  return clientKey(clientAddressOf(request, trustProxy, server) ?? "unknown");
+  return forwarded ?? server?.requestIP(request)?.address ?? undefined;
 }

@@ -4,10 +4,11 @@
 // Its Elysia plugin enforces the body limit on bodies without Content-Length while parsing.
 import { Elysia } from "elysia";
 import { StackgenError } from "../../errors.ts";
+import { errorBodyFor } from "../errors.ts";
 import type { GuardConfig } from "./config.ts";
 import { corsHeaders, preflightHeaders } from "./cors.ts";
 import { SECURITY_HEADERS } from "./headers.ts";
-import { clientAddressOf, clientIpOf, clientKey } from "./client-ip.ts";
+import { clientAddressOf, clientKey, type AddressSource } from "./client-ip.ts";
 import { createKeyRing } from "./keys.ts";
 import { MemoryStore } from "./memory-store.ts";
 import { RedisStore } from "./redis-store.ts";
@@ -15,7 +16,6 @@ import { bucketOf, quotaFor, verdictOf, type CounterStore } from "./ratelimit.ts
 import { createGuardLog, pathOf, requestIdFrom, type GuardLog, type LogSink } from "./request-log.ts";
 
 export { readGuardConfig, guardConfig, DEFAULT_GUARD_CONFIG, MAX_BODY_BYTES, type GuardConfig } from "./config.ts";
-export { noteClientAddress } from "./client-ip.ts";
 export { withSecurityHeaders, SECURITY_HEADERS } from "./headers.ts";
 export type { CounterStore } from "./ratelimit.ts";
 
@@ -47,7 +47,7 @@ export interface Guard {
  *  that declared sizes in between still get the JSON 413; bodies are never read past the limit. */
 export const transportBodyLimit = (config: GuardConfig) => config.maxBodyBytes * 4;
 
-type GuardServer = Parameters<typeof clientIpOf>[2];
+type GuardServer = AddressSource | null;
 
 /** True once a body without Content-Length proves longer than `limit` (read from a clone, then dropped). */
 async function bodyExceeds(request: Request, limit: number): Promise<boolean> {
@@ -83,11 +83,8 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
   const withValidKey = new WeakSet<Request>();
   const clients = new WeakMap<Request, string>();
 
-  /** Guard refusals use the SPEC body; /v1/skills keeps its flat shape (SPEC §7). */
-  const refusal = (path: string, status: number, code: string, message: string) => {
-    const body = path.replace(/\/+$/, "") === "/v1/skills" ? { error: message, code } : { error: { code, message } };
-    return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
-  };
+  const refusal = (path: string, status: number, code: string, message: string) =>
+    new Response(JSON.stringify(errorBodyFor(path, { code, message })), { status, headers: { "content-type": "application/json" } });
 
   /** Keys, limits and declared size; a Response when the request is refused, else undefined. */
   const admit = (request: Request, path: string, client: string, headers: Record<string, string>): Response | undefined | Promise<Response | undefined> => {
