@@ -5,6 +5,7 @@ import type { Catalog } from "../catalog/index.ts";
 import type { CatalogService, Port } from "../schema/catalog.ts";
 import type { AddedDependency, Conflict, ValidateResponse, Warning } from "../schema/api.ts";
 import type { Selection } from "./check-input.ts";
+import { catalogMemo } from "./memo.ts";
 
 export const HIGH_MEMORY_MB = 4096;
 /** Host ports that cannot move: the proxy's HTTP(S) entry points and DNS. */
@@ -27,20 +28,11 @@ export interface ResolvedStack extends ValidateResponse {
 }
 
 /** Recent verdicts per catalog (LRU): resolve is pure, and the same selections come back often. */
-const RESOLVE_CACHE_SIZE = 256;
-const resolveCache = new WeakMap<Catalog, Map<string, ResolvedStack>>();
+const recentVerdicts = catalogMemo<ResolvedStack>(256);
 
 /** `resolveUncached` with memory. The result is shared between callers: treat it as read-only. */
 export function resolve(selection: Selection, catalog: Catalog): ResolvedStack {
-  let cache = resolveCache.get(catalog);
-  if (!cache) resolveCache.set(catalog, (cache = new Map()));
-  const key = JSON.stringify(selection);
-  let stack = cache.get(key);
-  if (stack) cache.delete(key);
-  else stack = resolveUncached(selection, catalog);
-  cache.set(key, stack);
-  if (cache.size > RESOLVE_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  return stack;
+  return recentVerdicts(catalog, JSON.stringify(selection), () => resolveUncached(selection, catalog));
 }
 
 export function resolveUncached(selection: Selection, catalog: Catalog): ResolvedStack {

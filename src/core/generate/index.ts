@@ -7,6 +7,7 @@ import { VERSION } from "../../version.ts";
 import { toSelection, type Selection } from "../check-input.ts";
 import { migrateConfig } from "../migrate.ts";
 import { resolve, type ResolvedStack } from "../resolve.ts";
+import { catalogMemo } from "../memo.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
 import type { Variable } from "../../schema/catalog.ts";
 import { cryptoSecrets, type SecretSource } from "./secrets.ts";
@@ -76,8 +77,7 @@ interface Rendered {
 const SECRET_MARK = "@@stackgen-secret@@";
 
 /** Recently rendered bundles per catalog, keyed by their normalized input (LRU). */
-const CACHE_SIZE = 64;
-const renderCache = new WeakMap<Catalog, Map<string, Rendered>>();
+const recentRenders = catalogMemo<Rendered>(64);
 
 export function generateBundle(body: unknown, catalog: Catalog, options: GenerateOptions = {}): Generated {
   const input = parseGenerateInput(body);
@@ -96,14 +96,8 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
   };
   // Rendering (YAML above all) is the expensive part and depends only on the input, so identical
   // requests reuse it; secrets, and therefore .env, are new on every call.
-  let cache = renderCache.get(catalog);
-  if (!cache) renderCache.set(catalog, (cache = new Map()));
   const key = JSON.stringify([opts, selection.services, selection.platform]);
-  let rendered = cache.get(key);
-  if (rendered) cache.delete(key);
-  else rendered = render(opts, selection, catalog);
-  cache.set(key, rendered);
-  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  const rendered = recentRenders(catalog, key, () => render(opts, selection, catalog));
 
   const { ctx, files, envParts, envSecrets } = rendered;
   const source = options.secrets ?? cryptoSecrets;
@@ -123,8 +117,7 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     projectName: input.projectName,
     stackgenVersion: VERSION,
   };
-  const cached = rendered;
-  const filesJson = () => `{".env":${JSON.stringify(env)},${(cached.filesMembers ??= JSON.stringify(files).slice(1, -1))}}`;
+  const filesJson = () => `{".env":${JSON.stringify(env)},${(rendered.filesMembers ??= JSON.stringify(files).slice(1, -1))}}`;
   return { input, files: { ".env": env, ...files }, metadata, stack, filesJson };
 }
 
