@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { unzipSync, strFromU8 } from "fflate";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
-import { fixedSecrets } from "../../src/core/generate/secrets.ts";
+import { cryptoSecrets, fixedSecrets } from "../../src/core/generate/secrets.ts";
 import { zipBundle } from "../../src/core/bundle.ts";
 import { escapeDollars } from "../../src/core/generate/compose.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
@@ -155,6 +155,27 @@ describe("input fields take effect", () => {
     } finally {
       Math.random = original;
     }
+  });
+
+  test("the CSPRNG source: exact lengths, only its alphabet, no value twice, every character about equally often", () => {
+    // 3,000 values cross the 4 KiB block the source draws at a time many times over.
+    const counts = new Map<string, number>();
+    const seen = new Set<string>();
+    for (let i = 0; i < 3000; i++) {
+      const format = i % 3 === 0 ? "hex" : "alnum";
+      const length = 16 + (i % 40);
+      const value = cryptoSecrets("X", format, length);
+      expect(value).toHaveLength(length);
+      expect(value).toMatch(format === "hex" ? /^[0-9a-f]+$/ : /^[A-Za-z0-9]+$/);
+      expect(seen.has(value)).toBe(false);
+      seen.add(value);
+      if (format === "alnum") for (const c of value) counts.set(c, (counts.get(c) ?? 0) + 1);
+    }
+    // ~71,000 alnum characters: each of the 62 is expected ~1,150 times; a biased or stuck
+    // source lands far outside ±25 %.
+    expect(counts.size).toBe(62);
+    const mean = [...counts.values()].reduce((a, b) => a + b, 0) / 62;
+    for (const n of counts.values()) expect(Math.abs(n - mean) / mean).toBeLessThan(0.25);
   });
 
   test("generateSecrets false leaves secrets empty and compose fails fast on them", () => {

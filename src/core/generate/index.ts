@@ -66,11 +66,12 @@ export function parseGenerateInput(body: unknown): GenerateRequest {
 interface Rendered {
   ctx: GenContext;
   files: FileMap;
-  /** `files` serialized as JSON members (no braces), made once: escaping 30 KB of text is slow. */
-  filesMembers?: string;
   /** `.env` split around its secret values: `parts[0] + secret0 + parts[1] + ...`. */
   envParts: string[];
   envSecrets: Variable[];
+  /** JSON of `{".env": ..., ...files}` split the same way, made on first use: escaping 30 KB of
+   *  text per request would cost more than generating. Secrets need no escaping (alnum/hex). */
+  filesJsonParts?: string[];
 }
 
 /** Marks where a secret value goes in the `.env` template (plain characters: never quoted, never generated). */
@@ -101,11 +102,7 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
 
   const { ctx, files, envParts, envSecrets } = rendered;
   const source = options.secrets ?? cryptoSecrets;
-  let env = envParts[0];
-  for (let i = 0; i < envSecrets.length; i++) {
-    const v = envSecrets[i];
-    env += (opts.generateSecrets ? source(v.name, v.format ?? "alnum", v.length ?? 32) : "") + envParts[i + 1];
-  }
+  const secrets = envSecrets.map((v) => (opts.generateSecrets ? source(v.name, v.format ?? "alnum", v.length ?? 32) : ""));
   const stack = ctx.stack;
   const metadata: GenerateMetadata = {
     generatedAt: (options.now?.() ?? new Date()).toISOString(),
@@ -117,8 +114,33 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
     projectName: input.projectName,
     stackgenVersion: VERSION,
   };
-  const filesJson = () => `{".env":${JSON.stringify(env)},${(rendered.filesMembers ??= JSON.stringify(files).slice(1, -1))}}`;
-  return { input, files: { ".env": env, ...files }, metadata, stack, filesJson };
+  let all: FileMap | undefined;
+  return {
+    input,
+    metadata,
+    stack,
+    // Built on first use: the JSON answer never needs the object.
+    get files() {
+      return (all ??= { ".env": interleave(envParts, secrets), ...files });
+    },
+    filesJson: () => interleave((rendered.filesJsonParts ??= filesJsonParts(envParts, files)), secrets),
+  };
+}
+
+/** `parts[0] + values[0] + parts[1] + ... + parts[n]`. */
+function interleave(parts: string[], values: string[]): string {
+  let out = parts[0];
+  for (let i = 0; i < values.length; i++) out += values[i] + parts[i + 1];
+  return out;
+}
+
+/** The JSON text of `{".env": env, ...files}` cut where the secrets of `.env` go. */
+function filesJsonParts(envParts: string[], files: FileMap): string[] {
+  const inner = envParts.map((part) => JSON.stringify(part).slice(1, -1));
+  inner[0] = `{".env":"${inner[0]}`;
+  const members = JSON.stringify(files).slice(1, -1);
+  inner[inner.length - 1] += members ? `",${members}}` : `"}`;
+  return inner;
 }
 
 /** Resolve and run every generator except `.env`'s; refuses a conflicting selection. */

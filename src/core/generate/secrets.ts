@@ -6,18 +6,28 @@ export type SecretSource = (name: string, format: SecretFormat, length: number) 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX = "0123456789abcdef";
 
+/** CSPRNG bytes fetched in blocks: one getRandomValues call per block, not per secret. Every byte
+ *  is used once, then the block is refilled. */
+const pool = new Uint8Array(4096);
+let poolAt = pool.length;
+function randomByte(): number {
+  if (poolAt === pool.length) {
+    crypto.getRandomValues(pool);
+    poolAt = 0;
+  }
+  return pool[poolAt++];
+}
+
 /** Uniform characters from crypto.getRandomValues (rejection sampling, no modulo bias). */
 export const cryptoSecrets: SecretSource = (_name, format, length) => {
   const alphabet = format === "hex" ? HEX : ALNUM;
   const limit = 256 - (256 % alphabet.length);
-  const chars: number[] = [];
-  while (chars.length < length) {
-    const bytes = crypto.getRandomValues(new Uint8Array(length * 2));
-    for (let i = 0; i < bytes.length && chars.length < length; i++) {
-      if (bytes[i] < limit) chars.push(alphabet.charCodeAt(bytes[i] % alphabet.length));
-    }
+  let out = "";
+  while (out.length < length) {
+    const byte = randomByte();
+    if (byte < limit) out += alphabet[byte % alphabet.length];
   }
-  return String.fromCharCode(...chars);
+  return out;
 };
 
 /** Deterministic values derived from the variable name (tests and golden bundles only). */
