@@ -11,7 +11,7 @@ import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { deployRoutes, type DeployPolicy } from "./routes/deploy.ts";
-import { guardPlugin, type Guard } from "./guard/index.ts";
+import { MAX_BODY_BYTES, type Guard } from "./guard/index.ts";
 
 export interface AppOptions {
   catalog?: Catalog;
@@ -40,15 +40,16 @@ export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string
 
 export function createApp(options: AppOptions = {}) {
   const catalog = options.catalog ?? getCatalog();
+  const maxBodyBytes = options.guard?.config.maxBodyBytes ?? MAX_BODY_BYTES;
   const v1 = new Elysia({ prefix: "/v1" })
     .get("/health", () => ({ status: "ok", version: VERSION, ...(options.healthExtra?.() ?? {}) }), {
       response: { 200: Health },
       detail: { summary: "Health and version", tags: ["meta"] },
     })
     .use(catalogRoutes(catalog))
-    .use(validateRoutes(catalog))
-    .use(generateRoutes(catalog))
-    .use(deployRoutes(catalog, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
+    .use(validateRoutes(catalog, maxBodyBytes))
+    .use(generateRoutes(catalog, maxBodyBytes))
+    .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
     .use(docsRoutes);
 
   return new Elysia()
@@ -58,7 +59,6 @@ export function createApp(options: AppOptions = {}) {
       set.headers["content-type"] = "application/json";
       return errorBodyFor(path, reply.body.error);
     })
-    .use(guardPlugin(options.guard))
     .use(openapi({
       path: "/v1/openapi",
       specPath: "/v1/openapi.json",

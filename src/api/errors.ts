@@ -18,7 +18,9 @@ const MESSAGES: Record<string, string> = { "/v1/generate": "Invalid generation i
 export function toErrorReply(code: string | number, error: unknown, path: string): ErrorReply {
   const reply = (status: number, c: string, message: string, details?: { field: string; message: string }[]) =>
     ({ status, body: { error: { code: c, message, ...(details ? { details } : {}) } } });
-  if (error instanceof StackgenError) return reply(error.status, error.code, error.message, error.details);
+  // Elysia wraps what a parse hook throws (our body reader's 400s and 413s) in a ParseError.
+  const own = error instanceof StackgenError ? error : (error as { cause?: unknown })?.cause;
+  if (own instanceof StackgenError) return reply(own.status, own.code, own.message, own.details);
   if (code === "VALIDATION" && error instanceof ValidationError) {
     const root = error.type === "query" ? "query" : error.type === "params" ? "params" : "body";
     const details = toFieldIssues(error.all as never, root);

@@ -1,15 +1,26 @@
 // Request bodies are JSON objects. Elysia would quietly coerce a string, an array or a
 // text/plain body into `{}`, so routes parse with this instead: anything else is a 400.
-import { validationError } from "../errors.ts";
+// The size limit is checked here too, where the body is read: a declared Content-Length was
+// already checked by the guard, but a chunked body only shows its size once read (Bun.serve's
+// own cap, a multiple of the limit, bounds what is buffered).
+import { StackgenError, validationError } from "../errors.ts";
 
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+const JSON_TYPE = /^application\/(.+\+)?json\b/i;
 
-export const jsonObjectBody = (message: string, unwrap: (doc: Record<string, unknown>) => Record<string, unknown> = (d) => d) => async ({ request }: { request: Request }) => {
+export const tooLarge = (maxBytes: number) =>
+  new StackgenError("PAYLOAD_TOO_LARGE", `Request body is larger than ${maxBytes} bytes.`, 413);
+
+type Unwrap = (doc: Record<string, unknown>) => Record<string, unknown>;
+
+/** The body of `request` as a JSON object, or a VALIDATION_ERROR (400) / PAYLOAD_TOO_LARGE (413). */
+export async function readJsonObject(request: Request, message: string, maxBytes: number, unwrap?: Unwrap): Promise<Record<string, unknown>> {
   const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/(.+\+)?json\b/i.test(type)) {
+  if (!JSON_TYPE.test(type)) {
     throw validationError(message, [{ field: "body", message: `Expected Content-Type application/json, received ${type.split(";")[0] || "none"}` }]);
   }
   const text = await request.text();
+  if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) throw tooLarge(maxBytes);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -19,5 +30,9 @@ export const jsonObjectBody = (message: string, unwrap: (doc: Record<string, unk
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw validationError(message, [{ field: "body", message: `Expected object, received ${kindOf(value)}` }]);
   }
-  return unwrap(value as Record<string, unknown>);
-};
+  return unwrap ? unwrap(value as Record<string, unknown>) : (value as Record<string, unknown>);
+}
+
+/** An Elysia `parse` hook reading the body with `readJsonObject`. */
+export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap) => ({ request }: { request: Request }) =>
+  readJsonObject(request, message, maxBytes, unwrap);

@@ -2,7 +2,9 @@
 // UI and answers the same /v1 routes so the page can use relative URLs.
 import type { Server } from "bun";
 import { createApp, type AppOptions } from "./app.ts";
-import { createGuard, readGuardConfig, transportBodyLimit, type GuardConfig } from "./guard/index.ts";
+import { createGuard, readGuardConfig, transportBodyLimit, type GuardConfig, type Next } from "./guard/index.ts";
+import { hotRoutes } from "./hot-routes.ts";
+import { getCatalog } from "../catalog/index.ts";
 import { startUiPageServer } from "./guard/ui-page.ts";
 import uiPage from "../web/index.html";
 
@@ -19,8 +21,10 @@ export interface ServeOptions extends AppOptions {
 export function startServers(options: ServeOptions) {
   const guard = options.guard ?? createGuard(options.guardConfig ?? readGuardConfig(process.env));
   const app = createApp({ ...options, guard, healthExtra: () => ({ ...guard.health(), ...(options.healthExtra?.() ?? {}) }) });
+  const hot = hotRoutes(options.catalog ?? getCatalog(), guard.config.maxBodyBytes);
+  const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
   // The app never sees the socket: the guard reads the caller's address from the server.
-  const handle = (req: Request, server: Server<unknown>) => guard.handle(req, server, app.handle);
+  const handle = (req: Request, server: Server<unknown>) => guard.handle(req, server, next);
   const maxRequestBodySize = transportBodyLimit(guard.config);
   const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });
   const page = options.uiPort === 0 && !options.uiAnyPort ? undefined : startUiPageServer(uiPage);

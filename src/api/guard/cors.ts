@@ -6,14 +6,18 @@ export const ALLOWED_HEADERS = "Content-Type, X-API-Key, X-Request-Id, Accept";
 export const EXPOSED_HEADERS = "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id, Content-Disposition";
 const PREFLIGHT_MAX_AGE_S = "600";
 
-export function corsHeaders(allowed: "*" | readonly string[], origin: string | null): Record<string, string> {
-  if (allowed === "*") return { "access-control-allow-origin": "*", "access-control-expose-headers": EXPOSED_HEADERS };
-  const headers: Record<string, string> = { vary: "Origin" };
+/** Adds the CORS headers of an answer to `origin` to `headers`. */
+export function addCorsHeaders(headers: Record<string, string>, allowed: "*" | readonly string[], origin: string | null): void {
+  if (allowed === "*") {
+    headers["access-control-allow-origin"] = "*";
+    headers["access-control-expose-headers"] = EXPOSED_HEADERS;
+    return;
+  }
+  headers.vary = "Origin";
   if (origin !== null && allowed.includes(origin)) {
     headers["access-control-allow-origin"] = origin;
     headers["access-control-expose-headers"] = EXPOSED_HEADERS;
   }
-  return headers;
 }
 
 /** Extra headers of a preflight answer (204). */

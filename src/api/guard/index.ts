@@ -1,13 +1,12 @@
 // The guard makes the API safe on a network (CONTRACT §1, §3, SPEC §5, §8). It wraps the app:
 // per request, in order: request id, security and CORS headers; preflight answer; rate limit
 // (every response carries X-RateLimit-*); API key; declared body size; one log line at the end.
-// Its Elysia plugin enforces the body limit on bodies without Content-Length while parsing.
-import { Elysia } from "elysia";
-import { StackgenError } from "../../errors.ts";
+// Bodies without Content-Length are measured where they are read (../json-body.ts).
 import { errorBodyFor } from "../errors.ts";
+import type { Reply } from "../hot-routes.ts";
 import type { GuardConfig } from "./config.ts";
-import { corsHeaders, preflightHeaders } from "./cors.ts";
-import { SECURITY_HEADERS } from "./headers.ts";
+import { addCorsHeaders, preflightHeaders } from "./cors.ts";
+import { PAGE_SECURITY_HEADERS } from "./headers.ts";
 import { clientAddressOf, clientKey, type AddressSource } from "./client-ip.ts";
 import { createKeyRing } from "./keys.ts";
 import { MemoryStore } from "./memory-store.ts";
@@ -16,7 +15,7 @@ import { bucketOf, quotaFor, verdictOf, type CounterStore } from "./ratelimit.ts
 import { createGuardLog, pathOf, requestIdFrom, type GuardLog, type LogSink } from "./request-log.ts";
 
 export { readGuardConfig, guardConfig, DEFAULT_GUARD_CONFIG, MAX_BODY_BYTES, type GuardConfig } from "./config.ts";
-export { withSecurityHeaders, SECURITY_HEADERS } from "./headers.ts";
+export { withSecurityHeaders, PAGE_SECURITY_HEADERS } from "./headers.ts";
 export type { CounterStore } from "./ratelimit.ts";
 
 export interface GuardDeps {
@@ -30,10 +29,8 @@ export interface Guard {
   readonly config: GuardConfig;
   readonly store: CounterStore;
   readonly log: GuardLog;
-  /** The Elysia plugin (body-size checks while parsing); `.use()` it before the routes. */
-  readonly plugin: Elysia<any, any, any, any, any, any, any>;
   /** Runs one request through the guard around `next` (the app): headers, limits, keys, log. */
-  handle(request: Request, server: GuardServer | undefined, next: (request: Request) => Response | Promise<Response>): Response | Promise<Response>;
+  handle(request: Request, server: GuardServer | undefined, next: Next): Response | Promise<Response>;
   /** Fields for /v1/health (`rateLimitStore`, `redis`). */
   health(): Record<string, string>;
   close(): Promise<void>;
@@ -48,30 +45,14 @@ export interface Guard {
 export const transportBodyLimit = (config: GuardConfig) => config.maxBodyBytes * 4;
 
 type GuardServer = AddressSource | null;
-
-/** True once a body without Content-Length proves longer than `limit` (read from a clone, then dropped). */
-async function bodyExceeds(request: Request, limit: number): Promise<boolean> {
-  const reader = request.clone().body?.getReader();
-  if (!reader) return false;
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return false;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      return true;
-    }
-  }
-}
+/** The app behind the guard: a Response, or a Reply the guard builds into one with its headers. */
+export type Next = (request: Request, path: string) => Response | Reply | Promise<Response | Reply>;
 
 /** Apply `then` to a value that may or may not be a promise, staying synchronous when it is not. */
 function settle<T, R>(value: T | Promise<T>, then: (v: T) => R | Promise<R>): R | Promise<R> {
   return value instanceof Promise ? value.then(then) : then(value);
 }
 
-/** Stand-in body of a refused chunked request (never reaches a handler). */
-const OVERSIZED_BODY = Object.freeze({});
 
 export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
   const log = createGuardLog(config.logLevel, deps.logSink);
@@ -79,7 +60,6 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     ? new RedisStore({ url: config.redisUrl, retryMs: config.redisRetryMs, timeoutMs: config.redisTimeoutMs, log: log.event })
     : new MemoryStore());
   const keys = createKeyRing(config.apiKeys);
-  const oversized = new WeakSet<Request>();
   const withValidKey = new WeakSet<Request>();
   const clients = new WeakMap<Request, string>();
 
@@ -116,53 +96,45 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
   // Runs around the app rather than as Elysia hooks: request hooks would take Elysia off its
   // fastest path and cost more than the guard's own work.
   // Synchronous wherever the store and the app are, so a request costs no extra ticks.
-  const handle = (request: Request, server: GuardServer | undefined, next: (request: Request) => Response | Promise<Response>) => {
+  const handle = (request: Request, server: GuardServer | undefined, next: Next) => {
     const started = performance.now();
     const path = pathOf(request.url);
     const id = requestIdFrom(request.headers.get("x-request-id"));
-    const headers: Record<string, string> = { ...SECURITY_HEADERS, ...corsHeaders(config.corsOrigins, request.headers.get("origin")), "x-request-id": id };
+    // Built as one literal (then extended in the same order every time): Bun copies such an
+    // object into the response headers faster than one made by spreading.
+    const headers: Record<string, string> = { "x-content-type-options": "nosniff", "x-frame-options": "DENY", "x-request-id": id };
+    addCorsHeaders(headers, config.corsOrigins, request.headers.get("origin"));
     const address = clientAddressOf(request, config.trustProxy, server);
     // Only the deploy relay asks who called (a WeakMap entry per request would cost every request).
     if (address && path.startsWith("/v1/deploy")) clients.set(request, address);
-    const finish = (response: Response) => {
-      for (const name in headers) response.headers.set(name, headers[name]);
+    const finish = (answer: Response | Reply) => {
+      let response: Response;
+      if (answer instanceof Response) {
+        response = answer;
+        for (const name in headers) response.headers.set(name, headers[name]);
+        // The CSP and referrer policy matter for pages (the docs), not for JSON answers.
+        if (response.headers.get("content-type")?.startsWith("text/html")) {
+          for (const name in PAGE_SECURITY_HEADERS) response.headers.set(name, PAGE_SECURITY_HEADERS[name]);
+        }
+      } else {
+        headers["content-type"] = answer.type;
+        response = new Response(answer.body, { status: answer.status, headers });
+      }
       log.request({ method: request.method, path, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId: id });
       return response;
     };
     return settle(admit(request, path, clientKey(address ?? "unknown"), headers), (refused) =>
-      refused ? finish(refused) : settle(next(request), finish));
+      refused ? finish(refused) : settle(next(request, path), finish));
   };
-
-  const plugin = new Elysia()
-    .onParse({ as: "global" }, async ({ request }) => {
-      // Declared sizes were checked before the app; chunked bodies are measured before the real
-      // parser runs. Elysia wraps anything thrown here as a 400 parse error, so the refusal
-      // happens in transform.
-      if (request.body !== null && !request.headers.has("content-length") && (await bodyExceeds(request, config.maxBodyBytes))) {
-        oversized.add(request);
-        return OVERSIZED_BODY;
-      }
-    })
-    .onTransform({ as: "global" }, ({ request }) => {
-      if (oversized.has(request)) {
-        throw new StackgenError("PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes.`, 413);
-      }
-    });
 
   return {
     config,
     store,
     log,
-    plugin,
     handle,
     health: () => store.health(),
     close: () => store.close(),
     hasValidKey: (request) => withValidKey.has(request),
     clientOf: (request) => clients.get(request),
   };
-}
-
-/** The plugin of `guard`, or an empty one (an app built without a guard, e.g. in unit tests). */
-export function guardPlugin(guard: Guard | undefined) {
-  return guard?.plugin ?? new Elysia();
 }

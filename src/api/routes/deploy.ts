@@ -16,7 +16,7 @@ export const FORBIDDEN_MESSAGE =
   "Deploying through the API is allowed only from this machine (loopback) or with a valid X-API-Key. " +
   "Set ALLOW_REMOTE_DEPLOY=true on the server to allow it from anywhere.";
 
-export const deployRoutes = (catalog: Catalog, policy: DeployPolicy, fetchImpl?: typeof fetch) =>
+export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: DeployPolicy, fetchImpl?: typeof fetch) =>
   new Elysia({ name: "deploy-routes" }).post("/deploy", async ({ body, request }) => {
     if (!policy(request)) throw new StackgenError("FORBIDDEN", FORBIDDEN_MESSAGE, 403);
     const input = body.input ?? body.complete?.input;
@@ -58,7 +58,7 @@ export const deployRoutes = (catalog: Catalog, policy: DeployPolicy, fetchImpl?:
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
-    parse: jsonObjectBody("Invalid deploy request"),
+    parse: jsonObjectBody("Invalid deploy request", maxBodyBytes),
     body: DeployRequest,
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",

@@ -2,15 +2,29 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
-import { generateBundle, requestInput } from "../../core/generate/index.ts";
+import { generateBundle, requestInput, GENERATE_MESSAGE } from "../../core/generate/index.ts";
 import { jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 
-export const generateRoutes = (catalog: Catalog) =>
+export const GENERATE_JSON_TYPE = "application/json; charset=utf-8";
+
+/** Whether a generate request asks for the ZIP archive (`format=zip`, or `Accept: application/zip` without a format). */
+export const wantsZip = (format: string | undefined, accept: string | null | undefined) =>
+  format === "zip" || (format === undefined && (accept ?? "").includes("application/zip"));
+
+/** The JSON answer of a generation: `{files, metadata}`, or the complete export document. */
+export function generateJson(body: Record<string, unknown>, catalog: Catalog, complete = false): string {
+  const { metadata, filesJson } = generateBundle(body, catalog);
+  // Serialized by hand around the cached JSON of the files: the same document as
+  // JSON.stringify({files, metadata}) at a fraction of the cost.
+  const head = complete ? `{"formatVersion":"1","input":${JSON.stringify(body)},` : "{";
+  return `${head}"files":${filesJson()},"metadata":${JSON.stringify(metadata)}}`;
+}
+
+export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers }) => {
-    const { input, files, metadata, filesJson } = generateBundle(body, catalog);
-    const wantsZip = query.format === "zip" || (query.format === undefined && (headers.accept ?? "").includes("application/zip"));
-    if (wantsZip) {
+    if (wantsZip(query.format, headers.accept)) {
+      const { input, files } = generateBundle(body, catalog);
       // fflate builds its tables when loaded: only pay for it when a ZIP is asked for.
       const { zipBundle } = await import("../../core/bundle.ts");
       return new Response(zipBundle(input.projectName, files) as Uint8Array<ArrayBuffer>, {
@@ -20,15 +34,10 @@ export const generateRoutes = (catalog: Catalog) =>
         },
       });
     }
-    // Serialized by hand around the cached JSON of the files: the same document as
-    // JSON.stringify({files, metadata}) at a fraction of the cost.
-    const head = query.format === "complete" ? `{"formatVersion":"1","input":${JSON.stringify(body)},` : "{";
-    return new Response(`${head}"files":${filesJson()},"metadata":${JSON.stringify(metadata)}}`, {
-      headers: { "content-type": "application/json; charset=utf-8" },
-    });
+    return new Response(generateJson(body, catalog, query.format === "complete"), { headers: { "content-type": GENERATE_JSON_TYPE } });
   }, {
     // A whole `complete` export posted back is read through its `input`.
-    parse: jsonObjectBody("Invalid generation input", requestInput),
+    parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, requestInput),
     body: GenerateRequest,
     query: GenerateQuery,
     detail: {

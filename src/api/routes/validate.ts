@@ -4,9 +4,11 @@ import { ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.t
 import { validateSelection } from "../../core/validate.ts";
 import { jsonObjectBody } from "../json-body.ts";
 
-export const validateRoutes = (catalog: Catalog) =>
+export const VALIDATE_MESSAGE = "Invalid request body";
+
+export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "validate-routes" }).post("/validate", ({ body }) => validateSelection(body, catalog), {
-    parse: jsonObjectBody("Invalid request body"),
+    parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes),
     body: ValidateRequest,
     detail: {
       summary: "Validate a selection",

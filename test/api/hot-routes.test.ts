@@ -1,0 +1,116 @@
+// The server answers POST /v1/validate and POST /v1/generate (JSON) through src/api/hot-routes.ts
+// instead of Elysia. Both paths must give the same answers: status, content type and body, for
+// good input and for every kind of bad input. Generated secrets and timestamps differ per call and
+// are compared by shape.
+import { describe, expect, test } from "bun:test";
+import { createApp } from "../../src/api/app.ts";
+import { hotRoutes } from "../../src/api/hot-routes.ts";
+import { MAX_BODY_BYTES } from "../../src/api/guard/index.ts";
+import { getCatalog } from "../../src/catalog/index.ts";
+
+const catalog = getCatalog();
+const app = createApp({ catalog });
+const hot = hotRoutes(catalog, MAX_BODY_BYTES);
+
+const request = (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
+  new Request(`http://localhost${path}`, { method: "POST", body, headers });
+
+/** Secret values and the generation time vary per call; everything else must match. */
+function stable(text: string): unknown {
+  const doc = JSON.parse(text);
+  if (doc.files?.[".env"]) doc.files[".env"] = doc.files[".env"].replace(/^([A-Z0-9_]+)=[A-Za-z0-9]{16,}$/gm, "$1=<secret>");
+  if (doc.metadata?.generatedAt) doc.metadata.generatedAt = "<time>";
+  return doc;
+}
+
+async function both(path: string, body: string, headers?: Record<string, string>) {
+  const reply = await hot(request(path, body, headers), path);
+  expect(reply).toBeDefined();
+  const viaApp = await app.handle(request(path, body, headers));
+  const viaAppBody = await viaApp.text();
+  return {
+    hot: { status: reply!.status, type: reply!.type as string | null, body: stable(reply!.body) },
+    app: { status: viaApp.status, type: viaApp.headers.get("content-type"), body: stable(viaAppBody) },
+  };
+}
+
+const SEVEN = ["redis", "postgresql", "n8n", "qdrant", "grafana", "prometheus", "minio"];
+
+const validateCases: [string, string][] = [
+  ["a valid selection", JSON.stringify({ services: SEVEN })],
+  ["a preset with packs", JSON.stringify({ preset: "minimal", skillPacks: ["research"] })],
+  ["a conflict (still 200)", JSON.stringify({ services: ["caddy", "traefik"] })],
+  ["an unknown id", JSON.stringify({ services: ["redis", "nope"] })],
+  ["a wrong type", JSON.stringify({ services: "redis" })],
+  ["too many ids", JSON.stringify({ services: Array.from({ length: 201 }, () => "redis") })],
+  ["a v1 config document", JSON.stringify({ configVersion: 1, services: ["redis"] })],
+  ["an unknown config version", JSON.stringify({ configVersion: 99, services: ["redis"] })],
+  ["malformed JSON", '{"services": ['],
+  ["an empty body", ""],
+  ["an array", "[]"],
+  ["a string", '"redis"'],
+  ["null", "null"],
+];
+
+const generateCases: [string, string][] = [
+  ["seven services", JSON.stringify({ projectName: "p", services: SEVEN })],
+  ["a preset behind traefik with a domain", JSON.stringify({ projectName: "p", preset: "minimal", proxy: "traefik", domain: "Example.COM" })],
+  ["bare metal", JSON.stringify({ projectName: "p", services: ["redis", "postgresql"], deployment: "bare-metal" })],
+  ["no secrets", JSON.stringify({ projectName: "p", services: ["redis"], generateSecrets: false })],
+  ["a complete export posted back", JSON.stringify({ formatVersion: "1", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
+  ["a v1 config document", JSON.stringify({ configVersion: 1, projectName: "m", services: ["redis"] })],
+  ["an unknown config version", JSON.stringify({ configVersion: 99, projectName: "m", services: ["redis"] })],
+  ["a conflict (409)", JSON.stringify({ projectName: "p", services: ["caddy", "traefik"] })],
+  ["no projectName", JSON.stringify({ services: ["redis"] })],
+  ["a bad projectName", JSON.stringify({ projectName: "../etc", services: ["redis"] })],
+  ["nothing selected", JSON.stringify({ projectName: "p" })],
+  ["an unknown preset", JSON.stringify({ projectName: "p", preset: "nope" })],
+  ["a bad coreVersion", JSON.stringify({ projectName: "p", services: ["redis"], coreVersion: "1.0; rm -rf /" })],
+  ["malformed JSON", "{"],
+  ["an array", "[1]"],
+];
+
+describe("hot routes answer exactly like the Elysia routes", () => {
+  for (const [what, body] of validateCases) {
+    test(`POST /v1/validate: ${what}`, async () => {
+      const { hot, app } = await both("/v1/validate", body);
+      expect(hot).toEqual(app);
+    });
+  }
+  for (const [what, body] of generateCases) {
+    test(`POST /v1/generate: ${what}`, async () => {
+      const { hot, app } = await both("/v1/generate", body);
+      expect(hot).toEqual(app);
+    });
+  }
+  test("a body that is not JSON by its Content-Type", async () => {
+    for (const path of ["/v1/validate", "/v1/generate"]) {
+      const { hot, app } = await both(path, '{"services":["redis"]}', { "content-type": "text/plain" });
+      expect(hot).toEqual(app);
+      expect(hot.status).toBe(400);
+    }
+  });
+  test("a chunked body over the limit is 413 on both paths", async () => {
+    const big = () => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(`{"services":["${"x".repeat(MAX_BODY_BYTES)}"]}`)); c.close(); } });
+    const chunked = () => new Request("http://localhost/v1/validate", { method: "POST", body: big(), headers: { "content-type": "application/json" } });
+    const reply = await hot(chunked(), "/v1/validate");
+    const viaApp = await app.handle(chunked());
+    expect(reply!.status).toBe(413);
+    expect(viaApp.status).toBe(413);
+    expect(JSON.parse(reply!.body)).toEqual(await viaApp.json());
+  });
+});
+
+describe("what the hot routes leave to the app", () => {
+  const left = [
+    ["a query string", request("/v1/generate?format=complete", "{}"), "/v1/generate"],
+    ["a ZIP download", request("/v1/generate", "{}", { "content-type": "application/json", accept: "application/zip" }), "/v1/generate"],
+    ["another method", new Request("http://localhost/v1/validate", { method: "GET" }), "/v1/validate"],
+    ["another route", request("/v1/deploy", "{}"), "/v1/deploy"],
+  ] as const;
+  for (const [what, req, path] of left) {
+    test(what, () => {
+      expect(hot(req, path)).toBeUndefined();
+    });
+  }
+});
