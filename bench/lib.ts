@@ -1,6 +1,10 @@
 // Small measuring tools for bench/run.ts: statistics, a closed-loop HTTP load generator, process
 // helpers. Nothing here asserts a timing; it only measures.
 import { readFileSync } from "node:fs";
+import os from "node:os";
+
+/** The bench's realistic 7-service selection (database, cache, workflow, vector store, monitoring, storage). */
+export const SEVEN = ["redis", "postgresql", "n8n", "qdrant", "grafana", "prometheus", "minio"];
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -149,4 +153,23 @@ export async function readyPort(proc: Bun.Subprocess<"ignore", "pipe", "inherit"
     }
   }
   throw new Error(`server did not report READY: ${text}`);
+}
+
+/** Server on the last core, load generator (this process, all its threads) on the others: the two
+ *  no longer take turns on the same cores, so run-to-run noise drops and the figures describe
+ *  the server. Undefined (no pinning) with one core or without `taskset`. */
+export function cpuPinning() {
+  const cores = os.cpus().length;
+  const taskset = Bun.which("taskset");
+  if (cores < 2 || !taskset) return undefined;
+  const serverCore = String(cores - 1);
+  const clientCores = cores === 2 ? "0" : `0-${cores - 2}`;
+  const setSelf = (list: string) => Bun.spawnSync([taskset, "-a", "-cp", list, String(process.pid)], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+  return {
+    /** Prefix for the server's command line. */
+    server: [taskset, "-c", serverCore],
+    pinSelf: () => setSelf(clientCores),
+    unpinSelf: () => setSelf(`0-${cores - 1}`),
+    describe: `server on core ${serverCore}, load generator on core${cores === 2 ? "" : "s"} ${clientCores}`,
+  };
 }

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { getCatalog } from "../src/catalog/index.ts";
 import { generateBundle } from "../src/core/generate/index.ts";
 import { TARGETS, outfileOf } from "../build.ts";
-import { firstAnswer, freePort, load, median, memoryOf, percentile, readyPort, run, stop, type LoadResult } from "./lib.ts";
+import { SEVEN, cpuPinning, firstAnswer, freePort, load, median, memoryOf, percentile, readyPort, run, stop, type LoadResult } from "./lib.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const BUN = process.execPath;
@@ -17,13 +17,11 @@ const COUNTS = {
   validate: { warmup: 1000, measured: 4000 },
   generate: { warmup: 300, measured: 1500 },
   /** HTTP variants run in this many rounds, alternating their order (ABCD, DCBA, ...); figures are means. */
-  httpRounds: 2,
+  httpRounds: 3,
   coldStarts: 15,
   cliRuns: 10,
   statusRuns: 10,
 };
-/** A realistic 7-service selection (database, cache, workflow, vector store, monitoring, storage). */
-const SEVEN = ["redis", "postgresql", "n8n", "qdrant", "grafana", "prometheus", "minio"];
 
 interface Row {
   section: string;
@@ -59,10 +57,12 @@ function machine() {
 // ---------------------------------------------------------------------------------------------
 // HTTP: each server variant in its own process, the load generator here.
 
-type Mode = "baseline" | "guarded" | "unlimited" | "unguarded";
+type Mode = "baseline" | "payload" | "guarded" | "unlimited" | "unguarded";
+
+const pinning = cpuPinning();
 
 async function withServer<T>(mode: Mode, body: (url: string) => Promise<T>): Promise<T> {
-  const proc = Bun.spawn([BUN, join(import.meta.dir, "server.ts"), mode], { cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  const proc = Bun.spawn([...(pinning?.server ?? []), BUN, join(import.meta.dir, "server.ts"), mode], { cwd: ROOT, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
   try {
     const port = await readyPort(proc);
     return await body(`http://127.0.0.1:${port}`);
@@ -97,9 +97,17 @@ function meanOf(rounds: LoadResult[]): LoadResult {
   };
 }
 
+/** Size of the generate answer the `payload` server sends (the bench's 7-service stack). */
+const payloadBytes = Buffer.byteLength(JSON.stringify({ files: generateBundle({ projectName: "bench", services: SEVEN }, getCatalog()).files, metadata: {} }));
+
 async function httpFigures(bodies: { validate: string; generate: string }) {
-  const modes: Mode[] = ["baseline", "guarded", "unlimited", "unguarded"];
+  const modes: Mode[] = ["baseline", "payload", "guarded", "unlimited", "unguarded"];
   const rounds = {} as Record<Mode, Record<string, LoadResult>[]>;
+  if (pinning && !pinning.pinSelf()) notes.push("could not pin the load generator to its cores");
+  notes.push(`HTTP: ${pinning ? pinning.describe : "no CPU pinning (one core or no taskset)"}`);
+  // Warm the load generator's own code up first: the first server measured would pay for it.
+  section("HTTP warm-up");
+  await withServer("baseline", (url) => measureEndpoints(url, bodies));
   for (let round = 0; round < COUNTS.httpRounds; round++) {
     // Alternate the order so that warming up the machine favours no variant.
     for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
@@ -114,7 +122,8 @@ async function httpFigures(bodies: { validate: string; generate: string }) {
       if (r.errors) notes.push(`HTTP ${mode} ${endpoint}: ${r.errors} unexpected answers ${JSON.stringify(r.unexpected)}`);
     }
   }
-  results.http = { concurrency: CONCURRENCY, counts: COUNTS, byMode, rounds };
+  pinning?.unpinSelf();
+  results.http = { concurrency: CONCURRENCY, counts: COUNTS, pinning: pinning?.describe ?? "none", byMode, rounds };
   for (const endpoint of ["validate", "generate"]) {
     const base = byMode.baseline[endpoint];
     const full = byMode.guarded[endpoint];
@@ -123,6 +132,16 @@ async function httpFigures(bodies: { validate: string; generate: string }) {
     rows.push({ section: "HTTP (c=32)", metric: `${label} p50`, value: `${fmt(full.p50Ms, 2)} ms`, baseline: `${fmt(base.p50Ms, 2)} ms`, ratio: ratio(full.p50Ms, base.p50Ms) });
     rows.push({ section: "HTTP (c=32)", metric: `${label} p99`, value: `${fmt(full.p99Ms, 2)} ms`, baseline: `${fmt(base.p99Ms, 2)} ms`, ratio: ratio(full.p99Ms, base.p99Ms) });
   }
+  // What the size of generate's answer alone costs: the ceiling for any server sending it.
+  const payload = byMode.payload.generate;
+  rows.push({
+    section: "HTTP (c=32)",
+    metric: "trivial server sending a generate-sized answer",
+    value: `${fmt(payload.rps, 0)} req/s`,
+    baseline: `${fmt(byMode.baseline.generate.rps, 0)} req/s`,
+    ratio: ratio(payload.rps, byMode.baseline.generate.rps),
+    note: `the same ${fmt(payloadBytes / 1024, 0)} KiB of JSON, made once: the ceiling for POST /v1/generate`,
+  });
   for (const endpoint of ["validate", "generate"]) {
     const withLimiter = byMode.guarded[endpoint];
     const noLimiter = byMode.unlimited[endpoint];
