@@ -1,17 +1,16 @@
 // The backup operations behind `stackgen backup create|list|restore`.
-import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { failure, StackgenError } from "../errors.ts";
 import {
   backupFileName,
   BackupInvalid,
-  buildArchive,
   bundleFiles,
   readFileBytes,
   readVolumes,
-  sha256,
   stackVolumes,
-  verifyArchive,
+  verifyBackupFile,
+  writeArchive,
   writeVolumes,
   type BackupManifest,
   type VerifiedBackup,
@@ -65,53 +64,59 @@ export async function createBackup(stack: Stack, engine: Engine, compose: Compos
   const volumes = await stackVolumes(engine, model);
   const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
   const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
-  let volumeData;
-  if (stop) {
-    say(`Stopping ${running.length} service(s) for a consistent copy`);
-    await compose.stop(running);
-  }
-  try {
-    say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
-    volumeData = await readVolumes(engine, volumes, [...all.values(), ...images]);
-  } finally {
-    if (stop) {
-      say(`Starting ${running.join(", ")} again`);
-      await compose.start(running);
-    }
-  }
-  const files = bundleFiles(stack.dir, [outputDir]).map((path) => {
-    const abs = join(stack.dir, path);
-    return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
-  });
-  const createdAt = new Date();
-  const { gz, manifest } = buildArchive({
-    project: stack.project,
-    hot: !stop && running.length > 0,
-    kind: opts.kind,
-    services: model.services.map((s) => ({ name: s.name, ...(s.image ? { image: s.image } : {}), ...(all.get(s.name) ? { imageId: all.get(s.name) } : {}) })),
-    files,
-    volumes: volumeData,
-    createdAt,
-  });
   mkdirSync(outputDir, { recursive: true });
+  // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
+  // the archive is written under a temporary name and renamed, so a listed backup is complete.
+  const work = mkdtempSync(join(outputDir, ".work-"));
+  const createdAt = new Date();
   const file = join(outputDir, backupFileName(stack.project, createdAt, opts.kind));
-  // Written under a temporary name and renamed, so a listed backup is always complete. The
-  // archive holds .env secrets: owner-only.
   const partial = `${file}.partial`;
-  writeFileSync(partial, gz, { mode: 0o600 });
-  renameSync(partial, file);
-  say(`Wrote ${file}`);
-  return {
-    file,
-    project: stack.project,
-    createdAt: manifest.createdAt,
-    size: gz.length,
-    sha256: sha256(gz),
-    hot: manifest.hot,
-    services: manifest.services.map((s) => s.name),
-    volumes: manifest.volumes.map((v) => ({ name: v.name, size: v.size })),
-    files: manifest.files,
-  };
+  try {
+    let volumeFiles;
+    if (stop) {
+      say(`Stopping ${running.length} service(s) for a consistent copy`);
+      await compose.stop(running);
+    }
+    try {
+      say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
+      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work);
+    } finally {
+      if (stop) {
+        say(`Starting ${running.join(", ")} again`);
+        await compose.start(running);
+      }
+    }
+    const files = bundleFiles(stack.dir, [outputDir]).map((path) => {
+      const abs = join(stack.dir, path);
+      return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
+    });
+    say("Writing the archive");
+    const { manifest, size, sha256 } = await writeArchive(partial, {
+      project: stack.project,
+      hot: !stop && running.length > 0,
+      kind: opts.kind,
+      services: model.services.map((s) => ({ name: s.name, ...(s.image ? { image: s.image } : {}), ...(all.get(s.name) ? { imageId: all.get(s.name) } : {}) })),
+      files,
+      volumes: volumeFiles,
+      createdAt,
+    });
+    renameSync(partial, file);
+    say(`Wrote ${file}`);
+    return {
+      file,
+      project: stack.project,
+      createdAt: manifest.createdAt,
+      size,
+      sha256,
+      hot: manifest.hot,
+      services: manifest.services.map((s) => s.name),
+      volumes: manifest.volumes.map((v) => ({ name: v.name, size: v.size })),
+      files: manifest.files,
+    };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+    rmSync(partial, { force: true });
+  }
 }
 
 export interface ListedBackup {
@@ -125,7 +130,7 @@ export interface ListedBackup {
   volumes?: string[];
 }
 
-export function listBackups(dir: string): ListedBackup[] {
+export async function listBackups(dir: string): Promise<ListedBackup[]> {
   if (!existsSync(dir)) return [];
   const out: ListedBackup[] = [];
   for (const name of readdirSync(dir)) {
@@ -135,7 +140,7 @@ export function listBackups(dir: string): ListedBackup[] {
     if (!st.isFile()) continue;
     const base = { file, name, size: st.size, createdAt: st.mtime.toISOString() };
     try {
-      const { manifest } = verifyArchive(readFileBytes(file));
+      const { manifest } = await verifyBackupFile(file);
       out.push({ ...base, createdAt: manifest.createdAt, project: manifest.project, verified: true, volumes: manifest.volumes.map((v) => v.name) });
     } catch (e) {
       out.push({ ...base, verified: false, problem: (e as Error).message });
@@ -144,12 +149,12 @@ export function listBackups(dir: string): ListedBackup[] {
   return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
 }
 
-/** Read and verify a backup file, as a one-line error (exit 2) when it is not acceptable. */
-export function loadVerifiedBackup(file: string, project: string): VerifiedBackup {
+/** Read and verify a backup file, keeping its volume tars in `extractDir`; a one-line error (exit 2) when it is not acceptable. */
+export async function loadVerifiedBackup(file: string, project: string, extractDir: string): Promise<VerifiedBackup> {
   if (!existsSync(file) || !statSync(file).isFile()) throw new StackgenError("USAGE_ERROR", `Backup file ${file} does not exist.`, 400);
   let backup: VerifiedBackup;
   try {
-    backup = verifyArchive(readFileBytes(file));
+    backup = await verifyBackupFile(file, extractDir);
   } catch (e) {
     if (e instanceof BackupInvalid) throw new StackgenError("BACKUP_INVALID", `Backup ${file} is refused: ${e.message}. Nothing was changed.`, 400);
     throw e;
@@ -205,6 +210,11 @@ export async function restoreBackup(
   opts: RestoreOptions,
 ): Promise<RestoreResult> {
   const say = opts.progress ?? (() => {});
+  // Checked before anything changes: every volume's tar must be on disk.
+  const tars = backup.volumes.map((v) => {
+    if (!v.path) throw failure("RESTORE_FAILED", `Volume ${v.name} of the backup was not extracted. Nothing was changed.`);
+    return { name: v.name, path: v.path };
+  });
   const { running, all } = await runningServices(engine, stack.project);
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);
@@ -236,7 +246,7 @@ export async function restoreBackup(
       });
     }
     say("Writing volume contents");
-    await writeVolumes(engine, backup.volumes, images);
+    await writeVolumes(engine, tars, images);
   } catch (e) {
     throw fail("Restore failed", e);
   }

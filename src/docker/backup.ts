@@ -1,13 +1,19 @@
 // Backup archives: one .tar.gz holding manifest.json, the bundle's config files under config/
 // and one tar per named volume under volumes/<volume>.tar (as the engine's archive endpoint
 // produced it, so owners, modes and links inside the volume survive).
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
+// Volume contents are streamed, never held in memory: engine -> work file -> archive when
+// creating; archive -> checks (and a work file for a restore) -> engine when restoring. Only
+// config files and tar headers are kept in memory.
+import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGunzip, createGzip } from "node:zlib";
 import { VERSION } from "../version.ts";
 import { checkMembers, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
-import { fileEntry, readTar, writeTar, type TarEntry } from "./tar.ts";
+import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
 
 export const FORMAT_VERSION = 1;
 export const MANIFEST = "manifest.json";
@@ -56,14 +62,52 @@ export function bundleFiles(dir: string, exclude: string[] = []): string[] {
   return out;
 }
 
-export interface VolumeData {
+/** A volume's contents as a tar in a work file. */
+export interface VolumeFile {
   name: string;
   key: string;
-  tar: Uint8Array;
+  path: string;
+  size: number;
+  sha256: string;
 }
 
-/** Read the contents of named volumes through a helper container that is created but never started. */
-export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[]): Promise<VolumeData[]> {
+/** The chunks of a web stream, as an async iterable. */
+async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/** Write every chunk of `source` to a new file `path` (owner-only), hashing on the way. */
+export async function streamToFile(source: ReadableStream<Uint8Array>, path: string): Promise<{ size: number; sha256: string }> {
+  const fd = openSync(path, "wx", 0o600);
+  const hasher = new Bun.CryptoHasher("sha256");
+  let size = 0;
+  try {
+    for await (const chunk of chunksOf(source)) {
+      writeAll(fd, chunk);
+      hasher.update(chunk);
+      size += chunk.length;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { size, sha256: hasher.digest("hex") };
+}
+
+function writeAll(fd: number, chunk: Uint8Array): void {
+  for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at, chunk.length - at);
+}
+
+/** Copy named volumes into `workDir` (one tar each) through a helper container that is created but never started. */
+export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string): Promise<VolumeFile[]> {
   if (volumes.length === 0) return [];
   const image = await helperImage(engine, preferredImages);
   const helper = await engine.createVolumeHelper(
@@ -71,16 +115,19 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
     volumes.map((v) => v.name),
   );
   try {
-    const out: VolumeData[] = [];
-    for (const v of volumes) out.push({ ...v, tar: await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`) });
+    const out: VolumeFile[] = [];
+    for (const [i, v] of volumes.entries()) {
+      const path = join(workDir, `volume-${i}.tar`);
+      out.push({ ...v, path, ...(await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path)) });
+    }
     return out;
   } finally {
     await engine.removeContainer(helper);
   }
 }
 
-/** Replace volume contents: the caller recreated the volumes empty; this extracts each tar into its mount. */
-export async function writeVolumes(engine: Engine, volumes: VolumeData[], preferredImages: string[]): Promise<void> {
+/** Replace volume contents: the caller recreated the volumes empty; each tar streams from its work file into its mount. */
+export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[]): Promise<void> {
   if (volumes.length === 0) return;
   const image = await helperImage(engine, preferredImages);
   const helper = await engine.createVolumeHelper(
@@ -88,7 +135,7 @@ export async function writeVolumes(engine: Engine, volumes: VolumeData[], prefer
     volumes.map((v) => v.name),
   );
   try {
-    for (const v of volumes) await engine.putArchive(helper, HELPER_ROOT, v.tar);
+    for (const v of volumes) await engine.putArchive(helper, HELPER_ROOT, Bun.file(v.path));
   } finally {
     await engine.removeContainer(helper);
   }
@@ -100,18 +147,23 @@ export interface ArchiveInput {
   kind?: string;
   services: BackupManifest["services"];
   files: { path: string; data: Uint8Array; mode: number }[];
-  volumes: VolumeData[];
+  volumes: VolumeFile[];
   createdAt?: Date;
 }
 
-/** Build the gzipped archive and its manifest. */
-export function buildArchive(input: ArchiveInput): { gz: Uint8Array; manifest: BackupManifest } {
+export interface WrittenArchive {
+  manifest: BackupManifest;
+  /** Size and sha256 of the .tar.gz file. */
+  size: number;
+  sha256: string;
+}
+
+/** Write the gzipped archive to `file` (a new, owner-only file: it holds .env secrets). */
+export async function writeArchive(file: string, input: ArchiveInput): Promise<WrittenArchive> {
   const createdAt = input.createdAt ?? new Date();
   const mtime = Math.floor(createdAt.getTime() / 1000);
-  const entries: TarEntry[] = [];
-  for (const f of input.files) entries.push(fileEntry(`config/${f.path}`, f.data, f.mode & 0o777, mtime));
-  for (const v of input.volumes) entries.push(fileEntry(`volumes/${v.name}.tar`, v.tar, 0o600, mtime));
-  const members = entries.map((e) => ({ path: e.name, size: e.data.length, sha256: sha256(e.data) }));
+  const config = input.files.map((f) => fileEntry(`config/${f.path}`, f.data, f.mode & 0o777, mtime));
+  const volumeMember = (v: VolumeFile) => `volumes/${v.name}.tar`;
   const manifest: BackupManifest = {
     formatVersion: FORMAT_VERSION,
     tool: "stackgen",
@@ -121,21 +173,50 @@ export function buildArchive(input: ArchiveInput): { gz: Uint8Array; manifest: B
     hot: input.hot,
     ...(input.kind ? { kind: input.kind } : {}),
     services: input.services,
-    volumes: input.volumes.map((v) => {
-      const m = members.find((x) => x.path === `volumes/${v.name}.tar`)!;
-      return { name: v.name, key: v.key, member: m.path, size: m.size, sha256: m.sha256 };
-    }),
+    volumes: input.volumes.map((v) => ({ name: v.name, key: v.key, member: volumeMember(v), size: v.size, sha256: v.sha256 })),
     files: input.files.map((f) => f.path),
-    members,
+    members: [
+      ...config.map((e) => ({ path: e.name, size: e.data.length, sha256: sha256(e.data) })),
+      ...input.volumes.map((v) => ({ path: volumeMember(v), size: v.size, sha256: v.sha256 })),
+    ],
   };
-  const tar = writeTar([fileEntry(MANIFEST, JSON.stringify(manifest, null, 2) + "\n", 0o644, mtime), ...entries]);
-  return { gz: Bun.gzipSync(tar as Uint8Array<ArrayBuffer>), manifest };
+  async function* tar(): AsyncGenerator<Uint8Array> {
+    for (const entry of [fileEntry(MANIFEST, JSON.stringify(manifest, null, 2) + "\n", 0o644, mtime), ...config]) {
+      yield* headerBlocks(entry, entry.data.length);
+      yield entry.data;
+      yield paddingFor(entry.data.length);
+    }
+    for (const v of input.volumes) {
+      yield* headerBlocks({ ...fileEntry(volumeMember(v), "", 0o600, mtime) }, v.size);
+      let copied = 0;
+      for await (const chunk of chunksOf(Bun.file(v.path).stream())) {
+        copied += chunk.length;
+        yield chunk;
+      }
+      // The manifest already promised this size: anything else would make a broken archive.
+      if (copied !== v.size) throw new Error(`volume ${v.name} changed while it was archived (${copied} bytes, expected ${v.size})`);
+      yield paddingFor(v.size);
+    }
+    yield endOfArchive();
+  }
+  const hasher = new Bun.CryptoHasher("sha256");
+  let size = 0;
+  const measure = new Transform({
+    transform(chunk: Uint8Array, _encoding, done) {
+      hasher.update(chunk);
+      size += chunk.length;
+      done(null, chunk);
+    },
+  });
+  await pipeline(Readable.from(tar()), createGzip(), measure, createWriteStream(file, { flags: "wx", mode: 0o600 }));
+  return { manifest, size, sha256: hasher.digest("hex") };
 }
 
 export interface VerifiedBackup {
   manifest: BackupManifest;
   files: { path: string; data: Uint8Array; mode: number }[];
-  volumes: VolumeData[];
+  /** With an extraction folder, `path` is each volume's tar there. */
+  volumes: { name: string; key: string; path?: string }[];
 }
 
 export class BackupInvalid extends Error {
@@ -144,35 +225,111 @@ export class BackupInvalid extends Error {
   }
 }
 
-/**
- * Read and verify a backup completely: gzip and tar structure, safe member names, a manifest that
- * lists every member with matching size and sha256, and safe members inside every volume tar.
- * Throws BackupInvalid listing what is wrong; nothing is written anywhere.
- */
-export function verifyArchive(gz: Uint8Array): VerifiedBackup {
-  let entries: TarEntry[];
+/** Config files (and the manifest) are kept in memory while reading; a bundle's are far smaller. */
+export const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
+
+interface ReadMember {
+  size: number;
+  sha256: string;
+  mode: number;
+  /** Contents of the manifest and config members. */
+  data?: Uint8Array;
+  /** Volume members: where the tar was extracted, and the headers inside it (or why it is unreadable). */
+  path?: string;
+  inner?: TarEntry[];
+  innerError?: string;
+}
+
+/** Stream the archive once: hash every member, keep config in memory, check volume tars' headers, extract them if asked. */
+async function readArchive(file: string, extractDir: string | undefined) {
+  const outer: TarEntry[] = [];
+  const members = new Map<string, ReadMember>();
+  const problems: string[] = [];
+  const open = new Set<number>();
+  let kept = 0;
+  let extracted = 0;
+  const parser = new TarParser((header: TarHeader) => {
+    const { size: _size, ...rest } = header;
+    outer.push({ ...rest, data: new Uint8Array(0) });
+    if (members.has(header.name)) problems.push(`member "${header.name}" appears twice`);
+    const member: ReadMember = { size: 0, sha256: "", mode: header.mode };
+    members.set(header.name, member);
+    const hasher = new Bun.CryptoHasher("sha256");
+    const parts: Uint8Array[] | undefined = (header.name === MANIFEST || header.name.startsWith("config/")) && (kept += header.size) <= MAX_CONFIG_BYTES ? [] : undefined;
+    if (!parts && !header.name.startsWith("volumes/") && kept > MAX_CONFIG_BYTES) problems.push(`config members are larger than ${MAX_CONFIG_BYTES} bytes together`);
+    let inner: TarParser | undefined;
+    let fd: number | undefined;
+    if (header.name.startsWith("volumes/")) {
+      member.inner = [];
+      inner = new TarParser(({ size: _s, ...h }) => {
+        member.inner!.push({ ...h, data: new Uint8Array(0) });
+        return undefined;
+      });
+      if (extractDir) {
+        member.path = join(extractDir, `volume-${extracted++}.tar`);
+        fd = openSync(member.path, "wx", 0o600);
+        open.add(fd);
+      }
+    }
+    const feedInner = (run: () => void) => {
+      if (!inner || member.innerError !== undefined) return;
+      try {
+        run();
+      } catch (e) {
+        member.innerError = (e as Error).message;
+      }
+    };
+    return {
+      write(chunk) {
+        hasher.update(chunk);
+        member.size += chunk.length;
+        parts?.push(chunk.slice());
+        feedInner(() => inner!.push(chunk));
+        if (fd !== undefined) writeAll(fd, chunk);
+      },
+      end() {
+        member.sha256 = hasher.digest("hex");
+        if (parts) member.data = Buffer.concat(parts);
+        feedInner(() => inner!.end());
+        if (fd !== undefined) {
+          closeSync(fd);
+          open.delete(fd);
+        }
+      },
+    };
+  });
   try {
-    entries = readTar(Bun.gunzipSync(gz as Uint8Array<ArrayBuffer>));
+    await pipeline(createReadStream(file), createGunzip(), async (source: AsyncIterable<Uint8Array>) => {
+      for await (const chunk of source) parser.push(chunk);
+      parser.end();
+    });
   } catch (e) {
     throw new BackupInvalid([`not a readable .tar.gz archive (${(e as Error).message})`]);
+  } finally {
+    for (const fd of open) closeSync(fd);
   }
-  const problems = checkMembers(entries, { allowLinks: false });
-  for (const e of entries) if (e.type !== "file" && e.type !== "dir") problems.push(`member "${e.name}" is not a regular file`);
+  return { outer, members, problems };
+}
+
+/**
+ * Read and verify a backup file completely: gzip and tar structure, safe member names, a manifest
+ * that lists every member with matching size and sha256, and safe members inside every volume
+ * tar. With `extractDir`, each volume's tar is kept there for a restore. Throws BackupInvalid
+ * listing what is wrong; nothing is written outside `extractDir`.
+ */
+export async function verifyBackupFile(file: string, extractDir?: string): Promise<VerifiedBackup> {
+  const { outer, members, problems } = await readArchive(file, extractDir);
+  problems.push(...checkMembers(outer, { allowLinks: false }));
+  for (const e of outer) if (e.type !== "file" && e.type !== "dir") problems.push(`member "${e.name}" is not a regular file`);
   if (problems.length > 0) throw new BackupInvalid(problems);
 
-  const files = entries.filter((e) => e.type === "file");
-  const byName = new Map<string, TarEntry>();
-  for (const e of files) {
-    if (byName.has(e.name)) problems.push(`member "${e.name}" appears twice`);
-    byName.set(e.name, e);
-  }
-  const manifestEntry = byName.get(MANIFEST);
-  if (!manifestEntry) throw new BackupInvalid([...problems, "manifest.json is missing"]);
+  const manifestData = members.get(MANIFEST)?.data;
+  if (!manifestData) throw new BackupInvalid(["manifest.json is missing"]);
   let manifest: BackupManifest;
   try {
-    manifest = JSON.parse(new TextDecoder().decode(manifestEntry.data));
+    manifest = JSON.parse(new TextDecoder().decode(manifestData));
   } catch {
-    throw new BackupInvalid([...problems, "manifest.json is not valid JSON"]);
+    throw new BackupInvalid(["manifest.json is not valid JSON"]);
   }
   if (manifest.formatVersion !== FORMAT_VERSION) problems.push(`unsupported backup format version ${manifest.formatVersion}`);
   if (typeof manifest.project !== "string" || !Array.isArray(manifest.members) || !Array.isArray(manifest.volumes)) {
@@ -181,40 +338,36 @@ export function verifyArchive(gz: Uint8Array): VerifiedBackup {
   const listed = new Set<string>();
   for (const m of manifest.members) {
     listed.add(m.path);
-    const entry = byName.get(m.path);
-    if (!entry) problems.push(`member "${m.path}" is listed in the manifest but missing`);
-    else if (entry.data.length !== m.size) problems.push(`member "${m.path}" has size ${entry.data.length}, manifest says ${m.size}`);
-    else if (sha256(entry.data) !== m.sha256) problems.push(`member "${m.path}" fails its sha256 check`);
+    const member = members.get(m.path);
+    if (!member) problems.push(`member "${m.path}" is listed in the manifest but missing`);
+    else if (member.size !== m.size) problems.push(`member "${m.path}" has size ${member.size}, manifest says ${m.size}`);
+    else if (member.sha256 !== m.sha256) problems.push(`member "${m.path}" fails its sha256 check`);
   }
-  for (const name of byName.keys()) if (name !== MANIFEST && !listed.has(name)) problems.push(`member "${name}" is not listed in the manifest`);
+  for (const name of members.keys()) if (name !== MANIFEST && !listed.has(name)) problems.push(`member "${name}" is not listed in the manifest`);
 
   const config: VerifiedBackup["files"] = [];
-  const volumes: VolumeData[] = [];
-  for (const e of files) {
-    if (e.name === MANIFEST) continue;
-    if (e.name.startsWith("config/")) {
-      const rel = e.name.slice("config/".length);
+  const volumes: VerifiedBackup["volumes"] = [];
+  for (const [name, member] of members) {
+    if (name === MANIFEST) continue;
+    if (name.startsWith("config/")) {
+      const rel = name.slice("config/".length);
       const comps = safeComponents(rel);
-      if ("error" in comps || comps.parts.length === 0 || SKIP_DIRS.has(comps.parts[0])) problems.push(`config member "${e.name}" has a forbidden path`);
-      else config.push({ path: comps.parts.join("/"), data: e.data, mode: e.mode & 0o777 });
-    } else if (!e.name.startsWith("volumes/")) problems.push(`member "${e.name}" is neither config nor a volume`);
+      if ("error" in comps || comps.parts.length === 0 || SKIP_DIRS.has(comps.parts[0])) problems.push(`config member "${name}" has a forbidden path`);
+      else if (member.data) config.push({ path: comps.parts.join("/"), data: member.data, mode: member.mode & 0o777 });
+    } else if (!name.startsWith("volumes/")) problems.push(`member "${name}" is neither config nor a volume`);
   }
   for (const v of manifest.volumes) {
-    const entry = byName.get(v.member);
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(v.name ?? "") || v.member !== `volumes/${v.name}.tar`) {
       problems.push(`manifest volume "${v.name}" has a bad name or member`);
       continue;
     }
-    if (!entry) continue; // reported above
-    try {
-      const inner = readTar(entry.data);
-      for (const p of checkMembers(inner, { allowLinks: true, root: v.name })) problems.push(`volume ${v.name}: ${p}`);
-    } catch (e) {
-      problems.push(`volume ${v.name}: not a readable tar (${(e as Error).message})`);
-    }
-    volumes.push({ name: v.name, key: v.key, tar: entry.data });
+    const member = members.get(v.member);
+    if (!member) continue; // reported above
+    if (member.innerError !== undefined) problems.push(`volume ${v.name}: not a readable tar (${member.innerError})`);
+    else for (const p of checkMembers(member.inner ?? [], { allowLinks: true, root: v.name })) problems.push(`volume ${v.name}: ${p}`);
+    volumes.push({ name: v.name, key: v.key, ...(member.path ? { path: member.path } : {}) });
   }
-  for (const name of byName.keys()) {
+  for (const name of members.keys()) {
     if (name.startsWith("volumes/") && !manifest.volumes.some((v) => v.member === name)) problems.push(`member "${name}" is no volume of the manifest`);
   }
   if (problems.length > 0) throw new BackupInvalid(problems);

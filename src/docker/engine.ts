@@ -202,17 +202,17 @@ export class Engine {
     await this.json("DELETE", `/containers/${encodeURIComponent(id)}?force=true&v=false`, undefined, [404]);
   }
 
-  /** A tar of `path` inside a container (the top folder is the path's last component). */
-  async getArchive(containerId: string, path: string): Promise<Uint8Array> {
+  /** A tar of `path` inside a container (the top folder is the path's last component), as it streams in. */
+  async getArchive(containerId: string, path: string): Promise<ReadableStream<Uint8Array>> {
     const res = await this.request("GET", `/containers/${encodeURIComponent(containerId)}/archive?path=${encodeURIComponent(path)}`);
-    if (!res.ok) throw await this.errorOf(res, `reading ${path}`);
-    return new Uint8Array(await res.arrayBuffer());
+    if (!res.ok || !res.body) throw await this.errorOf(res, `reading ${path}`);
+    return res.body;
   }
 
-  /** Extract a tar into `path` inside a container. */
-  async putArchive(containerId: string, path: string, tar: Uint8Array): Promise<void> {
+  /** Extract a tar (in memory, or a file streamed from disk) into `path` inside a container. */
+  async putArchive(containerId: string, path: string, tar: Uint8Array | Blob): Promise<void> {
     const res = await this.request("PUT", `/containers/${encodeURIComponent(containerId)}/archive?path=${encodeURIComponent(path)}`, {
-      body: tar as Uint8Array<ArrayBuffer>,
+      body: tar as Uint8Array<ArrayBuffer> | Blob,
       headers: { "Content-Type": "application/x-tar" },
     });
     if (!res.ok) throw await this.errorOf(res, `writing ${path}`);

@@ -1,6 +1,7 @@
 // A small tar reader/writer (ustar + PAX long names), enough for backup archives and the
-// Engine API's archive endpoint. Everything is in memory: backups of a generated stack's
-// volumes are expected to fit; reading is defensive (see checkMember in archive-safety.ts).
+// Engine API's archive endpoint. TarParser reads an archive as it streams in (volume contents
+// never have to fit in memory); readTar/writeTar are the in-memory forms for small archives.
+// Reading is defensive (see checkMember in archive-safety.ts).
 
 export type TarEntryType = "file" | "dir" | "symlink" | "hardlink" | "char" | "block" | "fifo" | "other";
 
@@ -79,60 +80,157 @@ function parsePax(data: Uint8Array): Record<string, string> {
   return out;
 }
 
-/** Parse a whole (uncompressed) tar archive. Throws on a malformed archive. */
+/** A member's header: everything but its contents, plus their size. */
+export type TarHeader = Omit<TarEntry, "data"> & { size: number };
+
+/** Where a member's contents go while they stream past. */
+export interface TarSink {
+  write(chunk: Uint8Array): void;
+  end(): void;
+}
+
+/** PAX, GNU long-name and long-link members carry metadata, kept in memory up to this size. */
+const MAX_META_BYTES = 1024 * 1024;
+
+/**
+ * Reads a tar archive as it arrives, in chunks of any size. `onEntry` sees each member's header
+ * and may return a sink for a file's contents. Only one header block (and the metadata members
+ * before a header) is held at a time. Throws on a malformed archive.
+ */
+export class TarParser {
+  private readonly block = new Uint8Array(BLOCK);
+  private filled = 0;
+  /** Contents bytes left of the current member, and the padding after them. */
+  private remaining = 0;
+  private padding = 0;
+  private sink: TarSink | undefined;
+  private meta: { flag: string; parts: Uint8Array[] } | undefined;
+  private pax: Record<string, string> = {};
+  private longName: string | undefined;
+  private longLink: string | undefined;
+  private offset = 0;
+  private done = false;
+
+  constructor(private readonly onEntry: (header: TarHeader) => TarSink | undefined) {}
+
+  push(chunk: Uint8Array): void {
+    let pos = 0;
+    while (pos < chunk.length && !this.done) {
+      if (this.remaining > 0) {
+        const n = Math.min(this.remaining, chunk.length - pos);
+        const part = chunk.subarray(pos, pos + n);
+        if (this.meta) this.meta.parts.push(part.slice());
+        else this.sink?.write(part);
+        this.remaining -= n;
+        pos += n;
+        this.offset += n;
+        if (this.remaining === 0) this.finishMember();
+      } else if (this.padding > 0) {
+        const n = Math.min(this.padding, chunk.length - pos);
+        this.padding -= n;
+        pos += n;
+        this.offset += n;
+      } else {
+        const n = Math.min(BLOCK - this.filled, chunk.length - pos);
+        this.block.set(chunk.subarray(pos, pos + n), this.filled);
+        this.filled += n;
+        pos += n;
+        if (this.filled === BLOCK) {
+          this.filled = 0;
+          this.header();
+          this.offset += BLOCK;
+        }
+      }
+    }
+  }
+
+  /** The input has ended: throws when a member was cut short. */
+  end(): void {
+    if (!this.done && (this.remaining > 0 || this.meta)) throw new Error("Truncated tar archive");
+  }
+
+  private header(): void {
+    const header = this.block;
+    if (header.every((b) => b === 0)) {
+      this.done = true; // end-of-archive marker
+      return;
+    }
+    const stored = readOctal(header, 148, 8);
+    if (stored !== checksumOf(header)) throw new Error(`Bad tar header checksum at offset ${this.offset}`);
+    const flag = String.fromCharCode(header[156]);
+    const size = this.pax.size !== undefined ? Number(this.pax.size) : readOctal(header, 124, 12);
+    if (!Number.isSafeInteger(size) || size < 0) throw new Error("Bad tar member size");
+    this.padding = size % BLOCK === 0 ? 0 : BLOCK - (size % BLOCK);
+    this.remaining = size;
+    if (flag === "x" || flag === "L" || flag === "K") {
+      if (size > MAX_META_BYTES) throw new Error("Tar metadata member too large");
+      this.meta = { flag, parts: [] };
+    } else if (flag === "g") {
+      this.sink = undefined; // global PAX header: nothing we need
+    } else {
+      const isUstar = readString(header, 257, 6).startsWith("ustar");
+      const prefix = isUstar ? readString(header, 345, 155) : "";
+      const baseName = readString(header, 0, 100);
+      const pax = this.pax;
+      const type = TYPE_FLAGS[flag] ?? "other";
+      const entry: TarHeader = {
+        name: pax.path ?? this.longName ?? (prefix ? `${prefix}/${baseName}` : baseName),
+        type,
+        size: type === "file" ? size : 0,
+        mode: readOctal(header, 100, 8),
+        uid: pax.uid !== undefined ? Number(pax.uid) : readOctal(header, 108, 8),
+        gid: pax.gid !== undefined ? Number(pax.gid) : readOctal(header, 116, 8),
+        mtime: pax.mtime !== undefined ? Math.floor(Number(pax.mtime)) : readOctal(header, 136, 12),
+        linkname: pax.linkpath ?? this.longLink ?? readString(header, 157, 100),
+        uname: pax.uname ?? (isUstar ? readString(header, 265, 32) : undefined),
+        gname: pax.gname ?? (isUstar ? readString(header, 297, 32) : undefined),
+      };
+      this.pax = {};
+      this.longName = undefined;
+      this.longLink = undefined;
+      // Only files have contents; anything else's data blocks are skipped.
+      this.sink = type === "file" ? this.onEntry(entry) : (this.onEntry(entry), undefined);
+    }
+    if (size === 0) this.finishMember();
+  }
+
+  private finishMember(): void {
+    const meta = this.meta;
+    if (meta) {
+      this.meta = undefined;
+      const data = concat(meta.parts);
+      if (meta.flag === "x") this.pax = { ...this.pax, ...parsePax(data) };
+      else if (meta.flag === "L") this.longName = readString(data, 0, data.length);
+      else this.longLink = readString(data, 0, data.length);
+      return;
+    }
+    this.sink?.end();
+    this.sink = undefined;
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Parse a whole (uncompressed) tar archive in memory. Throws on a malformed archive. */
 export function readTar(buf: Uint8Array): TarEntry[] {
   const entries: TarEntry[] = [];
-  let pos = 0;
-  let pax: Record<string, string> = {};
-  let longName: string | undefined;
-  let longLink: string | undefined;
-  while (pos + BLOCK <= buf.length) {
-    const header = buf.subarray(pos, pos + BLOCK);
-    if (header.every((b) => b === 0)) break; // end-of-archive marker
-    const stored = readOctal(header, 148, 8);
-    if (stored !== checksumOf(header)) throw new Error(`Bad tar header checksum at offset ${pos}`);
-    const flag = String.fromCharCode(header[156]);
-    const size = pax.size !== undefined ? Number(pax.size) : readOctal(header, 124, 12);
-    if (!Number.isSafeInteger(size) || size < 0) throw new Error("Bad tar member size");
-    const dataStart = pos + BLOCK;
-    if (dataStart + size > buf.length) throw new Error("Truncated tar archive");
-    const data = buf.subarray(dataStart, dataStart + size);
-    pos = dataStart + Math.ceil(size / BLOCK) * BLOCK;
-
-    if (flag === "x") {
-      pax = { ...pax, ...parsePax(data) };
-      continue;
-    }
-    if (flag === "g") continue; // global PAX header: nothing we need
-    if (flag === "L") {
-      longName = readString(data, 0, data.length);
-      continue;
-    }
-    if (flag === "K") {
-      longLink = readString(data, 0, data.length);
-      continue;
-    }
-    const isUstar = readString(header, 257, 6).startsWith("ustar");
-    const prefix = isUstar ? readString(header, 345, 155) : "";
-    const baseName = readString(header, 0, 100);
-    const name = pax.path ?? longName ?? (prefix ? `${prefix}/${baseName}` : baseName);
-    const type = TYPE_FLAGS[flag] ?? "other";
-    entries.push({
-      name,
-      type,
-      data: type === "file" ? data : new Uint8Array(0),
-      mode: readOctal(header, 100, 8),
-      uid: pax.uid !== undefined ? Number(pax.uid) : readOctal(header, 108, 8),
-      gid: pax.gid !== undefined ? Number(pax.gid) : readOctal(header, 116, 8),
-      mtime: pax.mtime !== undefined ? Math.floor(Number(pax.mtime)) : readOctal(header, 136, 12),
-      linkname: pax.linkpath ?? longLink ?? readString(header, 157, 100),
-      uname: pax.uname ?? (isUstar ? readString(header, 265, 32) : undefined),
-      gname: pax.gname ?? (isUstar ? readString(header, 297, 32) : undefined),
-    });
-    pax = {};
-    longName = undefined;
-    longLink = undefined;
-  }
+  const parser = new TarParser(({ size: _size, ...header }) => {
+    const entry: TarEntry = { ...header, data: new Uint8Array(0) };
+    entries.push(entry);
+    const parts: Uint8Array[] = [];
+    return { write: (chunk) => parts.push(chunk), end: () => (entry.data = concat(parts)) };
+  });
+  parser.push(buf);
+  parser.end();
   return entries;
 }
 
@@ -187,32 +285,38 @@ function padded(data: Uint8Array): Uint8Array[] {
   return rest === 0 ? [data] : [data, new Uint8Array(BLOCK - rest)];
 }
 
+/** The blocks before a member's contents: a PAX header when the name, link or size needs one, then its header. */
+export function headerBlocks(entry: Omit<TarEntry, "data">, size: number): Uint8Array[] {
+  const parts: Uint8Array[] = [];
+  const needsPax = encoder.encode(entry.name).length > 100 || encoder.encode(entry.linkname).length > 100 || size > 0o77777777777;
+  if (needsPax) {
+    let records = paxRecord("path", entry.name);
+    if (entry.linkname) records += paxRecord("linkpath", entry.linkname);
+    if (size > 0o77777777777) records += paxRecord("size", String(size));
+    const body = encoder.encode(records);
+    const paxName = `PaxHeaders/${entry.name.split("/").pop()!.slice(0, 80)}`;
+    parts.push(header({ ...entry, name: paxName, linkname: "" }, body.length, "x"), ...padded(body));
+  }
+  parts.push(header(entry, size, FLAG_OF[entry.type]));
+  return parts;
+}
+
+/** Zeros that fill a member's contents of `size` bytes up to a whole block. */
+export const paddingFor = (size: number) => new Uint8Array(size % BLOCK === 0 ? 0 : BLOCK - (size % BLOCK));
+
+/** The end-of-archive marker. */
+export const endOfArchive = () => new Uint8Array(BLOCK * 2);
+
 /** Serialise entries to an uncompressed tar archive (PAX headers for long names). */
 export function writeTar(entries: TarEntry[]): Uint8Array {
   const parts: Uint8Array[] = [];
   for (const entry of entries) {
     const size = entry.type === "file" ? entry.data.length : 0;
-    const needsPax = encoder.encode(entry.name).length > 100 || encoder.encode(entry.linkname).length > 100 || size > 0o77777777777;
-    if (needsPax) {
-      let records = paxRecord("path", entry.name);
-      if (entry.linkname) records += paxRecord("linkpath", entry.linkname);
-      if (size > 0o77777777777) records += paxRecord("size", String(size));
-      const body = encoder.encode(records);
-      const paxName = `PaxHeaders/${entry.name.split("/").pop()!.slice(0, 80)}`;
-      parts.push(header({ ...entry, name: paxName, linkname: "" }, body.length, "x"), ...padded(body));
-    }
-    parts.push(header(entry, size, FLAG_OF[entry.type]));
-    if (size > 0) parts.push(...padded(entry.data));
+    parts.push(...headerBlocks(entry, size));
+    if (size > 0) parts.push(entry.data, paddingFor(size));
   }
-  parts.push(new Uint8Array(BLOCK * 2));
-  const total = parts.reduce((n, p) => n + p.length, 0);
-  const out = new Uint8Array(total);
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
+  parts.push(endOfArchive());
+  return concat(parts);
 }
 
 /** A regular file entry with sensible defaults. */

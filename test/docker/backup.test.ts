@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
-import { cli, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { cli, cliMeasured, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -141,5 +141,32 @@ volumes:
       expect((await stack.container("store")).State.Running).toBe(true);
     },
     60_000,
+  );
+
+  e2e(
+    "a volume far larger than the process's memory streams through create and restore",
+    async () => {
+      // 512 MiB in a volume. Held in memory, the archive alone would need that much again;
+      // streamed, the CLI stays near its own size whatever the volume holds.
+      const MIB = 512;
+      await stack.exec("store", "sh", "-c", `dd if=/dev/zero of=/more/big bs=1048576 count=${MIB} 2>/dev/null && echo tail >> /more/big && echo big-marker > /data/a.txt`);
+      const created = await cliMeasured(["backup", "create", "--dir", stack.dir, "--hot", "--json"]);
+      expect(created.code).toBe(0);
+      const out = JSON.parse(created.stdout);
+      const more = out.volumes.find((v: { name: string }) => v.name === `${stack.project}_more`);
+      expect(more.size).toBeGreaterThan(MIB * 1024 * 1024);
+      expect(created.peakMiB!).toBeLessThan(MIB / 2);
+
+      await stack.exec("store", "sh", "-c", "rm /more/big && echo other > /data/a.txt");
+      const restored = await cliMeasured(["backup", "restore", out.file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(restored.code).toBe(0);
+      expect(restored.peakMiB!).toBeLessThan(MIB / 2);
+      expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("big-marker");
+      expect((await stack.exec("store", "sh", "-c", "wc -c < /more/big")).trim()).toBe(String(MIB * 1024 * 1024 + 5));
+      expect((await stack.exec("store", "tail", "-c", "5", "/more/big")).trim()).toBe("tail");
+      // No work folders are left beside the backups.
+      expect(readdirSync(backupsDir).filter((f) => f.startsWith("."))).toEqual([]);
+    },
+    240_000,
   );
 });

@@ -1,7 +1,7 @@
 // Helpers for the docker end-to-end tests: the real engine, the local registry on 127.0.0.1:5000
 // and the busybox base image that .ci/setup-docker.sh prepares.
 import { test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -19,16 +19,37 @@ export interface Ran {
   code: number;
   stdout: string;
   stderr: string;
+  /** With `measurePeak`: the largest resident set the process reached (VmHWM, sampled), in MiB. */
+  peakMiB?: number;
 }
 
-export async function run(argv: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<Ran> {
+/** The process's peak resident set so far, in MiB (undefined once it has exited). */
+function peakOf(pid: number): number | undefined {
+  try {
+    const kib = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kib === undefined ? undefined : Number(kib) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function run(argv: string[], opts: { cwd?: string; env?: Record<string, string>; measurePeak?: boolean } = {}): Promise<Ran> {
   const proc = Bun.spawn(argv, { cwd: opts.cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1", ...QUIET_FREE, ...opts.env } });
+  let peakMiB: number | undefined;
+  const sampler = opts.measurePeak
+    ? setInterval(() => {
+        peakMiB = Math.max(peakMiB ?? 0, peakOf(proc.pid) ?? 0);
+      }, 20)
+    : undefined;
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
+  clearInterval(sampler);
+  return { code, stdout, stderr, ...(opts.measurePeak ? { peakMiB } : {}) };
 }
 
 /** The CLI as a subprocess. */
 export const cli = (args: string[], env?: Record<string, string>) => run([BUN, MAIN, ...args], { env });
+/** The CLI as a subprocess, sampling its peak memory. */
+export const cliMeasured = (args: string[]) => run([BUN, MAIN, ...args], { measurePeak: true });
 
 export async function docker(...args: string[]): Promise<string> {
   const r = await run(["docker", ...args]);

@@ -1,7 +1,10 @@
 // Pure logic of the day-2 commands: layering, uptime, tar and archive member checks, references.
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { checkMember, checkMembers, resolveInside } from "../../src/docker/archive-safety.ts";
-import { buildArchive, verifyArchive, backupFileName } from "../../src/docker/backup.ts";
+import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput } from "../../src/docker/backup.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { readiness } from "../../src/docker/health.ts";
@@ -9,7 +12,7 @@ import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
 import { summarise, healthOf } from "../../src/docker/status.ts";
-import { fileEntry, readTar, writeTar, type TarEntry } from "../../src/docker/tar.ts";
+import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
 import { digestOf, splitTag } from "../../src/docker/update.ts";
 
 const entry = (name: string, type: TarEntry["type"] = "file", linkname = ""): TarEntry => ({
@@ -160,6 +163,21 @@ describe("tar", () => {
     await Bun.$`rm -f ${path}`.quiet();
     expect(out.trim().split("\n")).toEqual(["x/y.txt", `x/${"z".repeat(120)}`]);
   });
+  test("the streaming parser gives the same members whatever the chunk size", () => {
+    const tar = writeTar([entry("d", "dir"), fileEntry(`d/${"n".repeat(130)}`, "long name"), fileEntry("d/f", new Uint8Array(1500).fill(3)), entry("d/l", "symlink", "f")]);
+    for (const size of [1, 7, 512, 513, 4096]) {
+      const seen: { name: string; type: string; bytes: number }[] = [];
+      const parser = new TarParser((h) => {
+        const row = { name: h.name, type: h.type, bytes: 0 };
+        seen.push(row);
+        return { write: (c) => (row.bytes += c.length), end: () => {} };
+      });
+      for (let at = 0; at < tar.length; at += size) parser.push(tar.subarray(at, at + size));
+      parser.end();
+      expect(seen).toEqual(readTar(tar).map((e) => ({ name: e.name, type: e.type, bytes: e.data.length })));
+    }
+  });
+
   test("rejects a corrupted header", () => {
     const tar = writeTar([fileEntry("a", "b")]);
     tar[10] ^= 0xff;
@@ -199,40 +217,89 @@ describe("archive member checks", () => {
 });
 
 describe("backup archive verification", () => {
+  const dir = mkdtempSync(join(tmpdir(), "stackgen-archive-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  const path = (name: string) => join(dir, `${n++}-${name}`);
+  /** A volume's tar in a work file, as readVolumes leaves it. */
+  const volumeFile = (name: string, tar: Uint8Array) => {
+    const p = path(`${name}.tar`);
+    writeFileSync(p, tar);
+    return { name, key: name.split("_").pop()!, path: p, size: tar.length, sha256: sha256(tar) };
+  };
   const volumeTar = writeTar([{ ...entry("proj_data", "dir"), mode: 0o755 }, fileEntry("proj_data/f.txt", "data")]);
-  const make = () =>
-    buildArchive({
-      project: "proj",
-      hot: false,
-      services: [{ name: "db", image: "x:1" }],
-      files: [{ path: "docker-compose.yml", data: new TextEncoder().encode("services: {}\n"), mode: 0o644 }],
-      volumes: [{ name: "proj_data", key: "data", tar: volumeTar }],
-    });
-  test("a fresh archive verifies and lists its members", () => {
-    const { gz, manifest } = make();
-    const v = verifyArchive(gz);
-    expect(v.manifest.project).toBe("proj");
+  const input = (over: Partial<ArchiveInput> = {}): ArchiveInput => ({
+    project: "proj",
+    hot: false,
+    services: [{ name: "db", image: "x:1" }],
+    files: [{ path: "docker-compose.yml", data: new TextEncoder().encode("services: {}\n"), mode: 0o644 }],
+    volumes: [volumeFile("proj_data", volumeTar)],
+    ...over,
+  });
+  const make = async (over: Partial<ArchiveInput> = {}) => {
+    const file = path("backup.tar.gz");
+    return { file, ...(await writeArchive(file, input(over))) };
+  };
+  test("a fresh archive verifies, lists its members and extracts its volumes byte for byte", async () => {
+    const { file, manifest, size, sha256: sum } = await make();
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(size).toBe(statSync(file).size);
+    expect(sum).toBe(sha256(readFileSync(file)));
     expect(manifest.members.map((m) => m.path)).toEqual(["config/docker-compose.yml", "volumes/proj_data.tar"]);
-    expect(v.files[0].path).toBe("docker-compose.yml");
-    expect(v.volumes[0].name).toBe("proj_data");
+    const listed = await verifyBackupFile(file);
+    expect(listed.manifest.project).toBe("proj");
+    expect(listed.files[0].path).toBe("docker-compose.yml");
+    expect(listed.volumes).toEqual([{ name: "proj_data", key: "data" }]);
+    const out = mkdtempSync(join(dir, "extract-"));
+    const extracted = await verifyBackupFile(file, out);
+    expect(sha256(readFileSync(extracted.volumes[0].path!))).toBe(sha256(volumeTar));
   });
-  const rewrite = (gz: Uint8Array, change: (entries: TarEntry[]) => TarEntry[]) => Bun.gzipSync(writeTar(change(readTar(Bun.gunzipSync(gz as Uint8Array<ArrayBuffer>)))) as Uint8Array<ArrayBuffer>);
-  test("a changed member fails its checksum", () => {
-    const bad = rewrite(make().gz, (es) => es.map((e) => (e.name === "config/docker-compose.yml" ? fileEntry(e.name, "services: {evil: {}}\n") : e)));
-    expect(() => verifyArchive(bad)).toThrow(/size|sha256/);
+  test("a volume larger than the stream's chunks round-trips through disk", async () => {
+    // 6 MiB of incompressible data in several files: many gzip and tar chunks on both sides.
+    const big = writeTar([entry("proj_big", "dir"), ...[0, 1, 2].map((i) => fileEntry(`proj_big/blob-${i}`, crypto.getRandomValues(new Uint8Array(2 * 1024 * 1024)) as Uint8Array))]);
+    const { file } = await make({ volumes: [volumeFile("proj_big", big)] });
+    const out = mkdtempSync(join(dir, "extract-"));
+    const { volumes } = await verifyBackupFile(file, out);
+    expect(sha256(readFileSync(volumes[0].path!))).toBe(sha256(big));
   });
-  test("an unlisted or escaping member is refused", () => {
-    expect(() => verifyArchive(rewrite(make().gz, (es) => [...es, fileEntry("config/extra", "x")]))).toThrow(/not listed/);
-    expect(() => verifyArchive(rewrite(make().gz, (es) => [...es, fileEntry("config/../../evil", "x")]))).toThrow(/'\.\.'/);
-    expect(() => verifyArchive(rewrite(make().gz, (es) => [...es, entry("config/l", "symlink", "/etc")]))).toThrow(/link/);
+  const rewrite = async (change: (entries: TarEntry[]) => TarEntry[]) => {
+    const file = path("rewritten.tar.gz");
+    const original = readFileSync((await make()).file);
+    writeFileSync(file, Bun.gzipSync(writeTar(change(readTar(Bun.gunzipSync(original)))) as Uint8Array<ArrayBuffer>));
+    return file;
+  };
+  test("a changed member fails its checksum", async () => {
+    const bad = await rewrite((es) => es.map((e) => (e.name === "config/docker-compose.yml" ? fileEntry(e.name, "services: {evil: {}}\n") : e)));
+    expect(verifyBackupFile(bad)).rejects.toThrow(/size|sha256/);
   });
-  test("a volume tar with an escaping link is refused", () => {
+  test("an unlisted, doubled or escaping member is refused", async () => {
+    expect(verifyBackupFile(await rewrite((es) => [...es, fileEntry("config/extra", "x")]))).rejects.toThrow(/not listed/);
+    expect(verifyBackupFile(await rewrite((es) => [...es, es[1]]))).rejects.toThrow(/appears twice/);
+    expect(verifyBackupFile(await rewrite((es) => [...es, fileEntry("config/../../evil", "x")]))).rejects.toThrow(/'\.\.'/);
+    expect(verifyBackupFile(await rewrite((es) => [...es, entry("config/l", "symlink", "/etc")]))).rejects.toThrow(/link/);
+  });
+  test("a volume tar with an escaping link, or no tar at all, is refused", async () => {
     const evil = writeTar([entry("proj_data", "dir"), entry("proj_data/l", "symlink", "../../../etc")]);
-    const { gz } = buildArchive({ project: "proj", hot: false, services: [], files: [], volumes: [{ name: "proj_data", key: "data", tar: evil }] });
-    expect(() => verifyArchive(gz)).toThrow(/volume proj_data: symlink/);
+    expect(verifyBackupFile((await make({ volumes: [volumeFile("proj_data", evil)] })).file)).rejects.toThrow(/volume proj_data: symlink/);
+    const junk = new Uint8Array(1024).fill(7);
+    expect(verifyBackupFile((await make({ volumes: [volumeFile("proj_data", junk)] })).file)).rejects.toThrow(/volume proj_data: not a readable tar/);
   });
-  test("garbage is refused", () => {
-    expect(() => verifyArchive(new Uint8Array([1, 2, 3]))).toThrow(/not a readable/);
+  test("garbage and truncated archives are refused, and extract nothing", async () => {
+    const garbage = path("garbage.tar.gz");
+    writeFileSync(garbage, new Uint8Array([1, 2, 3]));
+    expect(verifyBackupFile(garbage)).rejects.toThrow(/not a readable/);
+    const tar = Bun.gunzipSync(readFileSync((await make()).file));
+    const early = path("early.tar.gz");
+    writeFileSync(early, Bun.gzipSync(tar.subarray(0, 1500)));
+    expect(verifyBackupFile(early)).rejects.toThrow(/missing/);
+    // Cut inside the volume's contents.
+    const cut = path("cut.tar.gz");
+    writeFileSync(cut, Bun.gzipSync(tar.subarray(0, tar.length - 2000)));
+    const out = mkdtempSync(join(dir, "extract-"));
+    await expect(verifyBackupFile(cut, out)).rejects.toThrow(/not a readable .tar.gz archive \(Truncated tar archive\)/);
+    // Whatever was extracted before the cut is only in the folder the caller removes.
+    expect(readdirSync(out).every((f) => f.endsWith(".tar"))).toBe(true);
+    expect(existsSync(join(dir, "..", "volume-0.tar"))).toBe(false);
   });
   test("file names sort by time", () => {
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"))).toBe("p-20240102T030405678Z.tar.gz");

@@ -12,7 +12,7 @@ export default defineCommand({
   async run({ args }) {
     const stack = loadStack(args.dir);
     const dir = defaultBackupDir(stack);
-    const backups = listBackups(dir);
+    const backups = await listBackups(dir);
     if (args.json) {
       printJson({ directory: dir, backups });
       return;

@@ -1,9 +1,10 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
 import { createInterface } from "node:readline/promises";
-import { resolve } from "node:path";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
 import { StackgenError } from "../../errors.ts";
-import { loadVerifiedBackup, restoreBackup } from "../../docker/backup-ops.ts";
+import { defaultBackupDir, loadVerifiedBackup, restoreBackup } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg, openCompose, openStack, timeoutMs } from "../../docker/cli-support.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 
@@ -31,26 +32,35 @@ export default defineCommand({
     const file = resolve(String(args.file));
     const { stack, engine } = await openStack(args.dir);
     // Verify everything before asking or touching anything.
-    const backup = loadVerifiedBackup(file, stack.project);
-    if (!args.yes) {
-      if (!process.stdin.isTTY) {
-        throw new StackgenError("CONFIRMATION_REQUIRED", "Restore replaces the stack's volumes and config; pass --yes to run it without a terminal.", 400);
+    // The backup's volume tars are extracted (and checked) here first, beside the stack's
+    // backups, and streamed into the volumes from there.
+    mkdirSync(defaultBackupDir(stack), { recursive: true });
+    const work = mkdtempSync(join(defaultBackupDir(stack), ".restore-"));
+    let result;
+    try {
+      const backup = await loadVerifiedBackup(file, stack.project, work);
+      if (!args.yes) {
+        if (!process.stdin.isTTY) {
+          throw new StackgenError("CONFIRMATION_REQUIRED", "Restore replaces the stack's volumes and config; pass --yes to run it without a terminal.", 400);
+        }
+        const ok = await confirm(`Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`);
+        if (!ok) throw new StackgenError("ABORTED", "Restore cancelled; nothing was changed.", 400);
       }
-      const ok = await confirm(`Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`);
-      if (!ok) throw new StackgenError("ABORTED", "Restore cancelled; nothing was changed.", 400);
-    }
-    const compose = await openCompose(stack);
-    const model = await compose.config();
-    const result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });
-    if (args.json) printJson(result);
-    else {
-      printText(
-        [
-          `Restored ${result.volumes.length} volume(s) and ${result.files.length} config file(s) from ${file}`,
-          `Safety backup of the previous state: ${result.safetyBackup}`,
-          result.healthy ? `Services up: ${result.services.join(", ")}` : `Not healthy: ${result.problems.join("; ")}`,
-        ].join("\n"),
-      );
+      const compose = await openCompose(stack);
+      const model = await compose.config();
+      result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });
+      if (args.json) printJson(result);
+      else {
+        printText(
+          [
+            `Restored ${result.volumes.length} volume(s) and ${result.files.length} config file(s) from ${file}`,
+            `Safety backup of the previous state: ${result.safetyBackup}`,
+            result.healthy ? `Services up: ${result.services.join(", ")}` : `Not healthy: ${result.problems.join("; ")}`,
+          ].join("\n"),
+        );
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
     }
     if (!result.healthy) {
       log.error(`The restored stack is not healthy: ${result.problems.join("; ")}`);
