@@ -17,6 +17,13 @@ interface CoolifyServer {
   settings?: { is_usable?: boolean; is_reachable?: boolean; is_build_server?: boolean };
 }
 
+interface CoolifyDestination {
+  uuid: string;
+  name?: string;
+  network?: string;
+  type?: string;
+}
+
 interface CoolifyEnvironment {
   id?: number;
   uuid: string;
@@ -125,23 +132,36 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     });
   } else {
     serviceUuid = await steps.run("Create compose service", async () => {
-      const res = await api.call<{ uuid?: string }>("POST", "/services", {
-        body: {
-          project_uuid: projectUuid,
-          server_uuid: server.uuid,
-          // The spec marks both required, the server needs one; sending both satisfies both.
-          environment_name: environment.name,
-          environment_uuid: environment.uuid,
-          name,
-          description: DESCRIPTION,
-          docker_compose_raw: composeBase64,
-          // Deploy only after the variables are written.
-          instant_deploy: false,
-        },
-      });
+      const create = (destinationUuid?: string) =>
+        api.call<{ uuid?: string }>("POST", "/services", {
+          body: {
+            project_uuid: projectUuid,
+            server_uuid: server.uuid,
+            // The spec marks both required, the server needs one; sending both satisfies both.
+            environment_name: environment.name,
+            environment_uuid: environment.uuid,
+            ...(destinationUuid ? { destination_uuid: destinationUuid } : {}),
+            name,
+            description: DESCRIPTION,
+            docker_compose_raw: composeBase64,
+            // Deploy only after the variables are written.
+            instant_deploy: false,
+          },
+        });
+      let res: { uuid?: string } | null;
+      let where = "";
+      try {
+        res = await create();
+      } catch (e) {
+        // A server with several Docker destinations needs one named (research §2).
+        if (!(e instanceof DeployError && e.status === 400 && /multiple destinations/i.test(e.detail ?? ""))) throw e;
+        const destination = await defaultDestination(api, server);
+        res = await create(destination.uuid);
+        where = ` on destination ${destination.name ?? destination.uuid} (network ${destination.network})`;
+      }
       const uuid = requireString(res?.uuid, "POST /services", "uuid");
       steps.note({ created: `Coolify service "${name}" (${uuid})` });
-      return { value: uuid, detail: uuid };
+      return { value: uuid, detail: uuid + where };
     });
   }
   const stackUuid = serviceUuid;
@@ -182,6 +202,35 @@ async function findService(
         : services.find((s) => s.name === name && s.environment_id === environment.id);
     return { value: found?.uuid, detail: found ? `service "${name}" exists (${found.uuid})` : `no service named "${name}" yet` };
   });
+}
+
+/** Coolify's own network, which every server gets when it is set up. */
+const DEFAULT_NETWORK = "coolify";
+
+/**
+ * The destination to use on a server that has several: the standalone one on Coolify's default
+ * network, or the only standalone one. Anything else is the user's choice to make in Coolify,
+ * so it is an error naming them.
+ */
+async function defaultDestination(api: JsonClient, server: CoolifyServer): Promise<CoolifyDestination> {
+  const label = `Server ${server.name ?? server.uuid}`;
+  let destinations: CoolifyDestination[];
+  try {
+    destinations = await api.call<CoolifyDestination[]>("GET", `/servers/${encodeURIComponent(server.uuid)}/destinations`);
+  } catch (e) {
+    if (e instanceof DeployError && e.status === 404) {
+      throw new DeployError(`${label} has several Docker destinations, and this Coolify version cannot list them over its API; keep one destination on it, or deploy to another server`, 400);
+    }
+    throw e;
+  }
+  const standalone = (Array.isArray(destinations) ? destinations : []).filter((d) => typeof d?.uuid === "string" && (d.type ?? "standalone") === "standalone");
+  const chosen = standalone.find((d) => d.network === DEFAULT_NETWORK) ?? (standalone.length === 1 ? standalone[0] : undefined);
+  if (chosen) return chosen;
+  const names = standalone.map((d) => `${d.name ?? d.uuid} (network ${d.network ?? "?"})`).join(", ") || "none usable";
+  throw new DeployError(
+    `${label} has several Docker destinations and none is clearly the one to use (Coolify's default "${DEFAULT_NETWORK}" network, or the only standalone one): ${names}; keep one destination on it, or deploy to another server`,
+    400,
+  );
 }
 
 function isUsableServer(server: CoolifyServer): boolean {

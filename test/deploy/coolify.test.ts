@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import type { DeployStep } from "../../src/deploy/types.ts";
-import { CoolifyFake, usableServer } from "./fakes/coolify-fake.ts";
+import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts";
 import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<CoolifyFake>();
@@ -123,6 +123,54 @@ describe("Coolify deployer against a spec-validating fake", () => {
     const result = await deployBundle(options(fake));
     expect(result.success).toBe(true);
     expect((fake.calls.find((c) => c.operationId === "create-service")!.body as { server_uuid: string }).server_uuid).toBe(good.uuid);
+  });
+
+  describe("a server with several Docker destinations", () => {
+    const server = usableServer();
+    const deployWith = async (destinations: ReturnType<typeof destination>[], listsDestinations = true) => {
+      const fake = await startFake({ servers: [server], destinations: { [server.uuid]: destinations }, listsDestinations });
+      return { fake, result: await deployBundle(options(fake)) };
+    };
+
+    test("uses the one on Coolify's default network, and says so", async () => {
+      const main = destination("coolify");
+      const { fake, result } = await deployWith([destination("apps"), main, destination("coolify", "swarm")]);
+      expect(result.success).toBe(true);
+      expect(fake.services[0]!.destination_uuid).toBe(main.uuid);
+      expect(normalisedSequence(fake)).toEqual([
+        ...CREATE_SEQUENCE.slice(0, 6),
+        `GET /servers/${server.uuid}/destinations`,
+        "POST /services",
+        ...CREATE_SEQUENCE.slice(6),
+      ]);
+      expect(result.steps.find((s) => s.step === "Create compose service")!.detail).toContain(`on destination ${main.name} (network coolify)`);
+      expect(fake.violations).toEqual([]);
+    });
+
+    test("uses the only standalone one when none is on the default network", async () => {
+      const only = destination("apps");
+      const { fake, result } = await deployWith([only, destination("edge", "swarm")]);
+      expect(result.success).toBe(true);
+      expect(fake.services[0]!.destination_uuid).toBe(only.uuid);
+    });
+
+    test("refuses to guess between several, naming them; nothing but the project was created", async () => {
+      const { fake, result } = await deployWith([destination("apps"), destination("db")]);
+      expect(result.success).toBe(false);
+      expect(result.failedStep).toBe("Create compose service");
+      expect(result.error).toContain("has several Docker destinations and none is clearly the one to use");
+      expect(result.error).toContain("localhost-apps (network apps), localhost-db (network db)");
+      expect(fake.services).toHaveLength(0);
+      expect(result.created).toEqual([`Coolify project "${PROJECT}" (${fake.projects[0]!.uuid})`]);
+      expect(fake.violations).toEqual([]);
+    });
+
+    test("a version that cannot list destinations gets a clear error", async () => {
+      const { fake, result } = await deployWith([destination("coolify"), destination("apps")], false);
+      expect(result.success).toBe(false);
+      expect(result.error).toContain("cannot list them over its API");
+      expect(fake.services).toHaveLength(0);
+    });
   });
 
   test("existing project without --update: Coolify API 409: Conflict, nothing created", async () => {

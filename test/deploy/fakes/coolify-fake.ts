@@ -35,6 +35,7 @@ export interface CoolifyServiceRow {
   name: string;
   environment_id: number;
   server_uuid: string;
+  destination_uuid: string;
   /** Decoded YAML as the server stored it. */
   compose: string;
   envs: Map<string, CoolifyEnvRow>;
@@ -48,11 +49,29 @@ export interface CoolifyProjectRow {
   environments: { id: number; uuid: string; name: string; project_id: number }[];
 }
 
+export interface CoolifyDestinationRow {
+  uuid: string;
+  name: string;
+  network: string;
+  type: "standalone" | "swarm";
+  server_uuid: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface CoolifyFakeOptions {
   token?: string;
   /** Answer of GET /version (text/html). */
   version?: string;
   servers?: CoolifyServerRow[];
+  /** Docker destinations per server uuid (default: each server has one, on the `coolify` network). */
+  destinations?: Record<string, Omit<CoolifyDestinationRow, "server_uuid" | "created_at" | "updated_at">[]>;
+  /** False: GET /servers/{uuid}/destinations is unknown (404), as on older versions. */
+  listsDestinations?: boolean;
+}
+
+export function destination(network: string, type: "standalone" | "swarm" = "standalone") {
+  return { uuid: `dst${randomId(10)}`, name: `localhost-${network}`, network, type };
 }
 
 export function usableServer(overrides: Partial<CoolifyServerRow> = {}): CoolifyServerRow {
@@ -90,6 +109,8 @@ export class CoolifyFake extends SpecFake {
   token: string;
   version: string;
   servers: CoolifyServerRow[];
+  readonly destinations: Record<string, CoolifyDestinationRow[]> = {};
+  listsDestinations: boolean;
   readonly projects: CoolifyProjectRow[] = [];
   readonly services: CoolifyServiceRow[] = [];
   readonly deployments: { uuid: string; force: string | undefined }[] = [];
@@ -105,6 +126,16 @@ export class CoolifyFake extends SpecFake {
     this.token = options.token ?? "test-coolify-token-0001";
     this.version = options.version ?? "4.3.10";
     this.servers = options.servers ?? [usableServer()];
+    this.listsDestinations = options.listsDestinations ?? true;
+    const now = new Date(0).toISOString();
+    for (const server of this.servers) {
+      this.destinations[server.uuid] = (options.destinations?.[server.uuid] ?? [destination("coolify")]).map((d) => ({
+        ...d,
+        server_uuid: server.uuid,
+        created_at: now,
+        updated_at: now,
+      }));
+    }
   }
 
   /** Seed a project as if created earlier (duplicate tests). */
@@ -165,6 +196,12 @@ export class CoolifyFake extends SpecFake {
         };
       case "create-service":
         return this.createService(body, violate);
+      case "list-server-destinations": {
+        if (!this.listsDestinations) return { status: 404, body: { message: "Not found." } };
+        const list = this.destinations[ctx.params.server_uuid!];
+        if (!list) return { status: 404, body: { message: "Server not found." } };
+        return { status: 200, body: list };
+      }
       case "update-service-by-uuid":
         return this.updateService(ctx.params.uuid!, body, violate);
       case "update-envs-by-service-uuid":
@@ -222,6 +259,19 @@ export class CoolifyFake extends SpecFake {
       return { status: 404, body: { message: "Environment not found." } };
     }
     if (!this.servers.some((s) => s.uuid === body.server_uuid)) return { status: 404, body: { message: "Server not found." } };
+    // research §2: a destination must be named when the server has several.
+    const destinations = this.destinations[String(body.server_uuid)] ?? [];
+    if (destinations.length === 0) return { status: 400, body: { message: "Server has no destinations." } };
+    let destinationUuid = destinations[0]!.uuid;
+    if (body.destination_uuid !== undefined) {
+      if (!destinations.some((d) => d.uuid === body.destination_uuid)) {
+        violate("destination_uuid is not a destination of the server");
+        return { status: 404, body: { message: "Destination not found." } };
+      }
+      destinationUuid = String(body.destination_uuid);
+    } else if (destinations.length > 1) {
+      return { status: 400, body: { message: "Server has multiple destinations and you do not set destination_uuid." } };
+    }
     if (body.instant_deploy === true) violate("instant_deploy:true would start the stack before its variables are set");
 
     const service: CoolifyServiceRow = {
@@ -230,6 +280,7 @@ export class CoolifyFake extends SpecFake {
       name: typeof body.name === "string" ? body.name : `service-${randomId(6)}`,
       environment_id: environment.id,
       server_uuid: String(body.server_uuid),
+      destination_uuid: destinationUuid,
       compose,
       envs: new Map(),
     };
