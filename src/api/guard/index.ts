@@ -53,7 +53,6 @@ function settle<T, R>(value: T | Promise<T>, then: (v: T) => R | Promise<R>): R 
   return value instanceof Promise ? value.then(then) : then(value);
 }
 
-
 export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
   const log = createGuardLog(config.logLevel, deps.logSink);
   const store: CounterStore = deps.store ?? (config.redisUrl
