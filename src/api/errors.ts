@@ -2,6 +2,9 @@
 import { ValidationError } from "elysia";
 import { StackgenError } from "../errors.ts";
 import { toFieldIssues } from "../schema/issues.ts";
+import { VALIDATE_MESSAGE } from "../core/check-input.ts";
+import { GENERATE_MESSAGE } from "../core/generate/index.ts";
+import { DEPLOY_MESSAGE } from "./routes/deploy.ts";
 
 export interface ErrorReply {
   status: number;
@@ -13,7 +16,7 @@ export function errorBodyFor(path: string, error: ErrorReply["body"]["error"]) {
   return path.replace(/\/+$/, "") === "/v1/skills" ? { error: error.message, code: error.code } : { error };
 }
 
-const MESSAGES: Record<string, string> = { "/v1/generate": "Invalid generation input", "/v1/deploy": "Invalid deploy request" };
+const MESSAGES: Record<string, string> = { "/v1/generate": GENERATE_MESSAGE, "/v1/deploy": DEPLOY_MESSAGE };
 
 export function toErrorReply(code: string | number, error: unknown, path: string): ErrorReply {
   const reply = (status: number, c: string, message: string, details?: { field: string; message: string }[]) =>
@@ -24,7 +27,7 @@ export function toErrorReply(code: string | number, error: unknown, path: string
   if (code === "VALIDATION" && error instanceof ValidationError) {
     const root = error.type === "query" ? "query" : error.type === "params" ? "params" : "body";
     const details = toFieldIssues(error.all as never, root);
-    return reply(400, "VALIDATION_ERROR", MESSAGES[path] ?? (root === "query" ? "Invalid query parameters" : "Invalid request body"), details);
+    return reply(400, "VALIDATION_ERROR", MESSAGES[path] ?? (root === "query" ? "Invalid query parameters" : VALIDATE_MESSAGE), details);
   }
   if (code === "PARSE") return reply(400, "VALIDATION_ERROR", "Malformed request body", [{ field: "body", message: "Expected a JSON document" }]);
   if (code === "NOT_FOUND") return reply(404, "NOT_FOUND", `No route for ${path}`);

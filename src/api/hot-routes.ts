@@ -4,12 +4,11 @@
 // still document them and serve everything else (query strings, ZIP, complete exports).
 // test/api/hot-routes.test.ts holds both paths to the same answers.
 import type { Catalog } from "../catalog/index.ts";
-import { validateSelection } from "../core/validate.ts";
+import { validateSelection, VALIDATE_MESSAGE } from "../core/validate.ts";
 import { GENERATE_MESSAGE, requestInput } from "../core/generate/index.ts";
 import { errorBodyFor, toErrorReply } from "./errors.ts";
 import { readJsonObject } from "./json-body.ts";
 import { GENERATE_JSON_TYPE, generateJson, wantsZip } from "./routes/generate.ts";
-import { VALIDATE_MESSAGE } from "./routes/validate.ts";
 
 /** An answer the guard turns into a Response (with its headers in one go). */
 export interface Reply {
@@ -26,9 +25,10 @@ const ERROR_TYPE = "application/json";
 export type HotRoutes = (request: Request, path: string) => Promise<Reply> | undefined;
 
 export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
-  const answer = async (request: Request, path: string, message: string, run: (body: Record<string, unknown>) => string, type: string): Promise<Reply> => {
+  type Route = { message: string; type: string; run: (body: Record<string, unknown>) => string; unwrap?: typeof requestInput };
+  const answer = async (request: Request, path: string, { message, type, run, unwrap }: Route): Promise<Reply> => {
     try {
-      const body = await readJsonObject(request, message, maxBodyBytes, path === "/v1/generate" ? requestInput : undefined);
+      const body = await readJsonObject(request, message, maxBodyBytes, unwrap);
       return { status: 200, type, body: run(body) };
     } catch (error) {
       const reply = toErrorReply("UNKNOWN", error, path);
@@ -39,10 +39,11 @@ export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
     // A query string (format=zip|complete, or anything Elysia should judge) goes to the app.
     if (request.method !== "POST" || request.url.includes("?")) return undefined;
     if (path === "/v1/validate") {
-      return answer(request, path, VALIDATE_MESSAGE, (body) => JSON.stringify(validateSelection(body, catalog)), JSON_TYPE);
+      return answer(request, path, { message: VALIDATE_MESSAGE, type: JSON_TYPE, run: (body) => JSON.stringify(validateSelection(body, catalog)) });
     }
     if (path === "/v1/generate" && !wantsZip(undefined, request.headers.get("accept"))) {
-      return answer(request, path, GENERATE_MESSAGE, (body) => generateJson(body, catalog), GENERATE_JSON_TYPE);
+      // A whole `complete` export posted back is read through its `input`, as on the Elysia route.
+      return answer(request, path, { message: GENERATE_MESSAGE, type: GENERATE_JSON_TYPE, run: (body) => generateJson(body, catalog), unwrap: requestInput });
     }
     return undefined;
   };

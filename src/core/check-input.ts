@@ -5,6 +5,9 @@ import type { GenerateRequest, ValidateRequest } from "../schema/api.ts";
 import type { Platform } from "../schema/catalog.ts";
 import { validationError, type FieldIssue } from "../errors.ts";
 
+/** The message of a validate request's VALIDATION_ERROR (SPEC §7). */
+export const VALIDATE_MESSAGE = "Invalid request body";
+
 /** Request ids accepted for listing ids (CONTRACT §2). */
 export const PACK_ALIASES: Record<string, string> = { research: "research-agent", "dev-ops": "devops" };
 
@@ -23,7 +26,7 @@ export function hostPlatform(): Platform {
 }
 
 /** Validate ids and merge preset + explicit fields. Throws VALIDATION_ERROR naming each unknown id. */
-export function toSelection(body: ValidateRequest | GenerateRequest, catalog: Catalog, message = "Invalid request body"): Selection {
+export function toSelection(body: ValidateRequest | GenerateRequest, catalog: Catalog, message = VALIDATE_MESSAGE): Selection {
   const issues: FieldIssue[] = [];
   const preset = body.preset === undefined ? undefined : catalog.presetsById.get(body.preset);
   if (body.preset !== undefined && !preset) issues.push({ field: "preset", message: `Unknown preset id "${body.preset}"` });

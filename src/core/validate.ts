@@ -2,11 +2,13 @@
 import type { Catalog } from "../catalog/index.ts";
 import { ValidateRequest, type ValidateResponse } from "../schema/api.ts";
 import { assertValid } from "../schema/issues.ts";
-import { toSelection } from "./check-input.ts";
+import { toSelection, VALIDATE_MESSAGE } from "./check-input.ts";
+
+export { VALIDATE_MESSAGE };
 import { migrateConfig } from "./migrate.ts";
 import { resolve, toValidateResponse } from "./resolve.ts";
 
 export function validateSelection(body: unknown, catalog: Catalog): ValidateResponse {
-  const migrated = assertValid<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>), "Invalid request body");
+  const migrated = assertValid<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>), VALIDATE_MESSAGE);
   return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
 }

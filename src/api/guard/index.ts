@@ -3,6 +3,7 @@
 // (every response carries X-RateLimit-*); API key; declared body size; one log line at the end.
 // Bodies without Content-Length are measured where they are read (../json-body.ts).
 import { errorBodyFor } from "../errors.ts";
+import { tooLarge } from "../json-body.ts";
 import type { Reply } from "../hot-routes.ts";
 import type { GuardConfig } from "./config.ts";
 import { addCorsHeaders, preflightHeaders } from "./cors.ts";
@@ -87,7 +88,10 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
       if (key.kind === "invalid") return refusal(path, 401, "UNAUTHORIZED", "Invalid API key.");
       if (key.kind === "valid") withValidKey.add(request);
       const declared = Number(request.headers.get("content-length") ?? 0);
-      if (declared > config.maxBodyBytes) return refusal(path, 413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes.`);
+      if (declared > config.maxBodyBytes) {
+        const error = tooLarge(config.maxBodyBytes);
+        return refusal(path, error.status, error.code, error.message);
+      }
       return undefined;
     });
   };

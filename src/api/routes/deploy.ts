@@ -12,6 +12,8 @@ import { jsonObjectBody } from "../json-body.ts";
 /** Decides whether this request may make the server call out (loopback, valid key, or opt-in). */
 export type DeployPolicy = (request: Request) => boolean;
 
+export const DEPLOY_MESSAGE = "Invalid deploy request";
+
 export const FORBIDDEN_MESSAGE =
   "Deploying through the API is allowed only from this machine (loopback) or with a valid X-API-Key. " +
   "Set ALLOW_REMOTE_DEPLOY=true on the server to allow it from anywhere.";
@@ -20,7 +22,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
   new Elysia({ name: "deploy-routes" }).post("/deploy", async ({ body, request }) => {
     if (!policy(request)) throw new StackgenError("FORBIDDEN", FORBIDDEN_MESSAGE, 403);
     const input = body.input ?? body.complete?.input;
-    if (!input) throw validationError("Invalid deploy request", [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
+    if (!input) throw validationError(DEPLOY_MESSAGE, [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
     const { files } = generateBundle(input, catalog);
 
     const encoder = new TextEncoder();
@@ -58,7 +60,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
-    parse: jsonObjectBody("Invalid deploy request", maxBodyBytes),
+    parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes),
     body: DeployRequest,
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",

@@ -1,10 +1,8 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
-import { validateSelection } from "../../core/validate.ts";
+import { validateSelection, VALIDATE_MESSAGE } from "../../core/validate.ts";
 import { jsonObjectBody } from "../json-body.ts";
-
-export const VALIDATE_MESSAGE = "Invalid request body";
 
 export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "validate-routes" }).post("/validate", ({ body }) => validateSelection(body, catalog), {
