@@ -86,7 +86,7 @@ async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uin
 }
 
 /** Write every chunk of `source` to a new file `path` (owner-only), hashing on the way. */
-export async function streamToFile(source: ReadableStream<Uint8Array>, path: string): Promise<{ size: number; sha256: string }> {
+async function streamToFile(source: ReadableStream<Uint8Array>, path: string): Promise<{ size: number; sha256: string }> {
   const fd = openSync(path, "wx", 0o600);
   const hasher = new Bun.CryptoHasher("sha256");
   let size = 0;
@@ -255,8 +255,10 @@ async function readArchive(file: string, extractDir: string | undefined) {
     const member: ReadMember = { size: 0, sha256: "", mode: header.mode };
     members.set(header.name, member);
     const hasher = new Bun.CryptoHasher("sha256");
-    const parts: Uint8Array[] | undefined = (header.name === MANIFEST || header.name.startsWith("config/")) && (kept += header.size) <= MAX_CONFIG_BYTES ? [] : undefined;
-    if (!parts && !header.name.startsWith("volumes/") && kept > MAX_CONFIG_BYTES) problems.push(`config members are larger than ${MAX_CONFIG_BYTES} bytes together`);
+    const isConfig = header.name === MANIFEST || header.name.startsWith("config/");
+    if (isConfig) kept += header.size;
+    // Past the limit nothing more is kept; the archive is refused below.
+    const parts: Uint8Array[] | undefined = isConfig && kept <= MAX_CONFIG_BYTES ? [] : undefined;
     let inner: TarParser | undefined;
     let fd: number | undefined;
     if (header.name.startsWith("volumes/")) {
@@ -308,6 +310,7 @@ async function readArchive(file: string, extractDir: string | undefined) {
   } finally {
     for (const fd of open) closeSync(fd);
   }
+  if (kept > MAX_CONFIG_BYTES) problems.push(`config members are larger than ${MAX_CONFIG_BYTES} bytes together`);
   return { outer, members, problems };
 }
 

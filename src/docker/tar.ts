@@ -280,11 +280,6 @@ function header(entry: Omit<TarEntry, "data">, size: number, flag: string): Uint
   return h;
 }
 
-function padded(data: Uint8Array): Uint8Array[] {
-  const rest = data.length % BLOCK;
-  return rest === 0 ? [data] : [data, new Uint8Array(BLOCK - rest)];
-}
-
 /** The blocks before a member's contents: a PAX header when the name, link or size needs one, then its header. */
 export function headerBlocks(entry: Omit<TarEntry, "data">, size: number): Uint8Array[] {
   const parts: Uint8Array[] = [];
@@ -295,7 +290,7 @@ export function headerBlocks(entry: Omit<TarEntry, "data">, size: number): Uint8
     if (size > 0o77777777777) records += paxRecord("size", String(size));
     const body = encoder.encode(records);
     const paxName = `PaxHeaders/${entry.name.split("/").pop()!.slice(0, 80)}`;
-    parts.push(header({ ...entry, name: paxName, linkname: "" }, body.length, "x"), ...padded(body));
+    parts.push(header({ ...entry, name: paxName, linkname: "" }, body.length, "x"), body, paddingFor(body.length));
   }
   parts.push(header(entry, size, FLAG_OF[entry.type]));
   return parts;
