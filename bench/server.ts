@@ -9,6 +9,7 @@ import { createApp } from "../src/api/app.ts";
 import { startServers } from "../src/api/server.ts";
 import { createGuard, guardConfig, MAX_BODY_BYTES, type CounterStore } from "../src/api/guard/index.ts";
 import { hotRoutes } from "../src/api/hot-routes.ts";
+import { pathOf } from "../src/api/guard/request-log.ts";
 import { getCatalog } from "../src/catalog/index.ts";
 import { generateBundle } from "../src/core/generate/index.ts";
 import { SEVEN } from "./lib.ts";
@@ -63,7 +64,7 @@ function start(mode: string): number {
       const app = createApp();
       const hot = hotRoutes(getCatalog(), MAX_BODY_BYTES);
       const fetch = async (req: Request) => {
-        const reply = hot(req, new URL(req.url).pathname);
+        const reply = hot(req, pathOf(req.url));
         if (!reply) return app.handle(req);
         const { status, type, body } = await reply;
         return new Response(body, { status, headers: { "content-type": type } });
