@@ -34,8 +34,9 @@ export default defineCommand({
     // Verify everything before asking or touching anything.
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
     // backups, and streamed into the volumes from there.
-    mkdirSync(defaultBackupDir(stack), { recursive: true });
-    const work = mkdtempSync(join(defaultBackupDir(stack), ".restore-"));
+    const backupsDir = defaultBackupDir(stack);
+    mkdirSync(backupsDir, { recursive: true });
+    const work = mkdtempSync(join(backupsDir, ".restore-"));
     let result;
     try {
       const backup = await loadVerifiedBackup(file, stack.project, work);
