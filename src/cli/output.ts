@@ -1,14 +1,32 @@
 // Shared CLI output rules (CONTRACT §5): with --json exactly one JSON document on stdout;
 // progress and logs always on stderr; NO_COLOR honoured.
-import { createConsola } from "consola";
+// consola's core with a small reporter of our own: its default entry (fancy and basic reporters,
+// environment detection) costs about 10 ms to load in the compiled binary, paid by every command
+// before it runs, and picked its output style from CI/NODE_ENV rather than from the terminal.
+import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 
-export const log = createConsola({
-  // Info level always: consola would otherwise silence progress under NODE_ENV=test.
-  level: 3,
-  stdout: process.stderr,
-  stderr: process.stderr,
-  formatOptions: { colors: !process.env.NO_COLOR && process.stderr.isTTY === true, date: false },
-});
+/** Marks of a terminal with colours; the word in brackets otherwise (logs, pipes, NO_COLOR). */
+const MARKS: Partial<Record<LogObject["type"], [mark: string, color: number]>> = {
+  info: ["ℹ", 36],
+  start: ["◐", 35],
+  success: ["✔", 32],
+  warn: ["⚠", 33],
+  error: ["✖", 31],
+  fail: ["✖", 31],
+  fatal: ["✖", 31],
+};
+
+const stderrReporter: ConsolaReporter = {
+  log(entry) {
+    const message = entry.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : Bun.inspect(a))).join(" ");
+    const [mark, code] = MARKS[entry.type] ?? ["•", 0];
+    const styled = !process.env.NO_COLOR && process.stderr.isTTY === true;
+    process.stderr.write(`${styled ? `\x1b[${code}m${mark}\x1b[0m` : `[${entry.type}]`} ${message}\n`);
+  },
+};
+
+// Info level always, whatever NODE_ENV says: progress is part of the output.
+export const log = createConsola({ level: 3, reporters: [stderrReporter] });
 
 /** Print the one JSON document of a --json run. */
 export function printJson(value: unknown): void {
