@@ -107,6 +107,10 @@ async function compile(target: Target, define: Record<string, string>, executabl
     sourcemap: "none",
     // Precompiled bytecode: start-up skips parsing the bundle (the catalog data included).
     bytecode: true,
+    // Code splitting keeps each lazily imported command in its own chunk, with its own imports:
+    // in one flat bundle the built-in modules of every command (zlib, stream, readline...) were
+    // hoisted and loaded by all of them, `serve` included (~9 ms of its cold start).
+    splitting: true,
     format: "esm",
     define,
     compile: {
