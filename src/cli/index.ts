@@ -1,9 +1,9 @@
 // The command tree. Each command lives in its own file and is loaded only when it runs, so
 // `stackgen --version` and `stackgen serve` start without parsing the others.
-import { defineCommand, runCommand, showUsage, type CommandDef } from "citty";
+import { defineCommand, renderUsage, runCommand, type CommandDef } from "citty";
 import { StackgenError } from "../errors.ts";
 import { VERSION, COMMIT } from "../version.ts";
-import { log, printJson } from "./output.ts";
+import { log, printJson, printText, stdoutStyled } from "./output.ts";
 
 const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
 
@@ -53,7 +53,9 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
     const [cmd, parent] = await resolveCommand(argv.filter((a) => a !== "--help" && a !== "-h"));
-    await showUsage(cmd, parent);
+    const usage = await renderUsage(cmd, parent);
+    // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
+    printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
     return 0;
   }
   const json = argv.includes("--json");

@@ -43,8 +43,10 @@ export function progress(message: string): void {
   log.info(message);
 }
 
-export const color = (code: number) => (s: string) =>
-  process.env.NO_COLOR || !process.stdout.isTTY ? s : `\x1b[${code}m${s}\x1b[0m`;
+/** Whether stdout may carry colours: a terminal, and NO_COLOR unset or empty (no-color.org). */
+export const stdoutStyled = () => !process.env.NO_COLOR && process.stdout.isTTY === true;
+
+export const color = (code: number) => (s: string) => (stdoutStyled() ? `\x1b[${code}m${s}\x1b[0m` : s);
 export const green = color(32);
 export const red = color(31);
 export const yellow = color(33);

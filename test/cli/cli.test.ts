@@ -19,6 +19,26 @@ describe("basics", () => {
     expect(v.stdout).toMatch(/^stackgen \d+\.\d+\.\d+/);
   });
 
+  test("help carries no colour codes into a pipe, whatever NO_COLOR holds, nor on a terminal with NO_COLOR", async () => {
+    // No CI/TEST/NO_COLOR here: citty alone would colour it.
+    const { CI: _ci, TEST: _test, NO_COLOR: _nc, ...plain } = process.env;
+    for (const extra of [{}, { NO_COLOR: "true" }]) {
+      for (const args of [["--help"], ["generate", "--help"], ["backup", "restore", "--help"]]) {
+        const r = await cli(args, { env: { ...plain, ...extra } });
+        expectOk(r);
+        expect(r.stdout).toContain("USAGE");
+        expect(r.stdout).not.toContain("\x1b[");
+      }
+    }
+    if (hasTool("script")) {
+      // A real terminal (util-linux script): coloured, unless NO_COLOR is set to anything.
+      const onTty = (extra: Record<string, string>) =>
+        run(["script", "-qec", `${process.execPath} ${new URL("../../src/main.ts", import.meta.url).pathname} --help`, "/dev/null"], { env: { ...plain, ...extra } });
+      expect((await onTty({})).stdout).toContain("\x1b[");
+      expect((await onTty({ NO_COLOR: "yes" })).stdout).not.toContain("\x1b[");
+    }
+  });
+
   test("unknown command and bad flags exit 2 with one line, no stack trace", async () => {
     const r = await cli(["frobnicate"], { env });
     expect(r.code).toBe(2);
