@@ -2,6 +2,15 @@
 // Entry point of the binary: argv -> CLI.
 import { run } from "./cli/index.ts";
 
+// A reader that stops early (`stackgen services --json | head`) closes the pipe under us: that
+// ends the command quietly, as it does for other Unix tools, instead of with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE" && stream === process.stdout) process.stderr.write(`[error] cannot write the output: ${error.message}\n`);
+    process.exit(error.code === "EPIPE" ? 0 : 1);
+  });
+}
+
 const code = await run(process.argv.slice(2));
 // `serve` keeps running; every other command ends here.
 if (code !== 0 || !process.argv.slice(2).includes("serve")) process.exitCode = code;

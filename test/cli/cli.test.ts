@@ -39,6 +39,14 @@ describe("basics", () => {
     }
   });
 
+  test("a reader that stops early ends the command quietly (no EPIPE stack trace)", async () => {
+    // ~150 KB of JSON into `head -c 20`: the pipe closes while stackgen still writes.
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const r = await run(["bash", "-c", `"${process.execPath}" "${main}" services --json 2>"${tmp}/epipe.err" | head -c 20 >/dev/null; echo "\${PIPESTATUS[0]}"`], { env });
+    expect(r.stdout.trim()).toBe("0");
+    expect(readFileSync(join(tmp, "epipe.err"), "utf8")).toBe("");
+  });
+
   test("unknown command and bad flags exit 2 with one line, no stack trace", async () => {
     const r = await cli(["frobnicate"], { env });
     expect(r.code).toBe(2);
