@@ -4,7 +4,7 @@ import { defineCommand } from "citty";
 import { basename, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
-import { failure } from "../errors.ts";
+import { failure, StackgenError } from "../errors.ts";
 import { log, printJson, printText, yellow } from "./output.ts";
 import { readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
@@ -30,7 +30,7 @@ export default defineCommand({
     if (args.name !== undefined) body.projectName = args.name;
     else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 
-    const { input, files, metadata } = generateBundle(body, getCatalog());
+    const { input, files, metadata } = withFlagHints(() => generateBundle(body, getCatalog()));
     const dir = resolve(args.dir ?? input.projectName);
     const plan = await planBundle(dir, files, args.force === true);
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
@@ -54,3 +54,15 @@ export default defineCommand({
     ].join("\n"));
   },
 });
+
+/** The core names the input field; on the command line, also say which flag sets it. */
+function withFlagHints<T>(generate: () => T): T {
+  try {
+    return generate();
+  } catch (error) {
+    if (error instanceof StackgenError && error.details?.some((d) => d.field === "projectName" && d.message === "Required")) {
+      log.info("Name the project with --name <name>, or give --dir <folder> to use its name.");
+    }
+    throw error;
+  }
+}

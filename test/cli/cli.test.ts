@@ -47,6 +47,13 @@ describe("basics", () => {
     expect(readFileSync(join(tmp, "epipe.err"), "utf8")).toBe("");
   });
 
+  test("generate without a project name says which flags give one", async () => {
+    const r = await cli(["generate", "--services", "redis", "--dry-run", "--json"], { env, cwd: tmp });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).error.details).toEqual([{ field: "projectName", message: "Required" }]);
+    expect(r.stderr).toContain("--name <name>, or give --dir <folder>");
+  });
+
   test("unknown command and bad flags exit 2 with one line, no stack trace", async () => {
     const r = await cli(["frobnicate"], { env });
     expect(r.code).toBe(2);
