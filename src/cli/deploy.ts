@@ -8,7 +8,7 @@ import { defineCommand } from "citty";
 import { parse as parseYaml } from "yaml";
 import { usageError } from "../errors.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
-import { deployBundle, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
+import { deployBundle, DESTINATION_ENV, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
 import { log, printJson, printText } from "./output.ts";
 
@@ -20,7 +20,7 @@ const MAX_FILES_PER_MOUNT = 200;
 export default defineCommand({
   meta: {
     name: "deploy",
-    description: "Deploy the stack in --dir to a Coolify or Dokploy instance.",
+    description: `Deploy the stack in --dir to a Coolify or Dokploy instance. On a Coolify server with several Docker destinations, $${DESTINATION_ENV} names the one to use (uuid, name or network).`,
   },
   args: {
     provider: { type: "string", description: `Platform: ${PROVIDER_NAMES.join(" | ")}` },
@@ -49,6 +49,7 @@ export default defineCommand({
         composeYaml: bundle.composeYaml,
         envText: bundle.envText,
         files: bundle.files,
+        destination: optionalString(process.env[DESTINATION_ENV]),
       },
       printStep,
     );

@@ -155,7 +155,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
       } catch (e) {
         // A server with several Docker destinations needs one named (research §2).
         if (!(e instanceof DeployError && e.status === 400 && /multiple destinations/i.test(e.detail ?? ""))) throw e;
-        const destination = await defaultDestination(api, server);
+        const destination = await chooseDestination(api, server, t.destination);
         res = await create(destination.uuid);
         where = ` on destination ${destination.name ?? destination.uuid} (network ${destination.network})`;
       }
@@ -206,13 +206,15 @@ async function findService(
 
 /** Coolify's own network, which every server gets when it is set up. */
 const DEFAULT_NETWORK = "coolify";
+/** How the user names a destination when Coolify cannot be left to pick (CLI environment). */
+export const DESTINATION_ENV = "STACKGEN_COOLIFY_DESTINATION";
 
 /**
- * The destination to use on a server that has several: the standalone one on Coolify's default
- * network, or the only standalone one. Anything else is the user's choice to make in Coolify,
- * so it is an error naming them.
+ * The destination to use on a server that has several: the one the user named (uuid, name or
+ * network), else the standalone one on Coolify's default network, or the only standalone one.
+ * Anything else is the user's choice to make, so it is an error naming them.
  */
-async function defaultDestination(api: JsonClient, server: CoolifyServer): Promise<CoolifyDestination> {
+async function chooseDestination(api: JsonClient, server: CoolifyServer, wanted: string | undefined): Promise<CoolifyDestination> {
   const label = `Server ${server.name ?? server.uuid}`;
   let destinations: CoolifyDestination[];
   try {
@@ -224,11 +226,19 @@ async function defaultDestination(api: JsonClient, server: CoolifyServer): Promi
     throw e;
   }
   const standalone = (Array.isArray(destinations) ? destinations : []).filter((d) => typeof d?.uuid === "string" && (d.type ?? "standalone") === "standalone");
+  const names = standalone.map((d) => `${d.name ?? d.uuid} (network ${d.network ?? "?"})`).join(", ") || "none usable";
+  if (wanted !== undefined) {
+    const named = standalone.filter((d) => d.uuid === wanted || d.name === wanted || d.network === wanted);
+    if (named.length === 1) return named[0];
+    throw new DeployError(
+      `${label} has ${named.length ? "several" : "no"} standalone Docker destination${named.length ? "s" : ""} matching ${DESTINATION_ENV}="${wanted}"; its destinations: ${names}`,
+      400,
+    );
+  }
   const chosen = standalone.find((d) => d.network === DEFAULT_NETWORK) ?? (standalone.length === 1 ? standalone[0] : undefined);
   if (chosen) return chosen;
-  const names = standalone.map((d) => `${d.name ?? d.uuid} (network ${d.network ?? "?"})`).join(", ") || "none usable";
   throw new DeployError(
-    `${label} has several Docker destinations and none is clearly the one to use (Coolify's default "${DEFAULT_NETWORK}" network, or the only standalone one): ${names}; keep one destination on it, or deploy to another server`,
+    `${label} has several Docker destinations and none is clearly the one to use (Coolify's default "${DEFAULT_NETWORK}" network, or the only standalone one): ${names}; set ${DESTINATION_ENV} to the uuid, name or network of one, keep one destination on the server, or deploy to another server`,
     400,
   );
 }

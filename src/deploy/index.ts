@@ -19,6 +19,7 @@ import type {
 } from "./types.ts";
 
 export type { DeployResult, DeployStep, ProviderName } from "./types.ts";
+export { DESTINATION_ENV } from "./coolify.ts";
 
 export const PROVIDERS: Record<ProviderName, DeployProvider> = { coolify, dokploy };
 export const PROVIDER_NAMES = Object.keys(PROVIDERS) as ProviderName[];
@@ -35,6 +36,8 @@ export interface DeployOptions {
   envText: string;
   /** Bundle files by relative path, for bind mounts that become inline configs. */
   files?: BundleFiles;
+  /** Coolify: the Docker destination (uuid, name or network) to use on a server with several. */
+  destination?: string;
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
@@ -54,6 +57,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     composeYaml: yaml,
     envText: opts.envText,
     envVars: parseEnvText(opts.envText),
+    destination: opts.destination?.trim() || undefined,
     fetch: opts.fetch,
     timeoutMs: opts.timeoutMs,
   };

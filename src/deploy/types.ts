@@ -47,6 +47,8 @@ export interface DeployTarget {
   envText: string;
   /** The same variables, parsed. */
   envVars: EnvVar[];
+  /** Coolify: the Docker destination (uuid, name or network) to use on a server with several. */
+  destination?: string;
   fetch?: FetchLike;
   timeoutMs?: number;
 }

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CoolifyFake } from "./fakes/coolify-fake.ts";
+import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts";
 import { DokployFake } from "./fakes/dokploy-fake.ts";
 import { PROJECT, writeBundle } from "./fixtures.ts";
 
@@ -38,7 +38,7 @@ interface Run {
   stderr: string;
 }
 
-// bun test sets NODE_ENV=test, which makes consola hide info lines; a user's shell does not have it.
+// bun test sets NODE_ENV and TEST; a user's shell has neither.
 const DROPPED_ENV = ["STACKGEN_DEPLOY_API_KEY", "NODE_ENV", "TEST"];
 
 async function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
@@ -91,6 +91,22 @@ describe("stackgen deploy (subprocess)", () => {
     expect(fake.projects.map((p) => p.name)).toEqual([PROJECT]);
     expect(fake.violations).toEqual([]);
     expectNoKey(run, fake.apiKey);
+  });
+
+  test("coolify server with several destinations: STACKGEN_COOLIFY_DESTINATION picks one", async () => {
+    const server = usableServer();
+    const apps = destination("apps");
+    const fake = await coolify({ servers: [server], destinations: { [server.uuid]: [destination("db"), apps] } });
+    const dir = bundle();
+    const args = ["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", dir];
+    const refused = await runCli(args);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("set STACKGEN_COOLIFY_DESTINATION");
+    const run = await runCli([...args, "--update"], { STACKGEN_COOLIFY_DESTINATION: "localhost-apps" });
+    expect(run.code).toBe(0);
+    expect(fake.services[0]!.destination_uuid).toBe(apps.uuid);
+    expect(run.stderr).toContain("on destination localhost-apps (network apps)");
+    expect(fake.violations).toEqual([]);
   });
 
   test("wrong key: exit 1 with the SPEC message, key not printed", async () => {

@@ -127,9 +127,9 @@ describe("Coolify deployer against a spec-validating fake", () => {
 
   describe("a server with several Docker destinations", () => {
     const server = usableServer();
-    const deployWith = async (destinations: ReturnType<typeof destination>[], listsDestinations = true) => {
+    const deployWith = async (destinations: ReturnType<typeof destination>[], listsDestinations = true, chosen?: string) => {
       const fake = await startFake({ servers: [server], destinations: { [server.uuid]: destinations }, listsDestinations });
-      return { fake, result: await deployBundle(options(fake)) };
+      return { fake, result: await deployBundle(options(fake, { destination: chosen })) };
     };
 
     test("uses the one on Coolify's default network, and says so", async () => {
@@ -163,6 +163,30 @@ describe("Coolify deployer against a spec-validating fake", () => {
       expect(fake.services).toHaveLength(0);
       expect(result.created).toEqual([`Coolify project "${PROJECT}" (${fake.projects[0]!.uuid})`]);
       expect(fake.violations).toEqual([]);
+    });
+
+    test("the user names one by uuid, name or network; it wins over the default network", async () => {
+      const apps = destination("apps");
+      const db = destination("db");
+      for (const chosen of [apps.uuid, apps.name, "apps"]) {
+        const { fake, result } = await deployWith([db, apps, destination("coolify")], true, chosen);
+        expect(result.success).toBe(true);
+        expect(fake.services[0]!.destination_uuid).toBe(apps.uuid);
+        expect(fake.violations).toEqual([]);
+      }
+    });
+
+    test("a named destination the server does not have is an error listing what it has", async () => {
+      const { fake, result } = await deployWith([destination("apps"), destination("db")], true, "web");
+      expect(result.success).toBe(false);
+      expect(result.error).toContain('no standalone Docker destination matching STACKGEN_COOLIFY_DESTINATION="web"');
+      expect(result.error).toContain("localhost-apps (network apps), localhost-db (network db)");
+      expect(fake.services).toHaveLength(0);
+    });
+
+    test("without a choice, the error says how to make one", async () => {
+      const { result } = await deployWith([destination("apps"), destination("db")]);
+      expect(result.error).toContain("set STACKGEN_COOLIFY_DESTINATION to the uuid, name or network of one");
     });
 
     test("a version that cannot list destinations gets a clear error", async () => {
