@@ -5,6 +5,9 @@
 // before it runs, and picked its output style from CI/NODE_ENV rather than from the terminal.
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 
+/** Whether a stream may carry colours: a terminal, and NO_COLOR unset or empty (no-color.org). */
+const styledOn = (stream: NodeJS.WriteStream) => !process.env.NO_COLOR && stream.isTTY === true;
+
 /** Marks of a terminal with colours; the word in brackets otherwise (logs, pipes, NO_COLOR). */
 const MARKS: Partial<Record<LogObject["type"], [mark: string, color: number]>> = {
   info: ["ℹ", 36],
@@ -20,8 +23,7 @@ const stderrReporter: ConsolaReporter = {
   log(entry) {
     const message = entry.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : Bun.inspect(a))).join(" ");
     const [mark, code] = MARKS[entry.type] ?? ["•", 0];
-    const styled = !process.env.NO_COLOR && process.stderr.isTTY === true;
-    process.stderr.write(`${styled ? `\x1b[${code}m${mark}\x1b[0m` : `[${entry.type}]`} ${message}\n`);
+    process.stderr.write(`${styledOn(process.stderr) ? `\x1b[${code}m${mark}\x1b[0m` : `[${entry.type}]`} ${message}\n`);
   },
 };
 
@@ -43,8 +45,7 @@ export function progress(message: string): void {
   log.info(message);
 }
 
-/** Whether stdout may carry colours: a terminal, and NO_COLOR unset or empty (no-color.org). */
-export const stdoutStyled = () => !process.env.NO_COLOR && process.stdout.isTTY === true;
+export const stdoutStyled = () => styledOn(process.stdout);
 
 export const color = (code: number) => (s: string) => (stdoutStyled() ? `\x1b[${code}m${s}\x1b[0m` : s);
 export const green = color(32);

@@ -1,7 +1,7 @@
 // API key checks (SPEC §5). Keys are compared as SHA-256 digests with timingSafeEqual, and every
 // configured key is compared on every request, so timing reveals neither a key nor which one matched.
 // Bun's hasher and the global crypto.timingSafeEqual: loading node:crypto for these two would
-// cost the server ~3 ms of its start-up.
+// cost the server a few milliseconds of its start-up.
 import type { ApiKeyEntry, BucketLimits } from "./config.ts";
 
 export type KeyCheck =
