@@ -176,6 +176,13 @@ describe("input fields take effect", () => {
     expect(counts.size).toBe(62);
     const mean = [...counts.values()].reduce((a, b) => a + b, 0) / 62;
     for (const n of counts.values()) expect(Math.abs(n - mean) / mean).toBeLessThan(0.25);
+    // Longer than the source's character buffer, and earlier values left untouched by later ones.
+    const long = cryptoSecrets("X", "alnum", 200);
+    expect(long).toMatch(/^[A-Za-z0-9]{200}$/);
+    const first = cryptoSecrets("X", "hex", 32);
+    const copy = String(first);
+    cryptoSecrets("X", "hex", 32);
+    expect(first).toBe(copy);
   });
 
   test("generateSecrets false leaves secrets empty and compose fails fast on them", () => {

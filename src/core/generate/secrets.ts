@@ -18,16 +18,25 @@ function randomByte(): number {
   return pool[poolAt++];
 }
 
+const codesOf = (alphabet: string) => Uint8Array.from(alphabet, (c) => c.charCodeAt(0));
+const ALNUM_CODES = codesOf(ALNUM);
+const HEX_CODES = codesOf(HEX);
+/** The characters of one secret, decoded into a string at once: appending them one by one made
+ *  a short-lived string per character, most of a generation's garbage. */
+let chars = new Uint8Array(64);
+const ascii = new TextDecoder("latin1");
+
 /** Uniform characters from crypto.getRandomValues (rejection sampling, no modulo bias). */
 export const cryptoSecrets: SecretSource = (_name, format, length) => {
-  const alphabet = format === "hex" ? HEX : ALNUM;
+  const alphabet = format === "hex" ? HEX_CODES : ALNUM_CODES;
   const limit = 256 - (256 % alphabet.length);
-  let out = "";
-  while (out.length < length) {
+  if (chars.length < length) chars = new Uint8Array(length);
+  let filled = 0;
+  while (filled < length) {
     const byte = randomByte();
-    if (byte < limit) out += alphabet[byte % alphabet.length];
+    if (byte < limit) chars[filled++] = alphabet[byte % alphabet.length];
   }
-  return out;
+  return ascii.decode(chars.subarray(0, length));
 };
 
 /** Deterministic values derived from the variable name (tests and golden bundles only). */
