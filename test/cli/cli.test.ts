@@ -47,6 +47,18 @@ describe("basics", () => {
     expect(readFileSync(join(tmp, "epipe.err"), "utf8")).toBe("");
   });
 
+  test("a server whose log pipe closes exits 1, so a supervisor notices", async () => {
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const port = probe.port!;
+    probe.stop(true);
+    // The log reader takes 10 bytes and leaves; request lines keep coming until a write fails.
+    const script = `( "${process.execPath}" "${main}" serve --host 127.0.0.1 --port ${port} --ui-port 0 2>/dev/null; echo $? > "${tmp}/serve.rc" ) | head -c 10 >/dev/null &
+      for i in $(seq 1 100); do curl -s -o /dev/null http://127.0.0.1:${port}/v1/health; [ -s "${tmp}/serve.rc" ] && break; sleep 0.1; done; wait`;
+    await run(["bash", "-c", script], { env: { ...env, LOG_LEVEL: "info" } });
+    expect(readFileSync(join(tmp, "serve.rc"), "utf8").trim()).toBe("1");
+  });
+
   test("generate without a project name says which flags give one", async () => {
     const r = await cli(["generate", "--services", "redis", "--dry-run", "--json"], { env, cwd: tmp });
     expect(r.code).toBe(2);
