@@ -133,6 +133,8 @@ export const DeployRequest = Type.Object({
   url: Type.String({ pattern: "^https?://", maxLength: 2048 }),
   apiKey: Type.String({ minLength: 1, maxLength: 4096 }),
   update: Type.Optional(Type.Boolean()),
+  /** Coolify: the Docker destination (uuid, name or network) on a server that has several. */
+  destination: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: "Coolify only: the Docker destination (uuid, name or network) to use on a server that has several" })),
   input: Type.Optional(GenerateRequest),
   complete: Type.Optional(Type.Object({ input: GenerateRequest }, { additionalProperties: true })),
 });

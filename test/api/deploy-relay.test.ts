@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServers } from "../../src/api/server.ts";
 import { createApp, defaultDeployPolicy } from "../../src/api/app.ts";
 import { createGuard, readGuardConfig } from "../../src/api/guard/index.ts";
-import { CoolifyFake } from "../deploy/fakes/coolify-fake.ts";
+import { CoolifyFake, destination, usableServer } from "../deploy/fakes/coolify-fake.ts";
 
 const KEY = "relay-test-key-0123456789";
 let fake: CoolifyFake;
@@ -52,6 +52,25 @@ describe("POST /v1/deploy", () => {
     const last = (await lines(r)).at(-1);
     expect(last.result.success).toBe(true);
     expect(fake.projects.filter((p) => p.name === "relay-demo")).toHaveLength(1);
+  });
+
+  test("destination names the Coolify destination on a server that has several", async () => {
+    const server = usableServer();
+    const apps = destination("apps");
+    const busy = await new CoolifyFake({ servers: [server], destinations: { [server.uuid]: [destination("db"), apps] } }).start();
+    try {
+      const request = { provider: "coolify", url: busy.url, apiKey: busy.token, input: { projectName: "relay-busy", preset: "minimal" } };
+      const refused = (await lines(await post(request))).at(-1);
+      expect(refused.result.success).toBe(false);
+      expect(refused.result.error).toContain("several Docker destinations");
+      const chosen = (await lines(await post({ ...request, update: true, destination: "apps" }))).at(-1);
+      expect(chosen.result.success).toBe(true);
+      expect(busy.services[0]!.destination_uuid).toBe(apps.uuid);
+      expect(busy.violations).toEqual([]);
+      expect((await post({ ...request, destination: "" })).status).toBe(400);
+    } finally {
+      await busy.stop();
+    }
   });
 
   test("a provider error is reported in the stream, naming the step", async () => {

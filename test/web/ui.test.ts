@@ -293,7 +293,11 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.locator("#svc-redis").check();
     await page.fill("#opt-projectName", "ui-deploy");
     await settled(page);
+    // The destination field is Coolify's only.
+    await page.selectOption("#deploy-provider", "dokploy");
+    expect(await page.locator("#deploy-destination").isVisible()).toBe(false);
     await page.selectOption("#deploy-provider", "coolify");
+    expect(await page.locator("#deploy-destination").isVisible()).toBe(true);
     await page.fill("#deploy-url", fake.url);
 
     // A wrong key: a clear error, nothing remembered.

@@ -36,6 +36,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
       url: body.url,
       apiKey: body.apiKey,
       update: body.update,
+      destination: body.destination,
       projectName: input.projectName,
       composeYaml: files["docker-compose.yml"],
       envText: files[".env"],

@@ -19,6 +19,10 @@ export function mountDeploy(store: Store): void {
   const apiKey = byId<HTMLInputElement>("deploy-key");
   const remember = byId<HTMLInputElement>("deploy-remember");
   const update = byId<HTMLInputElement>("deploy-update");
+  const destination = byId<HTMLInputElement>("deploy-destination");
+  // Destinations are Coolify's notion: the field shows only for Coolify.
+  const showDestination = () => (byId("deploy-destination-field").hidden = provider.value !== "coolify");
+  provider.addEventListener("change", showDestination);
   const submit = byId<HTMLButtonElement>("deploy-button");
   const steps = byId("deploy-steps");
   const result = byId("deploy-result");
@@ -31,6 +35,7 @@ export function mountDeploy(store: Store): void {
     apiKey.value = saved.apiKey;
     remember.checked = true;
   }
+  showDestination();
   remember.addEventListener("change", () => {
     if (!remember.checked) localStorage.removeItem(REMEMBER_KEY);
   });
@@ -72,7 +77,9 @@ export function mountDeploy(store: Store): void {
     const rows = new Map<string, HTMLLIElement>();
     try {
       let finished = false;
-      for await (const event of api.deploy({ provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, input: generateBody(store.form) })) {
+      const chosen = provider.value === "coolify" ? destination.value.trim() : "";
+      const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), input: generateBody(store.form) };
+      for await (const event of api.deploy(request)) {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {
           finished = true;
