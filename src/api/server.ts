@@ -27,19 +27,30 @@ export function startServers(options: ServeOptions) {
   const handle = (req: Request, server: Server<unknown>) => guard.handle(req, server, next);
   const maxRequestBodySize = transportBodyLimit(guard.config);
   const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });
-  const page = options.uiPort === 0 && !options.uiAnyPort ? undefined : startUiPageServer(uiPage);
-  const ui = page && Bun.serve({
-    port: options.uiPort,
-    hostname: options.host,
-    maxRequestBodySize,
-    fetch: async (req, server) => {
-      if (!new URL(req.url).pathname.startsWith("/v1/")) {
-        const answer = await page.fetch(req);
-        if (answer) return answer;
-      }
-      return handle(req, server);
-    },
-  });
+  let page: ReturnType<typeof startUiPageServer> | undefined;
+  let ui: Server<unknown> | undefined;
+  try {
+    page = options.uiPort === 0 && !options.uiAnyPort ? undefined : startUiPageServer(uiPage);
+    const relay = page;
+    ui = relay && Bun.serve({
+      port: options.uiPort,
+      hostname: options.host,
+      maxRequestBodySize,
+      fetch: async (req, server) => {
+        if (!new URL(req.url).pathname.startsWith("/v1/")) {
+          const answer = await relay.fetch(req);
+          if (answer) return answer;
+        }
+        return handle(req, server);
+      },
+    });
+  } catch (error) {
+    // No half-started server: the API listener must not outlive a UI listener that failed.
+    api.stop(true);
+    void page?.stop();
+    if (!options.guard) void guard.close();
+    throw error;
+  }
   return {
     api,
     ui,

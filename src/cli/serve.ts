@@ -1,6 +1,6 @@
 // `stackgen serve`: API on --port (3456) and UI on --ui-port (3654). Flags win over env (CONTRACT §1).
 import { defineCommand } from "citty";
-import { usageError } from "../errors.ts";
+import { failure, usageError } from "../errors.ts";
 import { log } from "./output.ts";
 
 function portOf(name: string, flag: string | undefined, env: string | undefined, fallback: number): number {
@@ -26,7 +26,7 @@ export default defineCommand({
     const port = portOf("--port", args.port, process.env.PORT, 3456);
     const uiPort = portOf("--ui-port", args["ui-port"], process.env.UI_PORT, 3654);
     const host = args.host ?? process.env.HOST ?? "0.0.0.0";
-    const servers = startServers({ port, uiPort, host, guardConfig });
+    const servers = listening(() => startServers({ port, uiPort, host, guardConfig }), host);
     log.info(`stackgen API on http://${host}:${servers.api.port}/v1 (docs at /v1/docs)`);
     if (servers.ui) log.info(`stackgen UI on http://${host}:${servers.ui.port}/`);
     const stop = async () => { await servers.stop(); process.exit(0); };
@@ -35,3 +35,17 @@ export default defineCommand({
     await new Promise(() => {});
   },
 });
+
+/** Bun's listen errors, said in terms of the flags that cause them. */
+function listening<T>(start: () => T, host: string): T {
+  try {
+    return start();
+  } catch (error) {
+    const { code, message } = error as { code?: string; message?: string };
+    const port = /port (\d+)/.exec(message ?? "")?.[1];
+    if (code === "EADDRINUSE") throw failure("LISTEN_FAILED", `Port ${port ?? "?"} on ${host} is already in use; choose another with --port / --ui-port (0 disables the UI).`);
+    if (code === "EACCES") throw failure("LISTEN_FAILED", `Not allowed to listen on ${host}${port ? `:${port}` : ""}; ports below 1024 need privileges.`);
+    if (code === "EINVAL" || code === "EADDRNOTAVAIL") throw usageError(`Cannot listen on ${host}: not an address of this machine (--host / HOST).`);
+    throw error;
+  }
+}

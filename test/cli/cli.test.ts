@@ -59,6 +59,25 @@ describe("basics", () => {
     expect(readFileSync(join(tmp, "serve.rc"), "utf8").trim()).toBe("1");
   });
 
+  test("serve on a busy port: one clear line, exit 1, and no half-started server left behind", async () => {
+    const busy = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("taken") });
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const apiPort = probe.port!;
+    probe.stop(true);
+    try {
+      // The API port is free, the UI port is taken: the API listener must not keep running.
+      const r = await cli(["serve", "--host", "127.0.0.1", "--port", String(apiPort), "--ui-port", String(busy.port)], { env });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`Port ${busy.port} on 127.0.0.1 is already in use`);
+      expect(r.stderr).not.toContain("    at ");
+      const bad = await cli(["serve", "--host", "999.1.1.1", "--port", "0", "--ui-port", "0"], { env });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("Cannot listen on 999.1.1.1");
+    } finally {
+      busy.stop(true);
+    }
+  });
+
   test("generate without a project name says which flags give one", async () => {
     const r = await cli(["generate", "--services", "redis", "--dry-run", "--json"], { env, cwd: tmp });
     expect(r.code).toBe(2);
