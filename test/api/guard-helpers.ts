@@ -4,6 +4,7 @@ import { expect } from "bun:test";
 import { getCatalog, type Catalog } from "../../src/catalog/index.ts";
 import { startServers } from "../../src/api/server.ts";
 import { createGuard, guardConfig, type GuardConfig } from "../../src/api/guard/index.ts";
+import { freePort } from "../support/tools.ts";
 
 /** The real catalog (checked at build time; test/catalog.test.ts covers its rules). */
 export function testCatalog(): Catalog {
@@ -56,12 +57,7 @@ export function expectErrorShape(body: unknown, flat = false): void {
   }
 }
 
-export async function freePort(): Promise<number> {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
+export { freePort };
 
 export const REDIS_SERVER = "/usr/bin/redis-server";
 

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { commitLabel, outfileOf, packageVersion } from "../../build.ts";
+import { freePort } from "../support/tools.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const IN_CI = process.env.CI === "true";
@@ -98,13 +99,6 @@ afterAll(async () => {
 
 // ---------------------------------------------------------------------------------------------
 // Serving helpers.
-
-async function freePort(): Promise<number> {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  await probe.stop(true);
-  return port;
-}
 
 async function waitForHealth(baseUrl: string, timeoutMs: number, alive: () => boolean): Promise<void> {
   const deadline = Date.now() + timeoutMs;

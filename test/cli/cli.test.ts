@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
-import { cli, expectOk, hasTool, run } from "../support/tools.ts";
+import { cli, expectOk, freePort, hasTool, run } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-cli-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -49,9 +49,7 @@ describe("basics", () => {
 
   test("a server whose log pipe closes exits 1, so a supervisor notices", async () => {
     const main = new URL("../../src/main.ts", import.meta.url).pathname;
-    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-    const port = probe.port!;
-    probe.stop(true);
+    const port = await freePort();
     // The log reader takes 10 bytes and leaves; request lines keep coming until a write fails.
     const script = `( "${process.execPath}" "${main}" serve --host 127.0.0.1 --port ${port} --ui-port 0 2>/dev/null; echo $? > "${tmp}/serve.rc" ) | head -c 10 >/dev/null &
       for i in $(seq 1 100); do curl -s -o /dev/null http://127.0.0.1:${port}/v1/health; [ -s "${tmp}/serve.rc" ] && break; sleep 0.1; done; wait`;
@@ -61,9 +59,7 @@ describe("basics", () => {
 
   test("serve on a busy port: one clear line, exit 1, and no half-started server left behind", async () => {
     const busy = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("taken") });
-    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-    const apiPort = probe.port!;
-    probe.stop(true);
+    const apiPort = await freePort();
     try {
       // The API port is free, the UI port is taken: the API listener must not keep running.
       const r = await cli(["serve", "--host", "127.0.0.1", "--port", String(apiPort), "--ui-port", String(busy.port)], { env });

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { remoteDigest } from "../../src/docker/registry.ts";
-import { hasTool, run } from "../support/tools.ts";
+import { freePort, hasTool, run } from "../support/tools.ts";
 
 const REGISTRY_BIN = "docker-registry";
 const ready = hasTool(REGISTRY_BIN) && hasTool("openssl");
@@ -89,13 +89,6 @@ let tokens: TokenService;
 let registry: ReturnType<typeof Bun.spawn> | undefined;
 let registryHost: string;
 const pushed: Record<string, string> = {};
-
-async function freePort(): Promise<number> {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
 
 /** Pushes a small image (config + one layer + manifest) over the registry API; returns its digest. */
 async function push(repository: string, tag: string): Promise<string> {

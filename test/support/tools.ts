@@ -35,6 +35,14 @@ export function expectOk(r: { code: number; stderr: string }) {
   expect(r.code).toBe(0);
 }
 
+/** A TCP port on 127.0.0.1 that nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
 /** Deterministic pseudo-random numbers for seeded property tests. */
 export function seeded(seed: number) {
   let a = seed >>> 0;
