@@ -5,6 +5,7 @@
 // Used to find the floor under the HTTP generate target (README, Benchmarks). Asserts nothing.
 import { readFileSync } from "node:fs";
 import { createGuard, guardConfig } from "../src/api/guard/index.ts";
+import { EXPOSED_HEADERS } from "../src/api/guard/cors.ts";
 import { hotRoutes } from "../src/api/hot-routes.ts";
 import { readJsonObject } from "../src/api/json-body.ts";
 import { getCatalog } from "../src/catalog/index.ts";
@@ -46,7 +47,7 @@ function serve(): number {
         status: reply.status,
         headers: {
           "x-content-type-options": "nosniff", "x-frame-options": "DENY", "x-request-id": crypto.randomUUID(),
-          "access-control-allow-origin": "*", "access-control-expose-headers": "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id",
+          "access-control-allow-origin": "*", "access-control-expose-headers": EXPOSED_HEADERS,
           "x-ratelimit-limit": "1000000000", "x-ratelimit-remaining": String(1e9 - count++), "x-ratelimit-reset": "1764115200", "content-type": reply.type,
         },
       });
