@@ -37,6 +37,18 @@ describe("Coolify fake rejects what Coolify rejects", () => {
     return { project, env: project.environments[0]! };
   }
 
+  /** POST /services in a fresh project, with `docker_compose_raw` as given. */
+  async function createService(fake: CoolifyFake, composeRaw: string) {
+    const { project, env } = await projectAndEnv(fake);
+    return send(`${fake.url}/api/v1/services`, "POST", bearer(fake), {
+      project_uuid: project.uuid,
+      server_uuid: fake.servers[0]!.uuid,
+      environment_name: env.name,
+      environment_uuid: env.uuid,
+      docker_compose_raw: composeRaw,
+    });
+  }
+
   test("GET /deploy is not in the spec (405 on 4.2+)", async () => {
     const fake = await coolify();
     const res = await send(`${fake.url}/api/v1/deploy?uuid=x&force=true`, "GET", bearer(fake));
@@ -47,14 +59,7 @@ describe("Coolify fake rejects what Coolify rejects", () => {
 
   test("raw YAML in docker_compose_raw: 422 should be base64 encoded", async () => {
     const fake = await coolify();
-    const { project, env } = await projectAndEnv(fake);
-    const res = await send(`${fake.url}/api/v1/services`, "POST", bearer(fake), {
-      project_uuid: project.uuid,
-      server_uuid: fake.servers[0]!.uuid,
-      environment_name: env.name,
-      environment_uuid: env.uuid,
-      docker_compose_raw: "services:\n  a:\n    image: nginx\n",
-    });
+    const res = await createService(fake, "services:\n  a:\n    image: nginx\n");
     expect(res.status).toBe(422);
     expect((await res.json()).errors.docker_compose_raw).toBe("The docker_compose_raw should be base64 encoded.");
     expect(fake.violations.join()).toContain("base64");
@@ -62,14 +67,7 @@ describe("Coolify fake rejects what Coolify rejects", () => {
 
   test("base64 compose without services: rejected", async () => {
     const fake = await coolify();
-    const { project, env } = await projectAndEnv(fake);
-    const res = await send(`${fake.url}/api/v1/services`, "POST", bearer(fake), {
-      project_uuid: project.uuid,
-      server_uuid: fake.servers[0]!.uuid,
-      environment_name: env.name,
-      environment_uuid: env.uuid,
-      docker_compose_raw: Buffer.from("volumes: {}\n").toString("base64"),
-    });
+    const res = await createService(fake, Buffer.from("volumes: {}\n").toString("base64"));
     expect(res.status).toBe(422);
     expect(fake.violations.join()).toContain("no services map");
   });
