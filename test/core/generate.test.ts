@@ -158,7 +158,7 @@ describe("input fields take effect", () => {
   });
 
   test("the CSPRNG source: exact lengths, only its alphabet, no value twice, every character about equally often", () => {
-    // 3,000 values cross the 4 KiB block the source draws at a time many times over.
+    // 3,000 values cross the blocks the source draws at a time (4 KiB of bytes, 2,048 characters) many times over.
     const counts = new Map<string, number>();
     const seen = new Set<string>();
     for (let i = 0; i < 3000; i++) {
@@ -176,9 +176,9 @@ describe("input fields take effect", () => {
     expect(counts.size).toBe(62);
     const mean = [...counts.values()].reduce((a, b) => a + b, 0) / 62;
     for (const n of counts.values()) expect(Math.abs(n - mean) / mean).toBeLessThan(0.25);
-    // Longer than the source's character buffer, and earlier values left untouched by later ones.
-    const long = cryptoSecrets("X", "alnum", 200);
-    expect(long).toMatch(/^[A-Za-z0-9]{200}$/);
+    // Longer than a block of characters, and earlier values left untouched by later ones.
+    const long = cryptoSecrets("X", "alnum", 5000);
+    expect(long).toMatch(/^[A-Za-z0-9]{5000}$/);
     const first = cryptoSecrets("X", "hex", 32);
     const copy = String(first);
     cryptoSecrets("X", "hex", 32);

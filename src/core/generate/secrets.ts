@@ -6,38 +6,51 @@ export type SecretSource = (name: string, format: SecretFormat, length: number) 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX = "0123456789abcdef";
 
-/** CSPRNG bytes fetched in blocks: one getRandomValues call per block, not per secret. Every byte
- *  is used once, then the block is refilled. */
-const pool = new Uint8Array(4096);
-let poolAt = pool.length;
-function randomByte(): number {
-  if (poolAt === pool.length) {
-    crypto.getRandomValues(pool);
-    poolAt = 0;
-  }
-  return pool[poolAt++];
+const codesOf = (alphabet: string) => Uint8Array.from(alphabet, (c) => c.charCodeAt(0));
+
+/** Uniform characters of one alphabet, drawn ahead in blocks and decoded into one string per
+ *  block: a secret is then a slice of it. Decoding per secret (or appending per character) cost
+ *  more than the rest of a cached generation. Every character is used once. */
+function characterStream(alphabet: string) {
+  const codes = codesOf(alphabet);
+  // Rejection sampling: bytes at or above `limit` would make the first characters likelier.
+  const limit = 256 - (256 % codes.length);
+  const chars = new Uint8Array(2048);
+  // CSPRNG bytes, one getRandomValues call per 4 KiB rather than per secret.
+  const bytes = new Uint8Array(4096);
+  const latin1 = new TextDecoder("latin1");
+  let block = "";
+  let at = 0;
+  const refill = () => {
+    let filled = 0;
+    while (filled < chars.length) {
+      crypto.getRandomValues(bytes);
+      for (let i = 0; i < bytes.length && filled < chars.length; i++) {
+        if (bytes[i] < limit) chars[filled++] = codes[bytes[i] % codes.length];
+      }
+    }
+    block = latin1.decode(chars);
+    at = 0;
+  };
+  const next = (length: number) => {
+    if (at + length > block.length) refill();
+    at += length;
+    return block.slice(at - length, at);
+  };
+  return (length: number): string => {
+    if (length <= chars.length) return next(length);
+    // Longer than a block: joined from several.
+    let out = "";
+    while (out.length < length) out += next(Math.min(chars.length, length - out.length));
+    return out;
+  };
 }
 
-const codesOf = (alphabet: string) => Uint8Array.from(alphabet, (c) => c.charCodeAt(0));
-const ALNUM_CODES = codesOf(ALNUM);
-const HEX_CODES = codesOf(HEX);
-/** The characters of one secret, decoded into a string at once: appending them one by one made
- *  a short-lived string per character, most of a generation's garbage. */
-let chars = new Uint8Array(64);
-const ascii = new TextDecoder("latin1");
+const alnumChars = characterStream(ALNUM);
+const hexChars = characterStream(HEX);
 
 /** Uniform characters from crypto.getRandomValues (rejection sampling, no modulo bias). */
-export const cryptoSecrets: SecretSource = (_name, format, length) => {
-  const alphabet = format === "hex" ? HEX_CODES : ALNUM_CODES;
-  const limit = 256 - (256 % alphabet.length);
-  if (chars.length < length) chars = new Uint8Array(length);
-  let filled = 0;
-  while (filled < length) {
-    const byte = randomByte();
-    if (byte < limit) chars[filled++] = alphabet[byte % alphabet.length];
-  }
-  return ascii.decode(chars.subarray(0, length));
-};
+export const cryptoSecrets: SecretSource = (_name, format, length) => (format === "hex" ? hexChars : alnumChars)(length);
 
 /** Deterministic values derived from the variable name (tests and golden bundles only). */
 export function fixedSecrets(seed = "stackgen"): SecretSource {
