@@ -15,12 +15,22 @@ type Unwrap = (doc: Record<string, unknown>) => Record<string, unknown>;
 
 /** The body of `request` as a JSON object, or a VALIDATION_ERROR (400) / PAYLOAD_TOO_LARGE (413). */
 export async function readJsonObject(request: Request, message: string, maxBytes: number, unwrap?: Unwrap): Promise<Record<string, unknown>> {
+  return parseJsonObject(await readJsonText(request, message, maxBytes), message, unwrap);
+}
+
+/** The text of a JSON body, checked for its Content-Type and size but not parsed. */
+export async function readJsonText(request: Request, message: string, maxBytes: number): Promise<string> {
   const type = request.headers.get("content-type") ?? "";
   if (!JSON_TYPE.test(type)) {
     throw validationError(message, [{ field: "body", message: `Expected Content-Type application/json, received ${type.split(";")[0] || "none"}` }]);
   }
   const text = await request.text();
   if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) throw tooLarge(maxBytes);
+  return text;
+}
+
+/** `text` as a JSON object (optionally unwrapped), or a VALIDATION_ERROR naming what it is instead. */
+export function parseJsonObject(text: string, message: string, unwrap?: Unwrap): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -114,3 +114,43 @@ describe("what the hot routes leave to the app", () => {
     });
   }
 });
+
+describe("bodies seen again (answers and prepared generations are kept by body text)", () => {
+  const secretsOf = (text: string) => [...JSON.parse(text).files[".env"].matchAll(/^[A-Z0-9_]+=([A-Za-z0-9]{32,})$/gm)].map((m) => m[1]);
+
+  test("a generation repeated with the same text still gets fresh secrets and a fresh time", async () => {
+    const body = JSON.stringify({ projectName: "again", services: SEVEN });
+    const first = (await hot(request("/v1/generate", body), "/v1/generate"))!;
+    await Bun.sleep(2);
+    const second = (await hot(request("/v1/generate", body), "/v1/generate"))!;
+    expect(first.status).toBe(200);
+    expect(stable(second.body)).toEqual(stable(first.body));
+    const [a, b] = [secretsOf(first.body), secretsOf(second.body)];
+    expect(a.length).toBeGreaterThan(3);
+    expect(b).toHaveLength(a.length);
+    for (let i = 0; i < a.length; i++) expect(b[i]).not.toBe(a[i]);
+    expect(JSON.parse(second.body).metadata.generatedAt).not.toBe(JSON.parse(first.body).metadata.generatedAt);
+  });
+
+  test("a failing body fails every time, and a good one after it is not affected", async () => {
+    const bad = JSON.stringify({ projectName: "p", services: ["caddy", "traefik"] });
+    for (let i = 0; i < 3; i++) expect((await hot(request("/v1/generate", bad), "/v1/generate"))!.status).toBe(409);
+    const unknown = JSON.stringify({ services: ["nope"] });
+    for (let i = 0; i < 3; i++) expect((await hot(request("/v1/validate", unknown), "/v1/validate"))!.status).toBe(400);
+    expect((await hot(request("/v1/validate", JSON.stringify({ services: ["redis"] })), "/v1/validate"))!.status).toBe(200);
+  });
+
+  test("texts that differ only in spacing, and bodies too long to keep, answer as the app does", async () => {
+    const spaced = JSON.stringify({ services: SEVEN }, null, 2);
+    const padded = JSON.stringify({ services: SEVEN, note: "x".repeat(5000) });
+    for (const body of [spaced, padded, spaced, padded]) {
+      const { hot: viaHot, app: viaApp } = await both("/v1/validate", body);
+      expect(viaHot).toEqual(viaApp);
+      expect(viaHot.status).toBe(200);
+    }
+    const long = JSON.stringify({ projectName: "long", services: SEVEN, note: "y".repeat(5000) });
+    const [one, two] = [(await hot(request("/v1/generate", long), "/v1/generate"))!, (await hot(request("/v1/generate", long), "/v1/generate"))!];
+    expect(stable(two.body)).toEqual(stable(one.body));
+    expect(secretsOf(two.body)[0]).not.toBe(secretsOf(one.body)[0]);
+  });
+});

@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
-import { generateBundle, requestInput, GENERATE_MESSAGE } from "../../core/generate/index.ts";
+import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 
@@ -14,10 +14,12 @@ export const wantsZip = (format: string | undefined, accept: string | null | und
 
 /** The JSON answer of a generation: `{files, metadata}`, or the complete export document. */
 export function generateJson(body: Record<string, unknown>, catalog: Catalog, complete = false): string {
-  const { metadata, filesJson } = generateBundle(body, catalog);
-  // Serialized by hand around the cached JSON of the files: the same document as
-  // JSON.stringify({files, metadata}) at a fraction of the cost.
-  const head = complete ? `{"formatVersion":"1","input":${JSON.stringify(body)},` : "{";
+  return bundleJson(generateBundle(body, catalog), complete ? `{"formatVersion":"1","input":${JSON.stringify(body)},` : "{");
+}
+
+/** `{files, metadata}` (after `head`), serialized by hand around the cached JSON of the files:
+ *  the same document as JSON.stringify at a fraction of the cost. */
+export function bundleJson({ metadata, filesJson }: Generated, head = "{"): string {
   return `${head}"files":${filesJson()},"metadata":${JSON.stringify(metadata)}}`;
 }
 

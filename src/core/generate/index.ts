@@ -80,7 +80,20 @@ const SECRET_MARK = "@@stackgen-secret@@";
 /** Recently rendered bundles per catalog, keyed by their normalized input (LRU). */
 const recentRenders = catalogMemo<Rendered>(64);
 
+/** Everything a generation needs except its secrets and time: a pure function of the body, so
+ *  callers may keep it for a body they see again. */
+export interface PreparedGeneration {
+  input: GenerateRequest;
+  generateSecrets: boolean;
+  rendered: Rendered;
+}
+
 export function generateBundle(body: unknown, catalog: Catalog, options: GenerateOptions = {}): Generated {
+  return finishGeneration(prepareGeneration(body, catalog), options);
+}
+
+/** Check the body and render (or reuse) everything but `.env`; throws 400 / 409 errors. */
+export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGeneration {
   const input = parseGenerateInput(body);
   const selection = toSelection(input, catalog, GENERATE_MESSAGE);
   const opts: GenOptions = {
@@ -99,10 +112,14 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
   // requests reuse it; secrets, and therefore .env, are new on every call.
   const key = JSON.stringify([opts, selection.services, selection.platform]);
   const rendered = recentRenders(catalog, key, () => render(opts, selection, catalog));
+  return { input, generateSecrets: opts.generateSecrets, rendered };
+}
 
+/** A bundle from a prepared generation: fresh secrets (and so `.env`) and metadata on every call. */
+export function finishGeneration({ input, generateSecrets, rendered }: PreparedGeneration, options: GenerateOptions = {}): Generated {
   const { ctx, files, envParts, envSecrets } = rendered;
   const source = options.secrets ?? cryptoSecrets;
-  const secrets = envSecrets.map((v) => (opts.generateSecrets ? source(v.name, v.format ?? "alnum", v.length ?? 32) : ""));
+  const secrets = envSecrets.map((v) => (generateSecrets ? source(v.name, v.format ?? "alnum", v.length ?? 32) : ""));
   const stack = ctx.stack;
   const metadata: GenerateMetadata = {
     generatedAt: (options.now?.() ?? new Date()).toISOString(),
