@@ -7,16 +7,16 @@ import { readFileSync } from "node:fs";
 import { createGuard, guardConfig } from "../src/api/guard/index.ts";
 import { EXPOSED_HEADERS } from "../src/api/guard/cors.ts";
 import { hotRoutes } from "../src/api/hot-routes.ts";
-import { readJsonObject } from "../src/api/json-body.ts";
+import { bundleJson } from "../src/api/routes/generate.ts";
 import { getCatalog } from "../src/catalog/index.ts";
 import { generateBundle } from "../src/core/generate/index.ts";
 import { cpuPinning, load, readyPort, stop, SEVEN } from "./lib.ts";
 
 const VARIANTS = {
   "/static": "trivial handler, the 33 KiB answer made once",
-  "/generate-static": "+ read the body and generate (answer still made once)",
+  "/generate-static": "+ the hot route reads the body and generates (answer still made once)",
   "/generate-fresh": "+ the fresh answer carrying the new secrets",
-  "/hot-headers": "+ the hot route and the guard's nine headers",
+  "/hot-headers": "+ the guard's nine response headers",
   "/guarded": "+ the whole guard (limiter, keys, request id, CORS, client address)",
 } as const;
 type Path = keyof typeof VARIANTS;
@@ -27,8 +27,7 @@ function serve(): number {
   const high = { standard: 1e9, generate: 1e9 };
   const guard = createGuard(guardConfig({ anonymousLimits: high, authenticatedLimits: high, logLevel: "silent" }));
   const hot = hotRoutes(catalog, 1 << 20);
-  const answer = (g: ReturnType<typeof generateBundle>) => `{"files":${g.filesJson()},"metadata":${JSON.stringify(g.metadata)}}`;
-  const made = answer(generateBundle(JSON.parse(BODY), catalog));
+  const made = bundleJson(generateBundle(JSON.parse(BODY), catalog));
   const json = { "content-type": "application/json" };
   let count = 0;
   const handlers: Record<Path, (req: Request, server: Bun.Server<unknown>) => Promise<Response> | Response> = {
@@ -37,10 +36,10 @@ function serve(): number {
       return new Response(made, { headers: json });
     },
     "/generate-static": async (req) => {
-      generateBundle(await readJsonObject(req, "x", 1 << 20), catalog);
+      await hot(req, "/v1/generate")!;
       return new Response(made, { headers: json });
     },
-    "/generate-fresh": async (req) => new Response(answer(generateBundle(await readJsonObject(req, "x", 1 << 20), catalog)), { headers: json }),
+    "/generate-fresh": async (req) => new Response((await hot(req, "/v1/generate")!).body, { headers: json }),
     "/hot-headers": async (req) => {
       const reply = await hot(req, "/v1/generate")!;
       return new Response(reply.body, {
