@@ -6,6 +6,7 @@ import { clientKey, forwardedClient } from "../../src/api/guard/client-ip.ts";
 import { MemoryStore } from "../../src/api/guard/memory-store.ts";
 import { bucketOf, quotaFor, verdictOf } from "../../src/api/guard/ratelimit.ts";
 import { pathOf, requestIdFrom } from "../../src/api/guard/request-log.ts";
+import { createGuard, guardConfig } from "../../src/api/guard/index.ts";
 import { StackgenError } from "../../src/errors.ts";
 
 const configError = (env: Record<string, string>): StackgenError => {
@@ -166,6 +167,29 @@ describe("request log helpers", () => {
       const id = requestIdFrom(bad);
       expect(id).not.toBe(bad);
       expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+});
+
+describe("request lines by level", () => {
+  const answer = (status: number) => () => ({ status, type: "application/json", body: "{}" });
+  const run = async (logLevel: "info" | "warn" | "error") => {
+    const lines: string[] = [];
+    const guard = createGuard(guardConfig({ logLevel }), { logSink: (line) => void lines.push(line) });
+    for (const status of [200, 404, 500, 503]) await guard.handle(new Request(`http://127.0.0.1/v1/s${status}`), undefined, answer(status));
+    await guard.close();
+    return lines.map((line) => JSON.parse(line));
+  };
+
+  test("info logs every request; warn and error still log the server's own failures, with their duration", async () => {
+    expect((await run("info")).map((l) => l.status)).toEqual([200, 404, 500, 503]);
+    for (const level of ["warn", "error"] as const) {
+      const lines = await run(level);
+      expect(lines.map((l) => [l.level, l.status, l.path])).toEqual([["error", 500, "/v1/s500"], ["error", 503, "/v1/s503"]]);
+      for (const line of lines) {
+        expect(line.ms).toBeGreaterThanOrEqual(0);
+        expect(line.ms).toBeLessThan(5000);
+      }
     }
   });
 });

@@ -123,7 +123,9 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
         headers["content-type"] = answer.type;
         response = new Response(answer.body, { status: answer.status, headers });
       }
-      log.request({ method: request.method, path, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId: id });
+      if (log.logsRequests || response.status >= 500) {
+        log.request({ method: request.method, path, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId: id });
+      }
       return response;
     };
     return settle(admit(request, path, clientKey(address ?? "unknown"), headers), (refused) =>

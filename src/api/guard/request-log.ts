@@ -17,6 +17,8 @@ export interface RequestLine {
 }
 
 export interface GuardLog {
+  /** Whether request lines are written at this level (callers skip building them otherwise). */
+  readonly logsRequests: boolean;
   request(line: RequestLine): void;
   event(level: Exclude<LogLevel, "silent">, message: string, fields?: Record<string, string>): void;
 }
@@ -30,6 +32,7 @@ export function createGuardLog(level: LogLevel, sink: LogSink = stdoutSink): Gua
     sink(JSON.stringify({ time: new Date().toISOString(), level: lineLevel, ...fields }) + "\n");
   };
   return {
+    logsRequests: RANK.info <= RANK[level],
     request: (line) => {
       const lineLevel = line.status >= 500 ? "error" : "info";
       if (RANK[lineLevel] > RANK[level]) return; // dropped: build nothing
