@@ -30,19 +30,23 @@ export default defineCommand({
     if (args.name !== undefined) body.projectName = args.name;
     else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 
-    const { input, files, metadata } = withFlagHints(() => generateBundle(body, getCatalog()));
+    const { input, files, metadata, secretNames } = withFlagHints(() => generateBundle(body, getCatalog()));
     const dir = resolve(args.dir ?? input.projectName);
-    const plan = await planBundle(dir, files, args.force === true);
+    const plan = await planBundle(dir, files, args.force === true, secretNames);
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
     const summary = { dir, files: plan.map(({ path, action }) => ({ path, action })), metadata };
+    // A dry run ends as the real run would: refused (exit 1) when it would refuse.
+    const refusal = edited.length
+      ? failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. ${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them.`)
+      : undefined;
 
     if (args["dry-run"]) {
-      if (args.json) return printJson({ ...summary, dryRun: true });
-      return printText([`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}`)].join("\n"));
+      const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}`)].join("\n");
+      if (!refusal) return args.json ? printJson({ ...summary, dryRun: true }) : printText(planText);
+      if (!args.json) log.info(planText);
+      throw refusal;
     }
-    if (edited.length) {
-      throw failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. Nothing was written; re-run with --force to replace them.`);
-    }
+    if (refusal) throw refusal;
     await writePlan(dir, plan);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
     if (args.json) return printJson(summary);

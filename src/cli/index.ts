@@ -1,7 +1,8 @@
 // The command tree. Each command lives in its own file and is loaded only when it runs, so
 // `stackgen --version` and `stackgen serve` start without parsing the others.
-import { defineCommand, renderUsage, runCommand, type CommandDef } from "citty";
-import { StackgenError } from "../errors.ts";
+import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
+import { StackgenError, usageError } from "../errors.ts";
+import { checkArgs } from "./strict-args.ts";
 import { VERSION, COMMIT } from "../version.ts";
 import { log, printJson, printText, stdoutStyled } from "./output.ts";
 
@@ -31,19 +32,24 @@ export const main = defineCommand({
   subCommands,
 });
 
-/** Find the deepest command named by argv (for --help on subcommands). */
-async function resolveCommand(argv: string[]): Promise<[CommandDef<any>, CommandDef<any> | undefined]> {
+type Subcommands = Record<string, () => Promise<CommandDef<any>>>;
+const subcommandsOf = async (cmd: CommandDef<any>) =>
+  (typeof cmd.subCommands === "function" ? await cmd.subCommands() : cmd.subCommands) as Subcommands | undefined;
+
+/** Find the deepest command named by argv, its parent and the words that name it. */
+async function resolveCommand(argv: string[]): Promise<[CommandDef<any>, CommandDef<any> | undefined, string[]]> {
   let cmd: CommandDef<any> = main;
   let parent: CommandDef<any> | undefined;
+  const path: string[] = [];
   for (const a of argv) {
     if (a.startsWith("-")) break;
-    const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : cmd.subCommands) as Record<string, () => Promise<CommandDef<any>>> | undefined;
-    const next = subs?.[a];
+    const next = (await subcommandsOf(cmd))?.[a];
     if (!next) break;
     parent = cmd;
     cmd = await (typeof next === "function" ? next() : next);
+    path.push(a);
   }
-  return [cmd, parent];
+  return [cmd, parent, path];
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -60,8 +66,18 @@ export async function run(argv: string[]): Promise<number> {
   }
   const json = argv.includes("--json");
   try {
-    const [cmd] = await resolveCommand(argv);
+    const [cmd, , path] = await resolveCommand(argv);
     if (cmd === main) throw new StackgenError("USAGE_ERROR", `Unknown command "${argv[0]}". Run stackgen --help.`, 400);
+    const name = path.join(" ");
+    const subcommands = await subcommandsOf(cmd);
+    if (subcommands && !cmd.run) {
+      const word = argv[path.length];
+      const choices = Object.keys(subcommands).join(", ");
+      throw usageError(word === undefined || word.startsWith("-")
+        ? `stackgen ${name} needs a subcommand: ${choices}.`
+        : `Unknown command "${word}" for stackgen ${name}; expected one of ${choices}.`);
+    }
+    checkArgs(name, cmd.args as ArgsDef | undefined, argv.slice(path.length));
     await runCommand(main, { rawArgs: argv });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
@@ -77,8 +93,8 @@ export async function run(argv: string[]): Promise<number> {
 /** citty throws plain errors for bad usage (missing required args...); anything else is a failure. */
 function citty2error(e: unknown): StackgenError {
   const err = e as { code?: string; message?: string };
-  if (err?.code === "EARG" || /argument|Unknown command/i.test(err?.message ?? "")) {
-    return new StackgenError("USAGE_ERROR", err.message ?? "Bad usage", 400);
-  }
-  return new StackgenError("INTERNAL_ERROR", `Unexpected failure: ${err?.message ?? String(e)}`, 500, undefined, 1);
+  // citty colours the names in its messages; they end up in --json output and logs otherwise.
+  const message = Bun.stripANSI(err?.message ?? String(e));
+  if (err?.code === "EARG" || /argument|Unknown command/i.test(message)) return new StackgenError("USAGE_ERROR", message, 400);
+  return new StackgenError("INTERNAL_ERROR", `Unexpected failure: ${message}`, 500, undefined, 1);
 }

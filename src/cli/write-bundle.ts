@@ -1,12 +1,15 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
-import { chmod, lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
 import { isExecutable, isPrivate } from "../core/generate/index.ts";
 import { mergeEnv } from "../core/env-merge.ts";
-import { failure, usageError } from "../errors.ts";
+import { StackgenError, usageError } from "../errors.ts";
+
+/** A path that would lead a write outside the target directory (bad input: exit 2). */
+const unsafePath = (message: string) => new StackgenError("UNSAFE_PATH", message, 400, undefined, 2);
 
 export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited";
 export interface PlannedFile { path: string; action: FileAction; content: string }
@@ -19,7 +22,31 @@ async function readIfExists(path: string): Promise<string | undefined> {
     return await readFile(path, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if ((e as NodeJS.ErrnoException).code === "ENOTDIR") throw usageError(`Cannot write ${path}: a part of that path is a file, not a directory`);
     throw e;
+  }
+}
+
+/** The real path of the deepest part of `path` that exists. */
+async function realExisting(path: string): Promise<string> {
+  for (let p = path; ; p = dirname(p)) {
+    try {
+      return await realpath(p);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code !== "ENOENT" && code !== "ENOTDIR") || dirname(p) === p) throw e;
+    }
+  }
+}
+
+/** `--dir` must be a directory, or not exist yet. */
+async function checkRoot(root: string): Promise<void> {
+  try {
+    if (!(await stat(root)).isDirectory()) throw usageError(`${root} exists and is not a directory`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOTDIR") throw usageError(`Cannot write into ${root}: a part of that path is a file, not a directory`);
+    if (code !== "ENOENT") throw e;
   }
 }
 
@@ -31,17 +58,23 @@ export function insideDir(root: string, rel: string): string {
 }
 
 /** Decide what happens to every file; reads the directory, writes nothing. */
-export async function planBundle(dir: string, files: FileMap, force: boolean): Promise<PlannedFile[]> {
+export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set()): Promise<PlannedFile[]> {
   const root = resolve(dir);
+  await checkRoot(root);
+  const realRoot = await realExisting(root);
   const oldConfigText = await readIfExists(join(root, CONFIG_FILE)).catch(() => undefined);
   let recorded: Record<string, string> = {};
   try { recorded = oldConfigText ? JSON.parse(oldConfigText).files ?? {} : {}; } catch { recorded = {}; }
   const plan: PlannedFile[] = [];
   for (const [path, content] of Object.entries(files)) {
     const target = insideDir(root, path);
+    // Refused before anything is written: a directory on the way may be a symlink planted to
+    // redirect the write (writePlan checks again as it writes).
+    const realParent = await realExisting(dirname(target));
+    if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw unsafePath(`Refusing to write ${path}: it resolves outside ${root}`);
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
-    else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content).text });
+    else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content, secrets).text });
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content });
@@ -60,7 +93,7 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     await mkdir(dirname(target), { recursive: true });
     // A directory on the way may be a symlink planted to redirect the write.
     const realParent = await realpath(dirname(target));
-    if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw failure("UNSAFE_PATH", `Refusing to write ${f.path}: it resolves outside ${root}`);
+    if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw unsafePath(`Refusing to write ${f.path}: it resolves outside ${root}`);
     const mode = isPrivate(f.path) ? 0o600 : isExecutable(f.path) ? 0o755 : 0o644;
     await writeFile(target, f.content, { mode });
     await chmod(target, mode);

@@ -17,19 +17,31 @@ export interface EnvMerge {
   text: string;
   kept: string[];
   added: string[];
+  /** Secrets the old file left empty (a `--no-secrets` bundle) that now get generated values. */
+  filled: string[];
   /** Keys only the old file has (kept at the end, reported). */
   extra: string[];
 }
 
-export function mergeEnv(existing: string, generated: string): EnvMerge {
+/** Empty as written: `KEY=`, `KEY=""` or `KEY=''`. */
+const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
+
+/** `secrets` names the generated secret variables: an empty old value of one is replaced by the
+ *  new value (a stack must not start with an empty password); every other old value is kept. */
+export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set()): EnvMerge {
   const old = parseEnvValues(existing);
   const kept: string[] = [];
   const added: string[] = [];
+  const filled: string[] = [];
   const seen = new Set<string>();
   const lines = generated.split("\n").map((line) => {
     const m = LINE.exec(line);
     if (!m) return line;
     seen.add(m[1]);
+    if (secrets.has(m[1]) && old.has(m[1]) && isEmptyValue(old.get(m[1])!) && !isEmptyValue(m[2])) {
+      filled.push(m[1]);
+      return line;
+    }
     if (old.has(m[1])) {
       kept.push(m[1]);
       return `${m[1]}=${old.get(m[1])}`;
@@ -41,5 +53,5 @@ export function mergeEnv(existing: string, generated: string): EnvMerge {
   if (extra.length) {
     lines.push("# --- Kept from the previous .env (not used by the generated stack) ---", ...extra.map((k) => `${k}=${old.get(k)}`), "");
   }
-  return { text: lines.join("\n").replace(/\n+$/, "\n"), kept, added, extra };
+  return { text: lines.join("\n").replace(/\n+$/, "\n"), kept, added, filled, extra };
 }

@@ -38,6 +38,8 @@ export interface Generated {
   files: FileMap;
   metadata: GenerateMetadata;
   stack: ResolvedStack;
+  /** Names of the `.env` variables that hold generated secrets. */
+  secretNames: ReadonlySet<string>;
   /** `files` as JSON text, built from a cached serialization of everything but `.env`. */
   filesJson(): string;
 }
@@ -69,6 +71,7 @@ interface Rendered {
   /** `.env` split around its secret values: `parts[0] + secret0 + parts[1] + ...`. */
   envParts: string[];
   envSecrets: Variable[];
+  secretNames: ReadonlySet<string>;
   /** JSON of `{".env": ..., ...files}` split the same way, made on first use: escaping 30 KB of
    *  text per request would cost more than generating. Secrets need no escaping (alnum/hex). */
   filesJsonParts?: string[];
@@ -136,6 +139,7 @@ export function finishGeneration({ input, generateSecrets, rendered }: PreparedG
     input,
     metadata,
     stack,
+    secretNames: rendered.secretNames,
     // Built on first use: the JSON answer never needs the object.
     get files() {
       return (all ??= { ".env": interleave(envParts, secrets), ...files });
@@ -195,7 +199,8 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
   // Secrets are alphanumeric or hex, so they go into the template unquoted.
   const envSecrets = ctx.variables.filter((v) => v.secret);
   const envParts = envFile({ ...ctx, variables: ctx.variables.map((v) => (v.secret ? { ...v, value: SECRET_MARK } : v)) }).split(SECRET_MARK);
-  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets };
+  const secretNames = new Set(envSecrets.map((v) => v.name));
+  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets, secretNames };
 }
 
 /** Debian's PostgreSQL has no pgvector: a stack whose databases need extensions keeps it in a container. */

@@ -1,0 +1,49 @@
+// citty takes any flag and gives a string flag the next word as its value, even another flag:
+// a mistyped `--dryrun` used to write the bundle, and `--dir --json` made a folder named
+// `--json`. The words after the command are checked against its declared args before it runs.
+import type { ArgsDef, ArgDef } from "citty";
+import { usageError } from "../errors.ts";
+
+const BOOLEAN_VALUES = new Set(["true", "false"]);
+
+/** Throws USAGE_ERROR (exit 2) for an unknown option, a missing value or a surplus argument. */
+export function checkArgs(command: string, args: ArgsDef | undefined, words: string[]): void {
+  const defs = Object.entries(args ?? {}) as [string, ArgDef][];
+  // Every command takes --json, even one with nothing to print as JSON (it is then a no-op).
+  const options = new Map<string, [string, ArgDef]>([["--json", ["json", { type: "boolean" }]]]);
+  for (const [name, def] of defs) {
+    if (def.type === "positional") continue;
+    options.set(`--${name}`, [name, def]);
+    if (def.type === "boolean") options.set(`--no-${name}`, [name, def]);
+    const aliases = "alias" in def && def.alias !== undefined ? [def.alias].flat() : [];
+    for (const alias of aliases) options.set(alias.length === 1 ? `-${alias}` : `--${alias}`, [name, def]);
+  }
+  const positionals = defs.filter(([, def]) => def.type === "positional").length;
+  const help = `Run stackgen ${command} --help.`;
+  const given: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i];
+    if (word === "--") {
+      given.push(...words.slice(i + 1));
+      break;
+    }
+    if (!word.startsWith("-") || word === "-") {
+      given.push(word);
+      continue;
+    }
+    const eq = word.indexOf("=");
+    const flag = eq < 0 ? word : word.slice(0, eq);
+    const known = options.get(flag);
+    if (!known) throw usageError(`Unknown option ${flag} for stackgen ${command}. ${help}`);
+    const [name, def] = known;
+    if (def.type === "boolean") {
+      if (eq >= 0 && !BOOLEAN_VALUES.has(word.slice(eq + 1))) throw usageError(`${flag} takes no value (or true/false), got "${word.slice(eq + 1)}".`);
+      continue;
+    }
+    // A string or enum option: its value is after `=` or the next word, never another option.
+    const value = eq >= 0 ? word.slice(eq + 1) : words[i + 1];
+    if (value === undefined || value === "" || (eq < 0 && value.startsWith("--"))) throw usageError(`--${name} needs a value. ${help}`);
+    if (eq < 0) i++;
+  }
+  if (given.length > positionals) throw usageError(`Unexpected argument "${given[positionals]}" for stackgen ${command}. ${help}`);
+}

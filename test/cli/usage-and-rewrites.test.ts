@@ -1,0 +1,126 @@
+// Bad command lines end with exit 2 before anything runs, and regenerating into a directory
+// refuses or repairs exactly as a real run would: subprocesses and files on disk.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseEnvValues } from "../../src/core/env-merge.ts";
+import { cli, expectOk } from "../support/tools.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "stackgen-usage-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const env = { ...process.env, NO_COLOR: "1" };
+const at = (name: string) => join(tmp, name);
+const jsonError = (stdout: string) => JSON.parse(stdout).error as { code: string; message: string };
+
+describe("command lines the CLI refuses (exit 2, nothing written)", () => {
+  test("an unknown option, even a near miss of --dry-run, stops the command before it writes", async () => {
+    const r = await cli(["generate", "--name", "typo", "--services", "redis", "--dir", at("typo"), "--dryrun", "--json"], { env });
+    expect(r.code).toBe(2);
+    expect(jsonError(r.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("--dryrun") });
+    expect(existsSync(at("typo"))).toBe(false);
+    for (const args of [["services", "--bogus"], ["validate", "--services", "redis", "--verbose"], ["skills", "-x"]]) {
+      expect((await cli(args, { env })).code).toBe(2);
+    }
+  });
+
+  test("an option without its value, or followed by another option, is refused rather than swallowing it", async () => {
+    const cwd = at("values");
+    mkdirSync(cwd);
+    for (const args of [
+      ["generate", "--name", "v", "--services", "redis", "--dir"],
+      ["generate", "--name", "v", "--services", "redis", "--dir", "--json"],
+      ["generate", "--name", "v", "--services", "redis", "--from"],
+      ["generate", "--name", "v", "--services=", "--dry-run"],
+      ["services", "--category"],
+      ["validate", "--services"],
+    ]) {
+      const r = await cli(args, { env, cwd });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toContain("needs a value");
+    }
+    expect(readdirSync(cwd)).toEqual([]);
+    // --json still asks for a JSON answer: the error, as one document.
+    const asJson = await cli(["generate", "--name", "v", "--services", "redis", "--dir", "--json"], { env, cwd });
+    expect(jsonError(asJson.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("--dir needs a value") });
+  });
+
+  test("surplus words, boolean options given other values, and a group without its subcommand", async () => {
+    const stray = await cli(["generate", "typo", "--name", "s", "--services", "redis", "--dry-run", "--json"], { env });
+    expect(stray.code).toBe(2);
+    expect(jsonError(stray.stdout).message).toContain('"typo"');
+    expect((await cli(["presets", "minimal", "extra"], { env })).code).toBe(2);
+    expect((await cli(["validate", "--services", "redis", "--gpu=maybe"], { env })).code).toBe(2);
+    expectOk(await cli(["validate", "--services", "redis", "--gpu=false", "--json"], { env }));
+
+    const bare = await cli(["backup", "--json"], { env });
+    expect(bare.code).toBe(2);
+    expect(jsonError(bare.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("create, list, restore") });
+    // No colour codes in a message, whatever NO_COLOR says.
+    const { NO_COLOR: _nc, ...plain } = process.env;
+    const unknown = await cli(["backup", "bogus", "--json"], { env: plain });
+    expect(unknown.code).toBe(2);
+    expect(jsonError(unknown.stdout).message).toContain('"bogus"');
+    expect(unknown.stdout + unknown.stderr).not.toContain("\x1b[");
+  });
+
+  test("--dir naming a file, or a path under a file, is bad input", async () => {
+    writeFileSync(at("afile"), "mine\n");
+    for (const dir of [at("afile"), join(at("afile"), "sub")]) {
+      const r = await cli(["generate", "--name", "f", "--services", "redis", "--dir", dir, "--json"], { env });
+      expect(r.code).toBe(2);
+      expect(jsonError(r.stdout).code).toBe("USAGE_ERROR");
+    }
+    expect(readFileSync(at("afile"), "utf8")).toBe("mine\n");
+  });
+});
+
+describe("regenerating into an existing bundle", () => {
+  test("a --no-secrets bundle regenerated with secrets gets them; the user's own values stay", async () => {
+    const dir = at("nosecrets");
+    expectOk(await cli(["generate", "--name", "ns", "--preset", "devops", "--dir", dir, "--no-secrets"], { env }));
+    const before = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    expect(before.get("REDIS_PASSWORD")).toBe("");
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8").replace(/^CORE_VERSION=.*$/m, "CORE_VERSION=2026.11.1") + "MY_OWN=kept\n");
+
+    expectOk(await cli(["generate", "--name", "ns", "--preset", "devops", "--dir", dir], { env }));
+    const after = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    for (const [key, value] of before) {
+      if (value === "" && /PASSWORD|TOKEN|SECRET|KEY/.test(key)) expect(after.get(key), key).toMatch(/^[A-Za-z0-9]{32,}$/);
+    }
+    expect(after.get("CORE_VERSION")).toBe("2026.11.1");
+    expect(after.get("MY_OWN")).toBe("kept");
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).not.toContain(":?");
+
+    // Secrets the user set are never replaced.
+    const password = after.get("REDIS_PASSWORD");
+    expectOk(await cli(["generate", "--name", "ns", "--preset", "devops", "--dir", dir], { env }));
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe(password);
+  });
+
+  test("a dry run over edited files ends as the real run would: refused, exit 1, nothing changed", async () => {
+    const dir = at("edited");
+    expectOk(await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir], { env }));
+    writeFileSync(join(dir, "Caddyfile"), readFileSync(join(dir, "Caddyfile"), "utf8") + "# mine\n");
+    const dry = await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--dry-run", "--json"], { env });
+    expect(dry.code).toBe(1);
+    expect(jsonError(dry.stdout)).toMatchObject({ code: "EDITED_FILES", message: expect.stringContaining("Caddyfile") });
+    const real = await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--json"], { env });
+    expect(real.code).toBe(1);
+    expect(jsonError(real.stdout).code).toBe("EDITED_FILES");
+    expect(readFileSync(join(dir, "Caddyfile"), "utf8")).toEndWith("# mine\n");
+  });
+
+  test("a symlinked folder leading outside is refused before any file is written", async () => {
+    const dir = at("linked");
+    const outside = at("outside");
+    mkdirSync(outside);
+    mkdirSync(dir);
+    symlinkSync(outside, join(dir, "prometheus"));
+    const r = await cli(["generate", "--name", "sl", "--services", "prometheus,grafana", "--dir", dir, "--json"], { env });
+    expect(r.code).toBe(2);
+    expect(jsonError(r.stdout).code).toBe("UNSAFE_PATH");
+    expect(readdirSync(dir)).toEqual(["prometheus"]);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+});
