@@ -1,7 +1,6 @@
 // The HTTP API: one Elysia app, every route under /v1. Shells (serve, tests, the UI listener)
 // call `createApp()` and hand requests to `app.handle` or listen with it.
 import { Elysia } from "elysia";
-import { openapi } from "@elysiajs/openapi";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
 import { Health } from "../schema/api.ts";
@@ -10,6 +9,7 @@ import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { docsRoutes } from "./routes/docs.ts";
+import { apiDocs } from "./docs/openapi.ts";
 import { deployRoutes, type DeployPolicy } from "./routes/deploy.ts";
 import { MAX_BODY_BYTES, type Guard } from "./guard/index.ts";
 
@@ -59,7 +59,8 @@ export function createApp(options: AppOptions = {}) {
       set.headers["content-type"] = "application/json";
       return errorBodyFor(path, reply.body.error);
     })
-    .use(openapi({
+    // The generated document, completed with JSON request bodies and the guard's answers (./docs/openapi.ts).
+    .use(apiDocs({
       path: "/v1/openapi",
       specPath: "/v1/openapi.json",
       provider: null,
@@ -71,13 +72,9 @@ export function createApp(options: AppOptions = {}) {
             "Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds) and `X-Request-Id`. " +
             "Limits are per client IP in a 15-minute window: 100 standard requests and 10 generations without a key, more with a valid `X-API-Key`. " +
             "Every route may also answer 401 `UNAUTHORIZED` (invalid key), 413 `PAYLOAD_TOO_LARGE` (body over 1 MiB) and 429 `RATE_LIMITED` (with `Retry-After`), " +
-            "with the error body `{error: {code, message, details?}}`.",
+            "with the error body `{error: {code, message, details?}}` (`{error, code}` on /v1/skills).",
         },
-        security: [{}, { ApiKey: [] }],
         tags: [{ name: "catalog" }, { name: "stacks" }, { name: "meta" }],
-        components: {
-          securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "Optional; a valid key raises the rate limits" } },
-        },
       },
     }))
     .use(v1);

@@ -118,6 +118,73 @@ describe("read endpoints", () => {
   });
 });
 
+describe("OpenAPI document", () => {
+  // SPEC §4's table, plus POST /v1/deploy (CONTRACT §3): every operation of the app, no more.
+  const OPERATIONS = [
+    "get /v1/health", "get /v1/services", "get /v1/services/{id}", "get /v1/presets", "get /v1/presets/{id}", "get /v1/skills",
+    "post /v1/validate", "post /v1/generate", "get /v1/openapi.json", "get /v1/docs", "post /v1/deploy",
+  ];
+  const document = async () => json(await call("GET", "/v1/openapi.json"));
+  const operations = (doc: any) =>
+    Object.entries(doc.paths).flatMap(([path, item]: [string, any]) => Object.entries(item).map(([method, op]) => ({ path, method, op: op as any })));
+  /** A schema with its `$ref` (to components) followed. */
+  const deref = (doc: any, schema: any) =>
+    schema?.$ref ? doc.components.schemas[schema.$ref.replace("#/components/schemas/", "")] : schema;
+
+  test("documents exactly the routes of SPEC §4 and CONTRACT §3, /v1/openapi.json and /v1/docs included", async () => {
+    const doc = await document();
+    expect(operations(doc).map(({ method, path }) => `${method} ${path}`).sort()).toEqual([...OPERATIONS].sort());
+    expect(Object.keys(doc.paths["/v1/openapi.json"].get.responses["200"].content)).toEqual(["application/json"]);
+    expect(Object.keys(doc.paths["/v1/docs"].get.responses["200"].content)).toEqual(["text/html"]);
+    for (const path of ["/v1/openapi.json", "/v1/docs"]) expect(doc.paths[path].get.description, path).toEqual(expect.any(String));
+  });
+
+  test("every POST documents its JSON request body with the route's schema", async () => {
+    const doc = await document();
+    const posts = operations(doc).filter(({ method }) => method === "post");
+    expect(posts.map(({ path }) => path).sort()).toEqual(["/v1/deploy", "/v1/generate", "/v1/validate"]);
+    for (const { path, op } of posts) {
+      expect(op.requestBody?.required, path).toBe(true);
+      expect(Object.keys(op.requestBody.content), path).toEqual(["application/json"]);
+      const schema = deref(doc, op.requestBody.content["application/json"].schema);
+      expect(schema?.properties, path).toEqual(expect.any(Object));
+    }
+    const body = (path: string) => deref(doc, doc.paths[path].post.requestBody.content["application/json"].schema);
+    expect(Object.keys(body("/v1/generate").properties)).toEqual(expect.arrayContaining(["projectName", "services", "preset"]));
+    expect(Object.keys(body("/v1/validate").properties)).toEqual(expect.arrayContaining(["services", "skillPacks", "preset"]));
+    expect(Object.keys(body("/v1/deploy").properties)).toEqual(expect.arrayContaining(["provider", "url", "apiKey", "input", "complete"]));
+  });
+
+  test("every operation declares the guard's answers, headers and the optional X-API-Key", async () => {
+    const doc = await document();
+    const scheme = Object.values(doc.components.securitySchemes ?? {}).find((s: any) => s.type === "apiKey") as any;
+    expect(scheme).toMatchObject({ type: "apiKey", in: "header", name: "X-API-Key" });
+    const name = Object.keys(doc.components.securitySchemes).find((k) => doc.components.securitySchemes[k] === scheme)!;
+    // Optional: the empty requirement allows calls without a key.
+    expect(doc.security).toEqual(expect.arrayContaining([{}, { [name]: [] }]));
+    const header = (doc: any, h: any) => (h?.$ref ? doc.components.headers[h.$ref.replace("#/components/headers/", "")] : h);
+    for (const { path, method, op } of operations(doc)) {
+      const where = `${method} ${path}`;
+      const statuses = ["401", "429", ...(method === "post" ? ["413"] : [])];
+      for (const status of statuses) {
+        const response = op.responses?.[status];
+        expect(response, `${where} ${status}`).toBeDefined();
+        const error = deref(doc, response.content?.["application/json"]?.schema);
+        // /v1/skills answers its refusals flat, `{error, code}` (SPEC §7); every other route `{error: {code, message}}`.
+        expect(error?.properties?.error?.type, `${where} ${status}`).toBe(path === "/v1/skills" ? "string" : "object");
+      }
+      expect(header(doc, op.responses["429"].headers?.["Retry-After"]), where).toMatchObject({ schema: { type: "integer" } });
+      for (const [status, response] of Object.entries(op.responses) as [string, any][]) {
+        for (const h of ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]) {
+          expect(header(doc, response.headers?.[h]), `${where} ${status} ${h}`).toMatchObject({ schema: { type: "integer" } });
+        }
+      }
+    }
+    const verdict = await new Validator().validate(doc);
+    expect(verdict.errors ?? []).toEqual([]);
+  });
+});
+
 describe("POST /v1/validate", () => {
   test("resolves and reports", async () => {
     const b = await json(await call("POST", "/v1/validate", { services: ["n8n"], platform: "linux/amd64" }));

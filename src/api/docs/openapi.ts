@@ -1,0 +1,106 @@
+// GET /v1/openapi.json: the document @elysiajs/openapi generates from the routes, completed in
+// one place with what the plugin cannot see from them:
+// - request bodies: the POST routes read their JSON with our own parse hook (../json-body.ts), from
+//   which the plugin infers no media type (it leaves `content: {}`); each gets application/json
+//   with the body schema the route validates with;
+// - the guard's answers (../guard), which run outside Elysia: 401 (invalid X-API-Key), 429 (with
+//   Retry-After) and, for operations with a body, 413; the X-RateLimit-* and X-Request-Id headers
+//   of every response; the optional X-API-Key. Their error body is the route's (errorBodyFor);
+// - the document itself, whose route the plugin hides.
+import { Elysia } from "elysia";
+import { openapi, type ElysiaOpenAPIConfig, type OpenAPIVersion } from "@elysiajs/openapi";
+import { unwrapSchema } from "@elysiajs/openapi/openapi";
+import { ErrorBody, FlatErrorBody } from "../../schema/api.ts";
+import { errorBodyFor } from "../errors.ts";
+
+type Json = Record<string, any>;
+type Route = { method: string; path: string; hooks: Json };
+
+const schemaRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Sent with every response, refusals included. */
+const RESPONSE_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-Request-Id"];
+
+const GUARD_COMPONENTS = {
+  securitySchemes: {
+    ApiKey: { type: "apiKey", in: "header", name: "X-API-Key", description: "Optional; a valid key raises the rate limits, an invalid one is refused with 401" },
+  },
+  headers: {
+    "X-RateLimit-Limit": { description: "Requests allowed in the current 15-minute window (per client IP and key; generations have their own bucket)", schema: { type: "integer" } },
+    "X-RateLimit-Remaining": { description: "Requests left in the current window", schema: { type: "integer" } },
+    "X-RateLimit-Reset": { description: "When the current window ends, in Unix seconds", schema: { type: "integer" } },
+    "X-Request-Id": { description: "The request's id: the caller's X-Request-Id when it is usable, else a new UUID", schema: { type: "string" } },
+    "Retry-After": { description: "Seconds until the window ends", schema: { type: "integer" } },
+  },
+};
+
+/** The refusals the guard may answer on any operation, with the error body used on `path`. */
+function guardResponses(path: string, hasBody: boolean): Json {
+  const flat = typeof errorBodyFor(path, { code: "", message: "" }).error === "string";
+  const content = { "application/json": { schema: schemaRef(flat ? "FlatErrorBody" : "ErrorBody") } };
+  return {
+    401: { description: "UNAUTHORIZED: the X-API-Key header holds an invalid key (requests without a key are not refused)", content },
+    ...(hasBody ? { 413: { description: "PAYLOAD_TOO_LARGE: the body is larger than the server's limit (1 MiB by default)", content } } : {}),
+    429: { description: "RATE_LIMITED: too many requests in the window; retry after Retry-After seconds", headers: { "Retry-After": headerRef("Retry-After") }, content },
+  };
+}
+
+/** The generated document with request bodies, the guard's answers and headers filled in. */
+export function completeDocument(generated: Json, routes: readonly Route[]): Json {
+  const doc: Json = JSON.parse(JSON.stringify(generated));
+  const version = (doc.openapi ?? "3.1.2") as OpenAPIVersion;
+  const bodies = new Map(routes.filter((r) => r.hooks?.body).map((r) => [`${r.method.toLowerCase()} ${r.path.replace(/:([^/?]+)\??/g, "{$1}")}`, r.hooks.body]));
+  for (const [path, item] of Object.entries(doc.paths as Json)) {
+    for (const [method, op] of Object.entries(item as Record<string, Json>)) {
+      const body = bodies.get(`${method} ${path}`);
+      if (op.requestBody && body && !Object.keys(op.requestBody.content ?? {}).length) {
+        op.requestBody.content = { "application/json": { schema: unwrapSchema(body, undefined, "input", version) } };
+      }
+      op.responses = { ...guardResponses(path, op.requestBody !== undefined), ...op.responses };
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        op.responses[status] = { ...response, headers: { ...Object.fromEntries(RESPONSE_HEADERS.map((h) => [h, headerRef(h)])), ...response.headers } };
+      }
+    }
+  }
+  doc.security = [{}, { ApiKey: [] }];
+  doc.components = {
+    ...doc.components,
+    schemas: { ...doc.components?.schemas, ErrorBody, FlatErrorBody },
+    securitySchemes: { ...doc.components?.securitySchemes, ...GUARD_COMPONENTS.securitySchemes },
+    headers: { ...doc.components?.headers, ...GUARD_COMPONENTS.headers },
+  };
+  return doc;
+}
+
+/** @elysiajs/openapi serving the completed document at `specPath`, which it also documents. */
+export function apiDocs(config: ElysiaOpenAPIConfig<true, string> & { specPath: string }) {
+  const completed = new WeakMap<object, Json>();
+  const documentation = {
+    ...config.documentation,
+    paths: {
+      ...config.documentation?.paths,
+      [config.specPath]: {
+        get: {
+          operationId: "getV1OpenapiJson",
+          summary: "OpenAPI document",
+          description: "This document: every route with its parameters, request body and responses (OpenAPI 3.1).",
+          tags: ["meta"],
+          responses: { 200: { description: "The OpenAPI 3.1 document", content: { "application/json": { schema: { type: "object" } } } } },
+        },
+      },
+    },
+  } as ElysiaOpenAPIConfig["documentation"];
+  const docs = new Elysia({ name: "api-docs" });
+  // The whole app's routes, as the plugin reads them (once used, an instance delegates to its parent).
+  const appRoutes = () => (docs as unknown as { getGlobalRoutes(): Route[] }).getGlobalRoutes();
+  // A local hook: it runs only on the plugin's own route (the document), which the plugin caches; so do we.
+  return docs
+    .onAfterHandle(({ response }) => {
+      if (typeof response !== "object" || response === null || !("paths" in response)) return;
+      let doc = completed.get(response);
+      if (!doc) completed.set(response, (doc = completeDocument(response as Json, appRoutes())));
+      return doc;
+    })
+    .use(openapi({ ...config, documentation }));
+}
