@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
+import { PROVIDER_NAMES } from "../../src/deploy/index.ts";
 import { cli, expectOk, freePort, hasTool, run } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-cli-"));
@@ -135,6 +136,69 @@ describe("basics", () => {
     }
     expect(hasTool("bash")).toBe(true);
     expect((await cli(["completion", "powershell"], { env })).code).toBe(2);
+  });
+
+  test("completion offers files, directories, comma-list items, subcommands and flag values", async () => {
+    const here = mkdtempSync(join(tmp, "complete-"));
+    writeFileSync(join(here, "myfile.json"), "{}");
+    mkdirSync(join(here, "subdir"));
+    const script = async (shell: string) => {
+      const r = await cli(["completion", shell], { env });
+      expectOk(r);
+      writeFileSync(join(tmp, `complete.${shell}`), r.stdout);
+      return { file: join(tmp, `complete.${shell}`), text: r.stdout };
+    };
+    const values: [string, string[]][] = [
+      ["--proxy", ["caddy", "traefik", "none"]],
+      ["--platform", ["linux/amd64", "linux/arm64"]],
+      ["--deployment", ["docker", "bare-metal", "local"]],
+      ["--provider", PROVIDER_NAMES],
+    ];
+    // [words after `stackgen`, up to the cursor; candidates it must offer; candidates it must not]
+    const cases: [string, string[], string[]][] = [
+      ["generate --from my", ["myfile.json"], []],
+      ["generate --from ", ["myfile.json", "subdir"], []],
+      ["validate --file my", ["myfile.json"], []],
+      ["generate --dir ", ["subdir"], ["myfile.json"]],
+      ["backup create --output s", ["subdir"], []],
+      ["backup restore my", ["myfile.json"], []],
+      ["backup ", ["create", "list", "restore"], ["myfile.json"]],
+      ["completion ", ["bash", "zsh", "fish"], ["myfile.json"]],
+      ["generate ", [], ["myfile.json"]],
+      ["generate --", ["--from", "--deployment"], []],
+      ["serve --", ["--port"], ["--preset", "--from"]],
+      ["generate --services redis,postg", ["redis,postgresql"], ["postgresql"]],
+      ["generate --services ", ["redis", "postgresql"], []],
+      ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
+    ];
+    const candidates = (out: string) => out.split("\n").filter(Boolean).map((l) => l.split("\t")[0]!.replace(/\/$/, ""));
+    const wrong: string[] = []; // every failing line at once, not just the first
+    const check = async (shell: string, complete: (line: string) => Promise<{ stdout: string; stderr: string; code: number }>) => {
+      for (const [line, want, not] of cases) {
+        const r = await complete(line);
+        expect(r.code, `${shell}: ${line}: ${r.stderr}`).toBe(0);
+        const got = candidates(r.stdout);
+        if (want.some((w) => !got.includes(w)) || not.some((n) => got.includes(n))) wrong.push(`${shell}: stackgen ${line}<TAB> gave [${got.join(" ")}]`);
+      }
+    };
+
+    // bash: drive the completion function as readline would.
+    const bash = await script("bash");
+    await check("bash", async (line) => {
+      const driver = 'source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; _stackgen; printf "%s\\n" "${COMPREPLY[@]}"';
+      const r = await run(["bash", "-c", driver, bash.file, "stackgen", ...line.split(" ")], { cwd: here, env });
+      expect(r.stderr).toBe("");
+      return r;
+    });
+    // fish: its own completion engine, on the same lines.
+    if (hasTool("fish")) {
+      const fish = await script("fish");
+      await check("fish", (line) => run(["fish", "--no-config", "-c", 'source $argv[1]; complete -C "stackgen $argv[2]"', fish.file, line], { cwd: here, env }));
+    }
+    // zsh: the same values are offered (zsh -n checks the syntax above).
+    const zsh = (await script("zsh")).text;
+    for (const [flag, v] of values) if (!new RegExp(`${flag}\\)[^\\n]* ${v.join(" ")};`).test(zsh)) wrong.push(`zsh: no ${flag} values`);
+    expect(wrong).toEqual([]);
   });
 });
 
