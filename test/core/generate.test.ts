@@ -191,6 +191,27 @@ describe("input fields take effect", () => {
     expect(g.files["docker-compose.yml"]).toContain("${N8N_DB_PASSWORD:?");
   });
 
+  test("with a domain, Caddy gets its ACME email from compose, never empty, and the Caddyfile takes it", async () => {
+    const g = gen({ services: ["n8n"], proxy: "caddy", domain: "example.com" });
+    expect(parseEnvValues(g.files[".env"]).get("CADDY_ACME_EMAIL")).toBe("");
+    const reference = composeOf(g.files).services.caddy.environment.CADDY_ACME_EMAIL as string;
+    expect(reference).toBe("${CADDY_ACME_EMAIL:-admin@example.com}");
+    if (!hasTool("caddy")) return;
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-acme-"));
+    try {
+      writeFileSync(join(dir, "Caddyfile"), g.files.Caddyfile);
+      // What compose hands the container for the .env value as generated (empty) and as a user sets it.
+      for (const [inEnv, expected] of [["", "admin@example.com"], ["ops@example.org", "ops@example.org"]]) {
+        const value = inEnv || reference.slice(reference.indexOf(":-") + 2, -1);
+        const r = await run(["caddy", "adapt", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], { env: { ...process.env, CADDY_ACME_EMAIL: value } });
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toContain(`"email":"${expected}"`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("coreVersion sets CORE_VERSION in .env and the gateway image tag", () => {
     const g = gen({ services: ["redis"], coreVersion: "2026.11.1" });
     expect(parseEnvValues(g.files[".env"]).get("CORE_VERSION")).toBe("2026.11.1");

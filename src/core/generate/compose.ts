@@ -81,6 +81,10 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     if (s.id === "core") {
       for (const other of ctx.stack.services) Object.assign(environment, envOf(ctx, other.coreEnv ?? {}));
     }
+    if (s.id === "caddy" && ctx.domain) {
+      // The Caddyfile reads it for its ACME account; an empty value would stop Caddy from starting.
+      environment.CADDY_ACME_EMAIL = `\${CADDY_ACME_EMAIL:-admin@${ctx.domain}}`;
+    }
     if (s.id === "postgresql") {
       // The init script creates each service's user with its own password.
       for (const db of ctx.stack.services.flatMap((x) => x.databases ?? [])) environment[db.passwordVar] = interpolate(ctx, `\${${db.passwordVar}}`);
