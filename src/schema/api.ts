@@ -22,7 +22,8 @@ const SelectionFields = {
   proxy: Type.Optional(ProxyChoice),
   domain: Type.Optional(Type.String({
     maxLength: 253,
-    pattern: "^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)*[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$",
+    // DNS labels; the last one not all digits, so an IP address is not taken for a domain.
+    pattern: "^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)*(?![0-9]+$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$",
     description: "Base domain; services are served at <service>.<domain>",
   })),
   gpu: Type.Optional(Type.Boolean({ description: "Add NVIDIA GPU reservations to GPU-capable services" })),

@@ -288,6 +288,7 @@ describe("POST /v1/generate", () => {
       [{ projectName: "x" }, "services"],
       [{ projectName: "../etc", services: ["redis"] }, "projectName"],
       [{ projectName: "x", services: ["redis"], domain: "bad domain;{}" }, "domain"],
+      [{ projectName: "x", services: ["redis"], domain: "192.168.1.10" }, "domain"],
       [{ projectName: "x", services: ["redis"], deployment: "k8s" }, "deployment"],
       [{ projectName: "x", services: ["nope"] }, "services.0"],
       [{ projectName: "x", preset: "nope" }, "preset"],
