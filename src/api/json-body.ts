@@ -1,8 +1,8 @@
 // Request bodies are JSON objects. Elysia would quietly coerce a string, an array or a
 // text/plain body into `{}`, so routes parse with this instead: anything else is a 400.
 // The size limit is checked here too, where the body is read: a declared Content-Length was
-// already checked by the guard, but a chunked body only shows its size once read (Bun.serve's
-// own cap, a multiple of the limit, bounds what is buffered).
+// already checked by the guard, but a chunked body only shows its size as it arrives, so it is
+// read chunk by chunk and refused as soon as it passes the limit.
 import { StackgenError, validationError } from "../errors.ts";
 
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
@@ -24,9 +24,28 @@ export async function readJsonText(request: Request, message: string, maxBytes: 
   if (!JSON_TYPE.test(type)) {
     throw validationError(message, [{ field: "body", message: `Expected Content-Type application/json, received ${type.split(";")[0] || "none"}` }]);
   }
-  const text = await request.text();
+  // A declared size was checked by the guard; a body without one (chunked) is read only up to
+  // the limit, whatever the sender keeps sending.
+  const text = request.headers.has("content-length") ? await request.text() : await readUpTo(request, maxBytes);
   if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) throw tooLarge(maxBytes);
   return text;
+}
+
+/** The body as UTF-8 text, or PAYLOAD_TOO_LARGE as soon as it passes `maxBytes`. */
+async function readUpTo(request: Request, maxBytes: number): Promise<string> {
+  if (!request.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    size += chunk.value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(chunk.value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 /** `text` as a JSON object (optionally unwrapped), or a VALIDATION_ERROR naming what it is instead. */

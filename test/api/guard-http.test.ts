@@ -308,8 +308,11 @@ describe("body limit and input size", () => {
     expect(await over.json()).toEqual({ error: { code: "PAYLOAD_TOO_LARGE", message: expect.any(String) } });
     const exact = await post("/v1/validate", '{"services":[]}'.padEnd(MIB, " "));
     expect(exact.status).toBe(200);
-    const huge = await post("/v1/generate", "x".repeat(8 * MIB));
+    // Far over the limit too: the JSON error and the guard's headers, never the transport's bare 413.
+    const huge = await post("/v1/generate", "x".repeat(64 * MIB));
     expect(huge.status).toBe(413);
+    expect(huge.headers.get("x-ratelimit-limit")).not.toBeNull();
+    expect(await huge.json()).toEqual({ error: { code: "PAYLOAD_TOO_LARGE", message: expect.any(String) } });
   });
 
   test("chunked bodies (no Content-Length) are measured too", async () => {
@@ -330,6 +333,11 @@ describe("body limit and input size", () => {
     const over = await chunked(MIB + 10, "{}");
     expect(over.status).toBe(413);
     expectErrorShape(await over.json());
+    // Read only up to the limit: a sender that keeps going is refused all the same.
+    const huge = await chunked(16 * MIB, "{}");
+    expect(huge.status).toBe(413);
+    expect(huge.headers.get("x-ratelimit-limit")).not.toBeNull();
+    expect(((await huge.json()) as { error: { code: string } }).error.code).toBe("PAYLOAD_TOO_LARGE");
     const under = await chunked(MIB - 10, '{"services":["redis"]}');
     expect(under.status).toBe(200);
     expect(((await under.json()) as { resolvedServices: string[] }).resolvedServices).toContain("redis");

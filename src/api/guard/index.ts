@@ -41,9 +41,11 @@ export interface Guard {
   clientOf(request: Request): string | undefined;
 }
 
-/** Bun.serve's own cap: requests declaring more never reach the app. Kept above the real limit so
- *  that declared sizes in between still get the JSON 413; bodies are never read past the limit. */
-export const transportBodyLimit = (config: GuardConfig) => config.maxBodyBytes * 4;
+/** Bun.serve's own cap, which answers a bare 413 (no JSON, no headers) before the guard sees the
+ *  request. Left open: the guard refuses any declared size over the limit with the JSON 413 before
+ *  a byte of the body is read, and a body without a declared size is read only up to the limit
+ *  (../json-body.ts). Bun streams bodies, so an unread one costs nothing. */
+export const transportBodyLimit = (_config: GuardConfig) => Number.MAX_SAFE_INTEGER;
 
 type GuardServer = AddressSource | null;
 /** The app behind the guard: a Response, or a Reply the guard builds into one with its headers. */
