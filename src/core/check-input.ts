@@ -40,8 +40,12 @@ export function toSelection(body: ValidateRequest | GenerateRequest, catalog: Ca
   });
   if (issues.length) throw validationError(message, issues);
   const proxy = body.proxy === undefined ? (preset?.proxy ?? null) : body.proxy === "none" ? null : body.proxy;
+  // A request's proxy replaces the preset's, and the preset's proxy service (which `full-stack`
+  // lists among its services) goes with it; asked for by name in `services`, it stays.
+  const replaced = preset?.proxy && preset.proxy !== proxy ? preset.proxy : undefined;
+  const base = replaced ? preset!.services.filter((id) => id !== replaced) : preset?.services;
   return {
-    services: unique(preset?.services, body.services),
+    services: unique(base, body.services),
     skillPacks: unique(preset?.skillPacks, packs),
     proxy,
     gpu: body.gpu ?? preset?.gpu ?? false,

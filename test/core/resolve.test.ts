@@ -118,6 +118,21 @@ describe("resolve", () => {
     expect(toSelection({ preset: "researcher", proxy: "none" }, catalog).proxy).toBeNull();
   });
 
+  test("a request's proxy replaces the preset's, service included, unless the request names that service", () => {
+    const fullStack = catalog.presetsById.get("full-stack")!;
+    expect(fullStack.services).toContain("caddy");
+    const swapped = validateSelection({ preset: "full-stack", proxy: "traefik" }, catalog);
+    expect(swapped.valid).toBe(true);
+    expect(swapped.resolvedServices).toContain("traefik");
+    expect(swapped.resolvedServices).not.toContain("caddy");
+    const none = validateSelection({ preset: "full-stack", proxy: "none" }, catalog);
+    expect(none.resolvedServices.filter((id) => id === "caddy" || id === "traefik")).toEqual([]);
+    expect(validateSelection({ preset: "full-stack", proxy: "caddy" }, catalog).resolvedServices).toContain("caddy");
+    const both = validateSelection({ preset: "full-stack", proxy: "traefik", services: ["caddy"] }, catalog);
+    expect(both.valid).toBe(false);
+    expect(both.conflicts.map((c) => c.code)).toContain("SERVICE_CONFLICT");
+  });
+
   test("unknown ids are VALIDATION_ERROR naming the field and id", () => {
     try {
       validateSelection({ services: ["redis", "nope"], skillPacks: ["zzz"] }, catalog);
