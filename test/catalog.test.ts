@@ -98,6 +98,17 @@ describe("catalog", () => {
     for (const s of catalog.services) expect(referencedVars(s).size).toBeGreaterThanOrEqual(0);
   });
 
+  test("every publicUrl variable is the service's own address on the host", () => {
+    const urls = catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.publicUrl).map((v) => ({ s, v })));
+    expect(urls.length).toBeGreaterThan(20);
+    for (const { s, v } of urls) {
+      const m = /^https?:\/\/(localhost|127\.0\.0\.1):(\d+)(\/.*)?$/.exec(v.default ?? "");
+      expect(m, `${s.id} ${v.name}`).not.toBeNull();
+      expect(s.ports.map((p) => p.host), `${s.id} ${v.name}`).toContain(Number(m![2]));
+      expect(v.secret, `${s.id} ${v.name}`).toBeFalsy();
+    }
+  });
+
   test("a dangling dependency or skill fails the load", () => {
     const bad = { ...catalogFiles, "services/n8n.yaml": catalogFiles["services/n8n.yaml"].replace("dependencies: [postgresql]", "dependencies: [postgresql, mongodb]") };
     expect(() => loadCatalog(bad)).toThrow(/unknown dependency mongodb/);

@@ -67,6 +67,10 @@ export const Variable = Type.Object({
   length: Type.Optional(Type.Integer({ minimum: 32, maximum: 128 })),
   /** Non-secret default written to `.env`. Absent and not secret: left empty for the user. */
   default: Type.Optional(Type.String()),
+  /** The URL users reach the service at; `default` is its address on the host
+   *  (`http://localhost:<host port>`). The generator rewrites it to the proxy's hostname when the
+   *  proxy serves that port, or to the port the service got after a clash. */
+  publicUrl: Type.Optional(Type.Boolean()),
 });
 export type Variable = Static<typeof Variable>;
 

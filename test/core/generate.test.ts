@@ -10,6 +10,7 @@ import { generateBundle } from "../../src/core/generate/index.ts";
 import { cryptoSecrets, fixedSecrets } from "../../src/core/generate/secrets.ts";
 import { zipBundle } from "../../src/core/bundle.ts";
 import { escapeDollars } from "../../src/core/generate/compose.ts";
+import { publicUrl } from "../../src/core/generate/variables.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import type { FileMap } from "../../src/core/generate/context.ts";
 import { StackgenError } from "../../src/errors.ts";
@@ -210,6 +211,37 @@ describe("input fields take effect", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  test("a service's public URL follows the proxy and domain, in .env and .env.example", () => {
+    const urlOf = (body: Record<string, unknown>) => {
+      const g = gen({ services: ["searxng", "gitea", "pentagi"], ...body });
+      return (file: ".env" | ".env.example", name: string) => parseEnvValues(g.files[file]).get(name);
+    };
+    const withDomain = urlOf({ proxy: "caddy", domain: "example.com" });
+    for (const file of [".env", ".env.example"] as const) {
+      expect(withDomain(file, "SEARXNG_BASE_URL")).toBe("https://searxng.example.com/");
+      expect(withDomain(file, "GITEA_ROOT_URL")).toBe("https://gitea.example.com/");
+    }
+    // A loopback-only port is not proxied: the address on the host stays.
+    expect(withDomain(".env", "PENTAGI_PUBLIC_URL")).toBe("https://localhost:15883");
+    expect(urlOf({ proxy: "traefik" })(".env", "SEARXNG_BASE_URL")).toBe("http://searxng.localhost/");
+    expect(urlOf({})(".env", "SEARXNG_BASE_URL")).toBe("http://127.0.0.1:13030/");
+  });
+
+  test("publicUrl: the proxy's hostname, the port a clash moved the service to, or the address as declared", () => {
+    const ports = new Map([["svc", [
+      { container: 80, host: 9100, declaredHost: 9000, web: true, description: "web" },
+      { container: 81, host: 9001, declaredHost: 9001, description: "api" },
+    ]]]);
+    const at = { proxy: null, ports, nativeIds: new Set<string>() };
+    expect(publicUrl("svc", "http://localhost:9000/app/", at)).toBe("http://localhost:9100/app/");
+    expect(publicUrl("svc", "http://127.0.0.1:9001", at)).toBe("http://127.0.0.1:9001");
+    expect(publicUrl("svc", "http://localhost:9000", { ...at, proxy: "caddy", domain: "ex.org" })).toBe("https://svc.ex.org");
+    expect(publicUrl("svc", "http://localhost:9001", { ...at, proxy: "caddy", domain: "ex.org" })).toBe("http://localhost:9001");
+    expect(publicUrl("svc", "http://localhost:9000", { ...at, proxy: "caddy", nativeIds: new Set(["svc"]) })).toBe("http://localhost:9100");
+    expect(publicUrl("svc", "https://api.example.com/v1", at)).toBe("https://api.example.com/v1");
+    expect(publicUrl("other", "http://localhost:9000", at)).toBe("http://localhost:9000");
   });
 
   test("coreVersion sets CORE_VERSION in .env and the gateway image tag", () => {

@@ -181,7 +181,7 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
     nativeIds,
     version: VERSION,
     // Secret values never reach the cached files (.env is rendered per call).
-    variables: collectVariables(stack.services, stack.core, opts, () => ""),
+    variables: collectVariables(stack.services, stack.core, opts, () => "", { proxy: opts.proxy, domain: opts.domain, ports: stack.ports, nativeIds }),
   };
   const files: FileMap = {
     ...composeFile(ctx),
