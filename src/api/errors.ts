@@ -23,6 +23,10 @@ export function toErrorReply(code: string | number, error: unknown, path: string
     ({ status, body: { error: { code: c, message, ...(details ? { details } : {}) } } });
   // Elysia wraps what a parse hook throws (our body reader's 400s and 413s) in a ParseError.
   const own = error instanceof StackgenError ? error : (error as { cause?: unknown })?.cause;
+  // The CLI's usage errors (shared checks, e.g. a deploy target's name) are the API's bad input.
+  if (own instanceof StackgenError && own.code === "USAGE_ERROR") {
+    return reply(400, "VALIDATION_ERROR", own.message, own.details ?? [{ field: "body", message: own.message }]);
+  }
   if (own instanceof StackgenError) return reply(own.status, own.code, own.message, own.details);
   if (code === "VALIDATION" && error instanceof ValidationError) {
     const root = error.type === "query" ? "query" : error.type === "params" ? "params" : "body";
