@@ -2,12 +2,14 @@
 // baked into volumes). Pure: takes the old and new file texts, returns the merged text.
 
 const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+/** A user's line: `KEY=value`, also in the `export KEY=value` form Compose accepts. */
+const USER_LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
 
 /** KEY -> raw value text (as written, quotes included) of a dotenv file. */
 export function parseEnvValues(text: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const line of text.split("\n")) {
-    const m = LINE.exec(line.trim());
+    const m = USER_LINE.exec(line.trim());
     if (m) out.set(m[1], m[2]);
   }
   return out;

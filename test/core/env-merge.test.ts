@@ -1,0 +1,36 @@
+// Regenerating `.env` over the user's: their values stay, new variables arrive, nothing is lost.
+import { describe, expect, test } from "bun:test";
+import { mergeEnv, parseEnvValues } from "../../src/core/env-merge.ts";
+
+const generated = ["# header", "DB_PASSWORD=fresh-secret-0123456789abcdefghijkl", "API_TOKEN=fresh-token-0123456789abcdefghijklm", "SITE_URL=http://localhost:8080", "NEW_SETTING=on", ""].join("\n");
+
+describe("mergeEnv", () => {
+  test("keeps every old value, adds new variables, keeps the user's own at the end", () => {
+    const old = ["DB_PASSWORD=old-password", "SITE_URL=https://mine.example", "MY_OWN=kept", "export EXPORTED=also kept", ""].join("\n");
+    const merged = mergeEnv(old, generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
+    const values = parseEnvValues(merged.text);
+    expect(values.get("DB_PASSWORD")).toBe("old-password");
+    expect(values.get("SITE_URL")).toBe("https://mine.example");
+    expect(values.get("API_TOKEN")).toBe("fresh-token-0123456789abcdefghijklm");
+    expect(values.get("NEW_SETTING")).toBe("on");
+    expect(values.get("MY_OWN")).toBe("kept");
+    expect(values.get("EXPORTED")).toBe("also kept");
+    expect(merged.added.sort()).toEqual(["API_TOKEN", "NEW_SETTING"]);
+    expect(merged.extra.sort()).toEqual(["EXPORTED", "MY_OWN"]);
+  });
+
+  test("an empty secret (from --no-secrets) is filled; an empty setting the user chose stays empty", () => {
+    for (const empty of ["", '""', "''"]) {
+      const old = [`DB_PASSWORD=${empty}`, `API_TOKEN=${empty}`, `SITE_URL=${empty}`, ""].join("\n");
+      const merged = mergeEnv(old, generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
+      const values = parseEnvValues(merged.text);
+      expect(values.get("DB_PASSWORD")).toBe("fresh-secret-0123456789abcdefghijkl");
+      expect(values.get("API_TOKEN")).toBe("fresh-token-0123456789abcdefghijklm");
+      expect(values.get("SITE_URL")).toBe(empty);
+      expect(merged.filled.sort()).toEqual(["API_TOKEN", "DB_PASSWORD"]);
+    }
+    // Regenerated without secrets, an empty secret stays empty (nothing to fill it with).
+    const noSecrets = generated.replace(/^(DB_PASSWORD|API_TOKEN)=.*$/gm, "$1=");
+    expect(mergeEnv("DB_PASSWORD=\n", noSecrets, new Set(["DB_PASSWORD"])).filled).toEqual([]);
+  });
+});
