@@ -39,8 +39,9 @@ const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 const CORE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** As the API's schema: DNS labels, the last one not all digits (an IP address is no domain). */
 export const isDomain = (value: string): boolean =>
-  value.length <= 253 && value.split(".").every((label) => DNS_LABEL.test(label));
+  value.length <= 253 && value.split(".").every((label) => DNS_LABEL.test(label)) && !/^[0-9]+$/.test(value.split(".").pop()!);
 
 /** Problems with the free-text fields, keyed by field name; empty when all are fine. */
 export function fieldErrors(state: FormState): Partial<Record<"projectName" | "domain" | "coreVersion", string>> {
@@ -93,6 +94,13 @@ export function applyPreset(state: FormState, preset: Preset): FormState {
     gpu: preset.gpu,
     presetId: preset.id,
   };
+}
+
+/** A new proxy replaces the old one, together with the old proxy's service when the selection
+ *  holds it (the full-stack preset lists caddy), as the API does with a preset's proxy. */
+export function chooseProxy(state: FormState, proxy: FormState["proxy"]): Partial<FormState> {
+  const old = state.proxy;
+  return { proxy, ...(old && old !== proxy && state.services.includes(old) ? { services: state.services.filter((id) => id !== old) } : {}) };
 }
 
 export function toggle(list: readonly string[], id: string, on: boolean): string[] {

@@ -1,7 +1,7 @@
 // Unit tests of the UI's pure logic: request bodies, presets, import, secret masking, file tree.
 import { describe, expect, test } from "bun:test";
 import {
-  applyPreset, fieldErrors, generateBody, initialState, inputOfCompleteDocument, isDomain,
+  applyPreset, chooseProxy, fieldErrors, generateBody, initialState, inputOfCompleteDocument, isDomain,
   localClosure, stateFromInput, toggle, validateBody, whatItAdds,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
@@ -31,6 +31,15 @@ describe("form model", () => {
     expect(Object.keys(bad).sort()).toEqual(["coreVersion", "domain", "projectName"]);
     expect(isDomain("stack.example.test")).toBe(true);
     expect(isDomain("-bad.example")).toBe(false);
+    expect(isDomain("192.168.1.10")).toBe(false);
+  });
+
+  test("choosing another proxy drops the old proxy's service, as the API does for a preset", () => {
+    const state = { ...initialState(), services: ["postgresql", "caddy", "minio"], proxy: "caddy" as const };
+    expect(chooseProxy(state, "traefik")).toEqual({ proxy: "traefik", services: ["postgresql", "minio"] });
+    expect(chooseProxy(state, "")).toEqual({ proxy: "", services: ["postgresql", "minio"] });
+    expect(chooseProxy(state, "caddy")).toEqual({ proxy: "caddy" });
+    expect(chooseProxy({ ...state, services: ["postgresql"] }, "traefik")).toEqual({ proxy: "traefik" });
   });
 
   test("a preset replaces the selection", () => {

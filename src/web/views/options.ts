@@ -1,6 +1,6 @@
 // Step 3: project name, proxy, domain, GPU, platform, deployment, core version, secrets.
 import { byId } from "../dom.ts";
-import { fieldErrors, type FormState } from "../model.ts";
+import { chooseProxy, fieldErrors, type FormState } from "../model.ts";
 import type { Store } from "../store.ts";
 
 type TextField = "projectName" | "domain" | "coreVersion";
@@ -16,7 +16,12 @@ export function mountOptions(store: Store): void {
   const select = (name: string) => byId<HTMLSelectElement>(`opt-${name}`);
 
   for (const name of TEXT) input(name).addEventListener("input", (e) => store.setForm({ [name]: (e.target as HTMLInputElement).value.trim() } as Partial<FormState>));
-  for (const name of SELECTS) select(name).addEventListener("change", (e) => store.setForm({ [name]: (e.target as HTMLSelectElement).value } as Partial<FormState>));
+  for (const name of SELECTS) {
+    select(name).addEventListener("change", (e) => {
+      const value = (e.target as HTMLSelectElement).value;
+      store.setForm(name === "proxy" ? chooseProxy(store.form, value as FormState["proxy"]) : ({ [name]: value } as Partial<FormState>));
+    });
+  }
   for (const name of BOXES) input(name).addEventListener("change", (e) => store.setForm({ [name]: (e.target as HTMLInputElement).checked } as Partial<FormState>));
 
   const sync = () => {
