@@ -1,6 +1,7 @@
 // `stackgen completion bash|zsh|fish`: completion scripts for commands, flags and catalog ids.
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
+import { CATEGORY_IDS } from "../schema/catalog.ts";
 import { usageError } from "../errors.ts";
 import { printText } from "./output.ts";
 
@@ -32,6 +33,8 @@ export function completionScript(shell: string): string {
     "--platform": "linux/amd64 linux/arm64",
     "--deployment": "docker bare-metal local",
     "--provider": "coolify dokploy",
+    "--category": CATEGORY_IDS.join(" "),
+    "--maturity": "stable beta experimental",
   };
   /** Flags taking a comma-separated list of ids. */
   const lists: Record<string, string> = {

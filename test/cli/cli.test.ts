@@ -169,6 +169,8 @@ describe("basics", () => {
       ["serve --", ["--port"], ["--preset", "--from"]],
       ["generate --services redis,postg", ["redis,postgresql"], ["postgresql"]],
       ["generate --services ", ["redis", "postgresql"], []],
+      ["services --category ai-", ["ai-agents", "ai-platforms", "ai-models"], ["database"]],
+      ["services --maturity ", ["stable", "beta", "experimental"], ["myfile.json"]],
       ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
     ];
     const candidates = (out: string) => out.split("\n").filter(Boolean).map((l) => l.split("\t")[0]!.replace(/\/$/, ""));
