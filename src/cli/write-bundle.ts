@@ -4,7 +4,7 @@ import { chmod, lstat, mkdir, readFile, realpath, stat, writeFile } from "node:f
 import { dirname, join, resolve, sep } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
-import { isExecutable, isPrivate } from "../core/generate/index.ts";
+import { fileMode } from "../core/file-modes.ts";
 import { mergeEnv } from "../core/env-merge.ts";
 import { StackgenError, usageError } from "../errors.ts";
 
@@ -94,7 +94,7 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     // A directory on the way may be a symlink planted to redirect the write.
     const realParent = await realpath(dirname(target));
     if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw unsafePath(`Refusing to write ${f.path}: it resolves outside ${root}`);
-    const mode = isPrivate(f.path) ? 0o600 : isExecutable(f.path) ? 0o755 : 0o644;
+    const mode = fileMode(f.path);
     await writeFile(target, f.content, { mode });
     await chmod(target, mode);
   }

@@ -24,7 +24,8 @@ export class ApiError extends Error {
   }
   /** One line for the user: message plus the offending fields. */
   describe(): string {
-    const fields = this.details.map((d) => `${d.field}: ${d.message}`).join("; ");
+    // A detail that only repeats the message (field `body`) adds nothing.
+    const fields = this.details.filter((d) => d.message !== this.message).map((d) => `${d.field}: ${d.message}`).join("; ");
     return fields ? `${this.message} (${fields})` : this.message;
   }
 }
@@ -69,8 +70,6 @@ export const getSkills = async (): Promise<SkillsReply> => (await request("/v1/s
 export const validate = async (body: object): Promise<ValidateResponse> => (await request("/v1/validate", jsonPost(body))).json();
 export const generateComplete = async (body: object): Promise<CompleteDocument> =>
   (await request("/v1/generate?format=complete", jsonPost(body))).json();
-export const generateZip = async (body: object): Promise<Blob> =>
-  (await request("/v1/generate?format=zip", { ...jsonPost(body), headers: { "content-type": "application/json", accept: "application/zip" } })).blob();
 
 /** Starts a deployment and yields each NDJSON event as it arrives. */
 export async function* deploy(body: object): AsyncGenerator<DeployEvent> {

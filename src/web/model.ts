@@ -161,13 +161,23 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
 
 const stringList = (value: unknown): string[] => (Array.isArray(value) ? value.filter((x): x is string => typeof x === "string") : []);
 
-/** Checks that a parsed file is a complete document (SPEC §2.7) and returns its input. */
-export function inputOfCompleteDocument(doc: unknown): Record<string, unknown> {
-  if (!doc || typeof doc !== "object") throw new Error("The file is not a JSON object.");
-  const { formatVersion, input } = doc as { formatVersion?: unknown; input?: unknown };
-  if (formatVersion !== "1") throw new Error(`Unsupported formatVersion ${JSON.stringify(formatVersion ?? null)}; this version reads "1".`);
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw new Error("The document has no input object.");
-  return input as Record<string, unknown>;
+/** The generation input of a parsed file: an exported complete document (SPEC §2.7), a bundle's
+ *  stackgen.json or a plain generation input; an error saying what it is not otherwise. */
+export function inputOfDocument(doc: unknown): Record<string, unknown> {
+  if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw new Error("The file is not a JSON object.");
+  const d = doc as Record<string, unknown>;
+  if ("formatVersion" in d) {
+    if (d.formatVersion !== "1") throw new Error(`Unsupported formatVersion ${JSON.stringify(d.formatVersion)}; this version reads "1".`);
+    if (!d.input || typeof d.input !== "object" || Array.isArray(d.input)) throw new Error("The document has no input object.");
+    return d.input as Record<string, unknown>;
+  }
+  // A bundle's stackgen.json (config version 1 or 2, migrated as the API does) or a plain input.
+  if ("configVersion" in d) {
+    if (d.configVersion !== 1 && d.configVersion !== 2) throw new Error(`No migration path from config version ${JSON.stringify(d.configVersion)}.`);
+    return d;
+  }
+  if ("projectName" in d || "services" in d || "preset" in d) return d;
+  throw new Error("It is neither an export (Export JSON), a bundle's stackgen.json nor a generation input.");
 }
 
 /** Every service a selection brings in on its own (packs and transitive dependencies), computed locally. */

@@ -9,14 +9,25 @@ export const MASK = "••••••••";
 
 const ENV_LINE = /^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)(.*)$/;
 
-/** Non-empty values of secret-named variables in a `.env` text. */
+/** The generator's comment above each secret it made (`# <what it is> (generated secret)`). */
+const GENERATED_SECRET = /\(generated secret\)\s*$/;
+
+/** Non-empty values of the secrets in a `.env` text: those the generator marks as generated
+ *  (whatever their name: salts, IVs, app ids) and any variable named like a secret. */
 export function secretValues(envText: string): string[] {
   const values: string[] = [];
+  let marked = false;
   for (const line of envText.split("\n")) {
+    if (line.trimStart().startsWith("#")) {
+      marked = GENERATED_SECRET.test(line);
+      continue;
+    }
     const m = ENV_LINE.exec(line);
-    if (!m || line.trimStart().startsWith("#")) continue;
+    const secret = marked;
+    marked = false;
+    if (!m) continue;
     const value = unquote(m[4].trim());
-    if (isSecretName(m[2]) && value !== "") values.push(value);
+    if ((secret || isSecretName(m[2])) && value !== "") values.push(value);
   }
   return values;
 }

@@ -1,10 +1,13 @@
 // Unit tests of the UI's pure logic: request bodies, presets, import, secret masking, file tree.
 import { describe, expect, test } from "bun:test";
 import {
-  applyPreset, chooseProxy, fieldErrors, generateBody, initialState, inputOfCompleteDocument, isDomain,
+  applyPreset, chooseProxy, fieldErrors, generateBody, initialState, inputOfDocument, isDomain,
   localClosure, stateFromInput, toggle, validateBody, whatItAdds,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
+import { getCatalog } from "../../src/catalog/index.ts";
+import { generateBundle } from "../../src/core/generate/index.ts";
+import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { formatMB } from "../../src/web/explain.ts";
 import { readNdjson } from "../../src/web/api.ts";
 import type { CatalogService, Preset } from "../../src/web/api.ts";
@@ -64,11 +67,17 @@ describe("form model", () => {
     expect(ignored).toEqual(["ghost-service", "pack nope"]);
   });
 
-  test("only complete documents are imported", () => {
-    expect(inputOfCompleteDocument({ formatVersion: "1", input: { projectName: "a" } })).toEqual({ projectName: "a" });
-    expect(() => inputOfCompleteDocument({ formatVersion: "2", input: {} })).toThrow("formatVersion");
-    expect(() => inputOfCompleteDocument({ formatVersion: "1" })).toThrow("input");
-    expect(() => inputOfCompleteDocument([])).toThrow();
+  test("complete documents, a bundle's stackgen.json and plain inputs are imported; nothing else", () => {
+    const config = { configVersion: 2, projectName: "b", services: ["redis"], deploymentType: "docker", files: { "a": "0" } };
+    expect(inputOfDocument(config)).toBe(config);
+    expect(inputOfDocument({ configVersion: 1, projectName: "old" })).toEqual({ configVersion: 1, projectName: "old" });
+    expect(() => inputOfDocument({ configVersion: 9, projectName: "x" })).toThrow("No migration path from config version 9");
+    expect(inputOfDocument({ projectName: "p", preset: "minimal" })).toEqual({ projectName: "p", preset: "minimal" });
+    expect(() => inputOfDocument({ hello: "world" })).toThrow("neither");
+    expect(inputOfDocument({ formatVersion: "1", input: { projectName: "a" } })).toEqual({ projectName: "a" });
+    expect(() => inputOfDocument({ formatVersion: "2", input: {} })).toThrow("formatVersion");
+    expect(() => inputOfDocument({ formatVersion: "1" })).toThrow("input");
+    expect(() => inputOfDocument([])).toThrow();
   });
 });
 
@@ -76,6 +85,22 @@ describe("secrets and files", () => {
   const env = "# c\nREDIS_PASSWORD=abcdEFGH12345678\nN8N_ENCRYPTION_KEY='zzzzYYYY'\nTZ=UTC\nAPI_TOKEN=\nexport GW_SECRET=s3cr3tvalue\n";
   test("finds the values of secret-named variables only", () => {
     expect(secretValues(env)).toEqual(["abcdEFGH12345678", "zzzzYYYY", "s3cr3tvalue"]);
+  });
+  test("every secret the generator makes is found, whatever its name (salts, IVs, app ids)", () => {
+    const catalog = getCatalog();
+    let checked = 0;
+    for (const service of catalog.services) {
+      const names = (service.variables ?? []).filter((v) => v.secret).map((v) => v.name);
+      if (!names.length) continue;
+      const g = generateBundle({ projectName: "m", services: [service.id], platform: service.platforms[0] }, catalog);
+      const found = new Set(secretValues(g.files[".env"]));
+      const values = parseEnvValues(g.files[".env"]);
+      for (const name of names) {
+        expect(found.has(values.get(name)!), `${service.id} ${name}`).toBe(true);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(80);
   });
   test("masks them in any file", () => {
     const masked = maskSecrets(env, secretValues(env));

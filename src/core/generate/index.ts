@@ -208,7 +208,3 @@ function needsContainer(id: string, stack: ResolvedStack): boolean {
   return id === "postgresql" && stack.services.some((s) => (s.databases ?? []).some((d) => (d.extensions ?? []).length > 0));
 }
 
-/** Files written with the executable bit (scripts). */
-export const isExecutable = (path: string) => path.endsWith(".sh");
-/** Files written readable by the owner only. */
-export const isPrivate = (path: string) => path === ".env";

@@ -3,10 +3,11 @@
 import { h, replaceChildren, byId, saveFile } from "../dom.ts";
 import { formatMB } from "../explain.ts";
 import * as api from "../api.ts";
-import { fieldErrors, generateBody, inputOfCompleteDocument, isEmptySelection, stateFromInput } from "../model.ts";
+import { fieldErrors, generateBody, inputOfDocument, isEmptySelection, stateFromInput } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
 import type { Store } from "../store.ts";
 import { announce } from "./catalog.ts";
+import { zipBundle } from "../../core/bundle.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -33,7 +34,8 @@ export function mountFiles(store: Store): void {
     if (errors.length) return "Fix the options marked in step 3 first.";
     const v = store.validation;
     if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
-    if (v.kind !== "done") return "Waiting for the stack check…";
+    // A failed check (server away, rate limit) blocks nothing: generate and deploy check again.
+    if (v.kind !== "done" && v.kind !== "error") return "Waiting for the stack check…";
     return undefined;
   };
 
@@ -115,11 +117,13 @@ export function mountFiles(store: Store): void {
     say(`Preview ready: ${Object.keys(preview!.doc.files).length} files.`);
   }));
 
+  // The ZIP holds exactly the files previewed (same secrets), zipped here as the API would.
   zipButton.addEventListener("click", () => run("Building the ZIP", async () => {
-    const body = generateBody(store.form);
-    const zip = await api.generateZip(body);
-    saveFile(zip, `${body.projectName}.zip`);
-    say(`Downloaded ${body.projectName}.zip (${Math.ceil(zip.size / 1024)} KB).`);
+    const doc = await completeDocument();
+    const name = doc.input.projectName;
+    const zip = new Blob([zipBundle(name, doc.files) as Uint8Array<ArrayBuffer>], { type: "application/zip" });
+    saveFile(zip, `${name}.zip`);
+    say(`Downloaded ${name}.zip (${Math.ceil(zip.size / 1024)} KB), the files of the preview.`);
   }));
 
   exportButton.addEventListener("click", () => run("Exporting", async () => {
@@ -133,7 +137,7 @@ export function mountFiles(store: Store): void {
     const file = importInput.files?.[0];
     if (!file) return;
     try {
-      const input = inputOfCompleteDocument(JSON.parse(await file.text()));
+      const input = inputOfDocument(JSON.parse(await file.text()));
       const { servicesById, packsById, presetsById } = store.catalog;
       const known = { services: new Set(servicesById.keys()), packs: new Set(packsById.keys()), presets: presetsById };
       const { state, ignored } = stateFromInput(input, known, store.form);
