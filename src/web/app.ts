@@ -44,6 +44,11 @@ function startLiveValidation(store: Store): void {
     clearTimeout(timer);
     timer = setTimeout(check, VALIDATE_DELAY_MS);
   });
+  store.recheck = () => {
+    clearTimeout(timer);
+    store.setValidation({ kind: "checking", last: store.lastResult() });
+    void check();
+  };
   store.setValidation({ kind: "checking" });
   void check();
 }

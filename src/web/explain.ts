@@ -30,7 +30,8 @@ export const WARNING_HELP: Record<string, { title: string; help: string }> = {
   },
   GPU_REQUIRED: {
     title: "GPU needed on the host",
-    help: "GPU support is on: the host needs an NVIDIA GPU with the NVIDIA Container Toolkit installed.",
+    // The same code comes with GPU support on (a reminder) and off (a service cannot run without it).
+    help: "The host needs an NVIDIA GPU with the NVIDIA Container Toolkit installed. A service that cannot run without one also needs \"Use an NVIDIA GPU\" ticked in Options.",
   },
   EMPTY_STACK: {
     title: "Nothing selected yet",

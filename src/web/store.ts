@@ -58,6 +58,9 @@ export class Store {
     this.validationListeners.add(listener);
   }
 
+  /** Runs the stack check again now (set by the live validation; the summary's "Check again"). */
+  recheck: () => void = () => {};
+
   /** The latest validation answer, also while a newer one is on its way. */
   lastResult(): ValidateResponse | undefined {
     const v = this.validation;

@@ -202,6 +202,26 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#preview-button").isDisabled()).toBe(false);
   }, TEST_TIMEOUT_MS);
 
+  test("a failed stack check can be run again, and blocks neither the preview nor the ZIP", async () => {
+    const page = await openPage();
+    let fail = true;
+    await page.route("**/v1/validate", (route) => fail
+      ? route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "INTERNAL_ERROR", message: "Server busy" } }) })
+      : route.continue());
+    await page.locator("#svc-n8n").check();
+    await page.fill("#opt-projectName", "retry-check");
+    await page.waitForSelector("#recheck-button");
+    expect(await page.locator("#summary-body").textContent()).toContain("Could not check the stack: Server busy");
+    expect(await page.locator("#preview-button").isDisabled()).toBe(false);
+    expect(await page.locator("#zip-button").isDisabled()).toBe(false);
+    fail = false;
+    await page.click("#recheck-button");
+    await page.waitForSelector("#summary-body[aria-busy=false] #validity");
+    expect(await page.locator("#validity").getAttribute("data-valid")).toBe("true");
+    // The refused checks were this test's doing.
+    problems = problems.filter((p) => !p.includes("503"));
+  }, TEST_TIMEOUT_MS);
+
   test("preview with masked secrets, ZIP download and JSON export", async () => {
     const page = await openPage();
     await page.locator("#svc-n8n").check();
@@ -240,6 +260,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const compose = strFromU8(entries["ui-preview/docker-compose.yml"]);
     expect(compose).toContain("n8n");
     expect(compose).toContain("postgresql");
+    // The ZIP holds the files previewed: the same secrets, not a second generation's.
+    expect(strFromU8(entries["ui-preview/.env"])).toContain(`${name}=${value}`);
     await page.waitForSelector("#files-message:has-text('Downloaded ui-preview.zip')");
 
     const [jsonDownload] = await Promise.all([page.waitForEvent("download"), page.click("#export-button")]);

@@ -45,7 +45,8 @@ export function mountDeploy(store: Store): void {
     if (Object.keys(fieldErrors(store.form)).length) return "Fix the options marked in step 3 first.";
     const v = store.validation;
     if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
-    if (v.kind !== "done") return "Waiting for the stack check…";
+    // A failed check (server away, rate limit) blocks nothing: generate and deploy check again.
+    if (v.kind !== "done" && v.kind !== "error") return "Waiting for the stack check…";
     return undefined;
   };
   const sync = () => {

@@ -23,7 +23,11 @@ export function mountSummary(store: Store): void {
     body.setAttribute("aria-busy", String(v.kind === "checking"));
     const result = store.lastResult();
     if (v.kind === "error") {
-      replaceChildren(body, h("p", { class: "alert error", role: "alert" }, `Could not check the stack: ${v.message}`));
+      replaceChildren(body,
+        h("p", { class: "alert error", role: "alert" }, `Could not check the stack: ${v.message}`),
+        h("button", { type: "button", class: "button small", id: "recheck-button", onclick: () => store.recheck() }, "Check again"),
+        h("p", { class: "small muted" }, "Files and deploy still work: the server checks the stack again when it generates."),
+      );
       statusBar.textContent = "Check failed";
       return;
     }
