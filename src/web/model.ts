@@ -103,6 +103,17 @@ export function chooseProxy(state: FormState, proxy: FormState["proxy"]): Partia
   return { proxy, ...(old && old !== proxy && state.services.includes(old) ? { services: state.services.filter((id) => id !== old) } : {}) };
 }
 
+/** Ticking or unticking a service. A proxy service and the "Reverse proxy" option are one choice:
+ *  ticking Traefik makes it the proxy (dropping Caddy), unticking the proxy's service clears it. */
+export function toggleService(state: FormState, id: string, on: boolean): Partial<FormState> {
+  if (id !== "caddy" && id !== "traefik") return { services: toggle(state.services, id, on) };
+  if (on) {
+    const swapped = { ...state, ...chooseProxy(state, id) };
+    return { proxy: id, services: toggle(swapped.services, id, true) };
+  }
+  return { ...(state.proxy === id ? { proxy: "" as const } : {}), services: toggle(state.services, id, false) };
+}
+
 export function toggle(list: readonly string[], id: string, on: boolean): string[] {
   const without = list.filter((x) => x !== id);
   return on ? [...without, id] : without;

@@ -1,7 +1,7 @@
 // Unit tests of the UI's pure logic: request bodies, presets, import, secret masking, file tree.
 import { describe, expect, test } from "bun:test";
 import {
-  applyPreset, chooseProxy, fieldErrors, generateBody, initialState, inputOfDocument, isDomain,
+  applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, isDomain,
   localClosure, stateFromInput, toggle, validateBody, whatItAdds,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
@@ -43,6 +43,14 @@ describe("form model", () => {
     expect(chooseProxy(state, "")).toEqual({ proxy: "", services: ["postgresql", "minio"] });
     expect(chooseProxy(state, "caddy")).toEqual({ proxy: "caddy" });
     expect(chooseProxy({ ...state, services: ["postgresql"] }, "traefik")).toEqual({ proxy: "traefik" });
+  });
+
+  test("a proxy service and the proxy option are one choice", () => {
+    const state = { ...initialState(), services: ["postgresql", "caddy"], proxy: "caddy" as const };
+    expect(toggleService(state, "traefik", true)).toEqual({ proxy: "traefik", services: ["postgresql", "traefik"] });
+    expect(toggleService(state, "caddy", false)).toEqual({ proxy: "", services: ["postgresql"] });
+    expect(toggleService({ ...initialState(), services: ["redis"], proxy: "" }, "caddy", true)).toEqual({ proxy: "caddy", services: ["redis", "caddy"] });
+    expect(toggleService(state, "redis", true)).toEqual({ services: ["postgresql", "caddy", "redis"] });
   });
 
   test("a preset replaces the selection", () => {

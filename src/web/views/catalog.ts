@@ -2,7 +2,7 @@
 // toggle states and notes so keyboard focus is never lost.
 import { h, replaceChildren, byId } from "../dom.ts";
 import { formatMB } from "../explain.ts";
-import { applyPreset, selectionClosure, toggle, whatItAdds } from "../model.ts";
+import { applyPreset, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
 import type { CatalogService } from "../api.ts";
 import type { Store } from "../store.ts";
 
@@ -169,7 +169,7 @@ export function mountServices(store: Store): void {
 function serviceRow(store: Store, service: CatalogService): ServiceRow {
   const boxId = `svc-${service.id}`;
   const box = h("input", { type: "checkbox", id: boxId, "data-service": service.id, "aria-describedby": `${boxId}-desc ${boxId}-note` });
-  box.addEventListener("change", () => store.setForm({ services: toggle(store.form.services, service.id, box.checked) }));
+  box.addEventListener("change", () => store.setForm(toggleService(store.form, service.id, box.checked)));
   const note = h("p", { id: `${boxId}-note`, class: "svc-note" });
   const facts: string[] = [formatMB(service.estimatedMemoryMB)];
   if (service.gpu) facts.push("GPU capable");
