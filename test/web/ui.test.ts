@@ -184,22 +184,35 @@ describe.skipIf(!haveChromium)("web UI", () => {
 
   test("conflicting services are explained and block generation", async () => {
     const page = await openPage();
-    await page.locator("#svc-caddy").check();
-    await page.locator("#svc-traefik").check();
+    await page.locator("#svc-redis").check();
+    await page.locator("#svc-valkey").check();
     await settled(page);
     expect(await page.locator("#validity").getAttribute("data-valid")).toBe("false");
     const conflict = page.locator('#conflict-list [data-code="SERVICE_CONFLICT"]');
     expect(await conflict.textContent()).toContain("cannot run together");
-    expect(await conflict.textContent()).toContain("Caddy");
-    expect(await page.locator('li.svc[data-service="traefik"]').getAttribute("class")).toContain("clash");
+    expect(await conflict.textContent()).toContain("Valkey");
+    expect(await page.locator('li.svc[data-service="valkey"]').getAttribute("class")).toContain("clash");
     expect(await page.locator("#preview-button").isDisabled()).toBe(true);
     expect(await page.locator("#zip-button").isDisabled()).toBe(true);
     expect(await page.locator("#deploy-button").isDisabled()).toBe(true);
     await shoot(page, "conflict", "#summary");
-    await page.locator("#svc-traefik").uncheck();
+    await page.locator("#svc-valkey").uncheck();
     await settled(page);
     expect(await page.locator("#validity").getAttribute("data-valid")).toBe("true");
     expect(await page.locator("#preview-button").isDisabled()).toBe(false);
+  }, TEST_TIMEOUT_MS);
+
+  test("the two proxies are one choice: ticking Traefik replaces Caddy, in the option too", async () => {
+    const page = await openPage();
+    await page.locator("#svc-caddy").check();
+    expect(await page.locator("#opt-proxy").inputValue()).toBe("caddy");
+    await page.locator("#svc-traefik").check();
+    await settled(page);
+    expect(await page.locator("#svc-caddy").isChecked()).toBe(false);
+    expect(await page.locator("#opt-proxy").inputValue()).toBe("traefik");
+    expect(await page.locator("#validity").getAttribute("data-valid")).toBe("true");
+    await page.locator("#svc-traefik").uncheck();
+    expect(await page.locator("#opt-proxy").inputValue()).toBe("");
   }, TEST_TIMEOUT_MS);
 
   test("a failed stack check can be run again, and blocks neither the preview nor the ZIP", async () => {
