@@ -1,5 +1,7 @@
 // Defensive checks on archive members before anything is extracted: no member may write outside
-// its target directory (no absolute paths, no `..`, no links that lead out).
+// its target directory (no absolute paths, no `..`). In a volume, a symlink is data: apps keep
+// absolute and relative links of their own, and a backup must give them back as they were. It
+// can do no harm as long as nothing is written through it, so no member may lie under a symlink.
 import type { TarEntry } from "./tar.ts";
 
 /** Split a member path into clean components, or explain why it is unsafe. */
@@ -13,38 +15,16 @@ export function safeComponents(path: string): { parts: string[] } | { error: str
   return { parts };
 }
 
-/**
- * Resolve a link target relative to the directory of the link; null when it leaves the root.
- * Lexical resolution is only sound when no step passes through another symlink (`a -> ..` then
- * `b -> a/..` escapes), so a walk through any of `symlinks` counts as leaving.
- */
-export function resolveInside(linkDir: string[], target: string, symlinks: Set<string> = new Set()): string[] | null {
-  if (target.startsWith("/")) return null;
-  const out = [...linkDir];
-  for (let i = 1; i <= out.length; i++) if (symlinks.has(out.slice(0, i).join("/"))) return null;
-  const steps = target.split("/").filter((p) => p !== "" && p !== ".");
-  for (let i = 0; i < steps.length; i++) {
-    const part = steps[i];
-    if (part === "..") {
-      if (out.length === 0) return null;
-      out.pop();
-    } else {
-      out.push(part);
-      if (i < steps.length - 1 && symlinks.has(out.join("/"))) return null;
-    }
-  }
-  return out;
-}
-
 export interface MemberPolicy {
-  /** Allow symlinks and hardlinks (that stay inside). Volume contents need them; the outer archive does not. */
+  /** Allow symlinks (any target: they are not followed) and hardlinks (to a member inside). Volume
+   *  contents need them; the outer archive does not. */
   allowLinks: boolean;
   /** Every member must be this directory or lie below it (e.g. the volume's own top folder). */
   root?: string;
 }
 
 /** Check one member; returns a reason when it must be rejected. */
-export function checkMember(entry: TarEntry, policy: MemberPolicy, symlinks: Set<string> = new Set()): string | undefined {
+export function checkMember(entry: TarEntry, policy: MemberPolicy): string | undefined {
   const comps = safeComponents(entry.name);
   if ("error" in comps) return `member "${entry.name}" ${comps.error}`;
   if (comps.parts.length === 0 && entry.type !== "dir") return `member "${entry.name}" has an empty name`;
@@ -56,13 +36,10 @@ export function checkMember(entry: TarEntry, policy: MemberPolicy, symlinks: Set
     case "dir":
     case "fifo":
       return undefined;
-    case "symlink": {
+    case "symlink":
       if (!policy.allowLinks) return `member "${entry.name}" is a link`;
-      const resolved = resolveInside(comps.parts.slice(0, -1), entry.linkname, symlinks);
-      if (resolved === null) return `symlink "${entry.name}" points outside the archive (${entry.linkname})`;
-      if (policy.root !== undefined && resolved[0] !== policy.root) return `symlink "${entry.name}" points outside "${policy.root}/"`;
+      if (entry.linkname.includes("\0")) return `symlink "${entry.name}" target contains a NUL byte`;
       return undefined;
-    }
     case "hardlink": {
       if (!policy.allowLinks) return `member "${entry.name}" is a link`;
       const target = safeComponents(entry.linkname);
@@ -75,6 +52,17 @@ export function checkMember(entry: TarEntry, policy: MemberPolicy, symlinks: Set
   }
 }
 
+/** Whether a member would be written through a symlink of the archive (`l -> /etc` then `l/passwd`). */
+function underSymlink(name: string, symlinks: Set<string>): string | undefined {
+  const comps = safeComponents(name);
+  if (!("parts" in comps)) return undefined;
+  for (let i = 1; i < comps.parts.length; i++) {
+    const parent = comps.parts.slice(0, i).join("/");
+    if (symlinks.has(parent)) return `member "${name}" lies under the symlink "${parent}"`;
+  }
+  return undefined;
+}
+
 /** All problems of an archive's members (empty when it is safe to extract). */
 export function checkMembers(entries: TarEntry[], policy: MemberPolicy): string[] {
   const problems: string[] = [];
@@ -85,7 +73,7 @@ export function checkMembers(entries: TarEntry[], policy: MemberPolicy): string[
     if (entry.type === "symlink" && "parts" in comps) symlinks.add(comps.parts.join("/"));
   }
   for (const entry of entries) {
-    const problem = checkMember(entry, policy, symlinks);
+    const problem = checkMember(entry, policy) ?? underSymlink(entry.name, symlinks) ?? (entry.type === "hardlink" ? underSymlink(entry.linkname, symlinks) : undefined);
     if (problem) problems.push(problem);
     // A hardlink may only point at a member that came before it.
     if (!problem && entry.type === "hardlink") {

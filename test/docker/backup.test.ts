@@ -41,7 +41,7 @@ volumes:
     stack.write(".env", "SETTING=original\n");
     stack.write("stackgen.json", JSON.stringify({ configVersion: 2, projectName: stack.project, services: [] }));
     await stack.up();
-    await stack.exec("store", "sh", "-c", "echo one > /data/a.txt && mkdir -p /data/d && echo two > /data/d/b.txt && ln -s a.txt /data/l && echo m > /more/m.txt");
+    await stack.exec("store", "sh", "-c", "echo one > /data/a.txt && mkdir -p /data/d && echo two > /data/d/b.txt && ln -s a.txt /data/l && ln -s /data/d/b.txt /data/abs && echo m > /more/m.txt");
   }, 120_000);
   afterAll(() => stack.cleanup(), 60_000);
 
@@ -97,6 +97,8 @@ volumes:
       expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("one");
       expect((await stack.exec("store", "cat", "/data/d/b.txt")).trim()).toBe("two");
       expect((await stack.exec("store", "readlink", "/data/l")).trim()).toBe("a.txt");
+      // An app's own absolute link comes back as it was.
+      expect((await stack.exec("store", "readlink", "/data/abs")).trim()).toBe("/data/d/b.txt");
       expect((await stack.exec("store", "cat", "/more/m.txt")).trim()).toBe("m");
       expect((await stack.exec("store", "sh", "-c", "ls /data")).split("\n")).not.toContain("junk");
       expect(readFileSync(join(stack.dir, ".env"), "utf8")).toBe("SETTING=original\n");

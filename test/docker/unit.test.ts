@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checkMember, checkMembers, resolveInside } from "../../src/docker/archive-safety.ts";
+import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput } from "../../src/docker/backup.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
@@ -195,19 +195,23 @@ describe("archive member checks", () => {
     expect(checkMember(entry("config/l", "symlink", "x"), outer)).toMatch(/link/);
     expect(checkMember(entry("config/ok.txt"), outer)).toBeUndefined();
   });
-  test("volume members stay under their root and links stay inside", () => {
+  test("volume members stay under their root; a symlink is data, whatever it points at", () => {
     expect(checkMember(entry("vol/a"), volume)).toBeUndefined();
     expect(checkMember(entry("other/a"), volume)).toMatch(/outside "vol\/"/);
-    expect(checkMember(entry("vol/l", "symlink", "../vol/a"), volume)).toBeUndefined();
-    expect(checkMember(entry("vol/l", "symlink", "../../etc"), volume)).toMatch(/outside/);
-    expect(checkMember(entry("vol/l", "symlink", "/etc/passwd"), volume)).toMatch(/outside/);
-    expect(checkMember(entry("vol/l", "symlink", ".."), volume)).toMatch(/outside "vol\/"/);
+    // Apps keep links of their own (absolute ones too): they come back as they were, never followed.
+    for (const target of ["../vol/a", "../../etc", "/etc/passwd", "..", "/data/marker"]) {
+      expect(checkMember(entry("vol/l", "symlink", target), volume)).toBeUndefined();
+    }
     expect(checkMember(entry("vol/dev", "char"), volume)).toMatch(/forbidden type/);
   });
-  test("chained symlinks cannot escape", () => {
-    expect(resolveInside(["vol", "a"], "../b")).toEqual(["vol", "b"]);
-    const problems = checkMembers([entry("vol/d", "dir"), entry("vol/d/up", "symlink", ".."), entry("vol/esc", "symlink", "d/up/..")], volume);
-    expect(problems.join("\n")).toMatch(/esc/);
+  test("nothing is written through a symlink, in whatever order the members come", () => {
+    const through = [entry("vol/l", "symlink", "/etc"), fileEntry("vol/l/passwd", "x")];
+    expect(checkMembers(through, volume).join("\n")).toMatch(/vol\/l\/passwd" lies under the symlink "vol\/l"/);
+    expect(checkMembers([...through].reverse(), volume).join("\n")).toMatch(/lies under the symlink/);
+    const chained = [entry("vol/d", "dir"), entry("vol/d/up", "symlink", ".."), fileEntry("vol/d/up/x", "x")];
+    expect(checkMembers(chained, volume).join("\n")).toMatch(/vol\/d\/up\/x/);
+    expect(checkMembers([entry("vol/l", "symlink", "/etc"), fileEntry("vol/a", "x"), entry("vol/h", "hardlink", "vol/l/passwd")], volume).join("\n")).toMatch(/hardlink|under the symlink/);
+    expect(checkMembers([entry("vol/l", "symlink", "/etc"), entry("vol/d", "dir"), fileEntry("vol/d/f", "x")], volume)).toEqual([]);
   });
   test("hardlinks must point at an earlier member inside", () => {
     expect(checkMembers([entry("vol/a"), entry("vol/h", "hardlink", "vol/a")], volume)).toEqual([]);
@@ -278,9 +282,11 @@ describe("backup archive verification", () => {
     expect(verifyBackupFile(await rewrite((es) => [...es, fileEntry("config/../../evil", "x")]))).rejects.toThrow(/'\.\.'/);
     expect(verifyBackupFile(await rewrite((es) => [...es, entry("config/l", "symlink", "/etc")]))).rejects.toThrow(/link/);
   });
-  test("a volume tar with an escaping link, or no tar at all, is refused", async () => {
-    const evil = writeTar([entry("proj_data", "dir"), entry("proj_data/l", "symlink", "../../../etc")]);
-    expect(verifyBackupFile((await make({ volumes: [volumeFile("proj_data", evil)] })).file)).rejects.toThrow(/volume proj_data: symlink/);
+  test("a volume tar writing through a link, or no tar at all, is refused; a link alone is kept", async () => {
+    const evil = writeTar([entry("proj_data", "dir"), entry("proj_data/l", "symlink", "../../../etc"), fileEntry("proj_data/l/passwd", "x")]);
+    expect(verifyBackupFile((await make({ volumes: [volumeFile("proj_data", evil)] })).file)).rejects.toThrow(/volume proj_data: member "proj_data\/l\/passwd" lies under the symlink/);
+    const links = writeTar([entry("proj_data", "dir"), entry("proj_data/abs", "symlink", "/data/marker"), entry("proj_data/up", "symlink", "../../etc/hostname")]);
+    expect((await verifyBackupFile((await make({ volumes: [volumeFile("proj_data", links)] })).file)).volumes.map((v) => v.name)).toEqual(["proj_data"]);
     const junk = new Uint8Array(1024).fill(7);
     expect(verifyBackupFile((await make({ volumes: [volumeFile("proj_data", junk)] })).file)).rejects.toThrow(/volume proj_data: not a readable tar/);
   });
