@@ -47,6 +47,8 @@ export interface ContainerInspect {
     Health?: { Status: string; Log?: { Output: string; ExitCode: number }[] };
   };
   HostConfig?: { RestartPolicy?: { Name: string } };
+  /** Restarts by the engine's restart policy since the container was created. */
+  RestartCount?: number;
 }
 
 export interface ImageInspect {

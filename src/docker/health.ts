@@ -10,32 +10,59 @@ export interface ServiceReadiness {
   final: boolean;
 }
 
-/** Judge one service from its containers' inspected state. */
-export function readiness(
-  service: string,
-  states: { Status: string; ExitCode: number; Health?: { Status: string } }[],
-): ServiceReadiness {
+/** What `readiness` reads of a container. */
+export interface ContainerState {
+  Status: string;
+  ExitCode: number;
+  Health?: { Status: string };
+  /** When it last started (engine time, RFC 3339). */
+  StartedAt?: string;
+  /** Restarts by its restart policy since it was created. */
+  RestartCount?: number;
+}
+
+/** Restarts after which a crash loop is failure, not a slow start. */
+const CRASH_LOOP_RESTARTS = 3;
+
+/**
+ * Judge one service from its containers' inspected state. A container with a health check is
+ * ready when healthy. One without is ready once it has stayed up for `settleMs`: right after a
+ * start, "running" says nothing about a process that crashes a second later and is restarted by
+ * its policy over and over.
+ */
+export function readiness(service: string, states: ContainerState[], settleMs = 0, now = Date.now()): ServiceReadiness {
   if (states.length === 0) return { service, ok: false, reason: "no container", final: false };
   for (const s of states) {
+    if ((s.RestartCount ?? 0) >= CRASH_LOOP_RESTARTS) {
+      return { service, ok: false, reason: `restarted ${s.RestartCount} times (last exit code ${s.ExitCode})`, final: true };
+    }
     if (s.Status === "running") {
       const health = s.Health?.Status;
       if (health === "unhealthy") return { service, ok: false, reason: "unhealthy", final: true };
       if (health === "starting") return { service, ok: false, reason: "health check still starting", final: false };
+      const up = s.StartedAt ? now - Date.parse(s.StartedAt) : Infinity;
+      if (!health && up < settleMs) return { service, ok: false, reason: `running for ${Math.max(0, Math.floor(up / 1000))}s`, final: false };
       continue;
     }
     // A one-shot job that finished cleanly counts as done.
     if (s.Status === "exited" && s.ExitCode === 0) continue;
     if (s.Status === "exited" || s.Status === "dead") return { service, ok: false, reason: `${s.Status} with code ${s.ExitCode}`, final: true };
-    return { service, ok: false, reason: s.Status, final: false };
+    return { service, ok: false, reason: s.Status === "restarting" ? `restarting (last exit code ${s.ExitCode})` : s.Status, final: false };
   }
   return { service, ok: true, reason: "", final: false };
 }
 
-async function probe(engine: Engine, project: string, service: string): Promise<ServiceReadiness> {
+async function probe(engine: Engine, project: string, service: string, settleMs: number): Promise<ServiceReadiness> {
   const containers = (await engine.listProjectContainers(project)).filter((c) => c.Labels["com.docker.compose.service"] === service);
-  const states = await Promise.all(containers.map(async (c) => (await engine.inspectContainer(c.Id)).State));
-  return readiness(service, states);
+  const states = await Promise.all(containers.map(async (c) => {
+    const inspected = await engine.inspectContainer(c.Id);
+    return { ...inspected.State, RestartCount: inspected.RestartCount };
+  }));
+  return readiness(service, states, settleMs);
 }
+
+/** How long a service without a health check must stay up to count as started. */
+export const SETTLE_MS = 5000;
 
 /**
  * Wait until every service is ready, one fails for good, or the timeout passes.
@@ -49,9 +76,11 @@ export async function waitReady(
   onProgress?: (pending: ServiceReadiness[]) => void,
 ): Promise<ServiceReadiness[]> {
   const deadline = Date.now() + timeoutMs;
+  // Long enough to catch a process that dies on start-up, short of the whole timeout.
+  const settleMs = Math.min(SETTLE_MS, timeoutMs / 2);
   let lastReport = 0;
   for (;;) {
-    const results = await Promise.all(services.map((s) => probe(engine, project, s)));
+    const results = await Promise.all(services.map((s) => probe(engine, project, s, settleMs)));
     const failed = results.filter((r) => r.final);
     if (failed.length > 0) return failed;
     const pending = results.filter((r) => !r.ok);

@@ -79,6 +79,14 @@ describe("status helpers", () => {
     expect(readiness("a", [{ Status: "exited", ExitCode: 0 }]).ok).toBe(true);
     expect(readiness("a", [{ Status: "exited", ExitCode: 2 }])).toMatchObject({ ok: false, final: true });
     expect(readiness("a", [])).toMatchObject({ ok: false, final: false });
+    // Without a health check, "running" counts once it has lasted; a crash loop is failure.
+    const now = Date.parse("2026-11-26T10:00:10Z");
+    const started = (secondsAgo: number) => new Date(now - secondsAgo * 1000).toISOString();
+    expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(1) }], 5000, now)).toMatchObject({ ok: false, final: false, reason: "running for 1s" });
+    expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(6) }], 5000, now).ok).toBe(true);
+    expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(1), Health: { Status: "healthy" } }], 5000, now).ok).toBe(true);
+    expect(readiness("a", [{ Status: "restarting", ExitCode: 3, RestartCount: 1 }], 5000, now)).toMatchObject({ ok: false, final: false, reason: "restarting (last exit code 3)" });
+    expect(readiness("a", [{ Status: "running", ExitCode: 3, StartedAt: started(6), RestartCount: 3 }], 5000, now)).toMatchObject({ ok: false, final: true });
   });
 });
 

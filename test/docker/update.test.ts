@@ -141,3 +141,46 @@ volumes:
     150_000,
   );
 });
+
+describe("update of a service without a health check", () => {
+  const stack = TestStack.unique("uq");
+  const gateRef = stack.ref("gate");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.build(gateRef, ["RUN echo gate-v1 > /version"]);
+    await stack.push(gateRef);
+    // Like the generated gateway: no health check, restarted by its policy when it dies.
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  gate:
+    image: ${gateRef}
+    init: true
+    restart: unless-stopped
+    command: ["sleep", "3600"]
+`);
+    await stack.up();
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "a new image that crashes on start is caught and rolled back, not reported as done",
+    async () => {
+      const before = await stack.container("gate");
+      // The new version dies a moment after it starts, whatever the command.
+      const { oldId } = await stack.pushNewVersion(gateRef, ["RUN echo gate-v2 > /version", 'ENTRYPOINT ["sh", "-c", "sleep 1; exit 3", "--"]']);
+      expect(oldId).toBe(before.Image);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code).toBe(1);
+      const out = JSON.parse(r.stdout);
+      expect(out.rolledBack.services).toEqual(["gate"]);
+      expect(out.rolledBack.recovered).toBe(true);
+      expect(out.rolledBack.reason).toMatch(/gate.*(restart|exited)/);
+      const gate = await stack.container("gate");
+      expect(gate.Image).toBe(oldId);
+      expect(gate.State.Running).toBe(true);
+      expect((await stack.exec("gate", "cat", "/version")).trim()).toBe("gate-v1");
+    },
+    150_000,
+  );
+});
