@@ -102,6 +102,14 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
 
 const rollbackRepo = (project: string) => `stackgen-rollback/${project}`;
 
+/** Point each service's image tag at the image its container ran before the update. */
+async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
+  for (const s of services) {
+    const tag = splitTag(s.image);
+    if (s.currentId && tag && (await engine.inspectImage(s.image))?.Id !== s.currentId) await engine.tagImage(s.currentId, tag.repo, tag.tag);
+  }
+}
+
 /** Start services layer by layer; returns a failure reason or undefined. */
 async function startInOrder(engine: Engine, stack: Stack, compose: Compose, layers: string[][], opts: UpdateOptions): Promise<string | undefined> {
   for (const [i, layer] of layers.entries()) {
@@ -138,7 +146,12 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       if (res.code !== 0) pullErrors.push(`${svc.image}: ${lastLine(res.stderr) || `exit ${res.code}`}`);
       else opts.progress(`Pulled ${svc.image}`);
     }
-    if (pullErrors.length > 0) throw failure("PULL_FAILED", `Pull failed, nothing was stopped: ${pullErrors.join("; ")}`);
+    if (pullErrors.length > 0) {
+      // The pulls that worked moved their tags; put them back, or a later `docker compose up`
+      // would start the new images without health checks or a way back.
+      await retag(engine, before);
+      throw failure("PULL_FAILED", `Pull failed, nothing was stopped and the images were left as they were: ${pullErrors.join("; ")}`);
+    }
 
     // 2. What changed.
     const result: UpdateResult = { updated: [], unchanged: [], restarted: [] };
@@ -168,10 +181,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
 
     // 4. Roll back: previous images under their original tags, then the same ordered start.
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
-    for (const s of changed) {
-      const tag = splitTag(s.image);
-      if (s.currentId && tag) await engine.tagImage(s.currentId, tag.repo, tag.tag);
-    }
+    await retag(engine, changed);
     await compose.stop();
     const again = await startInOrder(engine, stack, compose, layers, opts);
     result.rolledBack = {

@@ -103,6 +103,8 @@ volumes:
         const r = await cli(["update", "--dir", stack.dir, "--json"]);
         expect(r.code).toBe(1);
         expect(JSON.parse(r.stdout).error.message).toContain("nothing was stopped");
+        // db's pull worked, but its tag is back on the running image: a later `up` changes nothing.
+        expect(await stack.imageId(dbRef)).toBe(before.db.Image);
         for (const s of ["db", "web"] as const) {
           const now = await stack.container(s);
           expect(now.Id).toBe(before[s].Id);
