@@ -23,10 +23,13 @@ export interface StatusReport {
 }
 
 export function healthOf(inspect: Pick<ContainerInspect, "State">): Health {
-  if (inspect.State.Status !== "running") return "none";
+  // A paused container keeps its health check's last verdict; a stopped one has none.
+  if (inspect.State.Status !== "running" && inspect.State.Status !== "paused") return "none";
   const h = inspect.State.Health?.Status;
   return h === "healthy" || h === "unhealthy" || h === "starting" ? h : "none";
 }
+
+const ENDED = new Set(["exited", "dead", "restarting"]);
 
 export function serviceStatus(summary: ContainerSummary, inspect: ContainerInspect, now = Date.now()): ServiceStatus {
   const running = inspect.State.Status === "running";
@@ -40,7 +43,8 @@ export function serviceStatus(summary: ContainerSummary, inspect: ContainerInspe
     health: healthOf(inspect),
     image: inspect.Config.Image,
     ports: formatPorts(summary.Ports ?? []),
-    ...(running ? {} : { exitCode: inspect.State.ExitCode }),
+    // Only a container that has ended (or is between restarts) has an exit code worth showing.
+    ...(ENDED.has(inspect.State.Status) ? { exitCode: inspect.State.ExitCode } : {}),
   };
 }
 

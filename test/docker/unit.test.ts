@@ -11,7 +11,7 @@ import { readiness } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
-import { summarise, healthOf } from "../../src/docker/status.ts";
+import { summarise, healthOf, serviceStatus } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
 import { digestOf, splitTag } from "../../src/docker/update.ts";
 
@@ -62,6 +62,14 @@ describe("status helpers", () => {
     expect(healthOf({ State: { Status: "exited", Health: { Status: "unhealthy" } } } as any)).toBe("none");
     expect(healthOf({ State: { Status: "running", Health: { Status: "unhealthy" } } } as any)).toBe("unhealthy");
     expect(healthOf({ State: { Status: "running" } } as any)).toBe("none");
+    expect(healthOf({ State: { Status: "paused", Health: { Status: "unhealthy" } } } as any)).toBe("unhealthy");
+    const status = (Status: string) => serviceStatus(
+      { Id: "c1", Names: ["/p-db-1"], Labels: { "com.docker.compose.service": "db" }, Status: Status, Ports: [] } as any,
+      { Name: "/p-db-1", Config: { Image: "db:1" }, State: { Status, ExitCode: 0, StartedAt: "2026-11-26T10:00:00Z" } } as any,
+    );
+    expect(status("paused").exitCode).toBeUndefined();
+    expect(status("created").exitCode).toBeUndefined();
+    expect(status("exited").exitCode).toBe(0);
     const s = (state: string, health: any) => ({ name: "x", container: "x", state, status: "", uptime: "", health, image: "", ports: [] });
     expect(summarise([s("running", "healthy"), s("running", "unhealthy"), s("exited", "none")])).toEqual({
       total: 3,
