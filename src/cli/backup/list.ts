@@ -21,9 +21,10 @@ export default defineCommand({
       printText(`No backups in ${dir}`);
       return;
     }
-    const lines = backups.map(
-      (b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${b.name}${b.problem ? `  (${b.problem})` : ""}`,
-    );
+    // Another project's archive verifies, but restore would refuse it here: say so.
+    const note = (b: (typeof backups)[number]) =>
+      b.problem ? `  (${b.problem})` : b.project && b.project !== stack.project ? `  (project ${b.project}: restore refuses it here)` : "";
+    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${b.name}${note(b)}`);
     printText(lines.join("\n"));
   },
 });
