@@ -1,6 +1,6 @@
 // `stackgen backup create|list|restore` against a real engine.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { cli, cliMeasured, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
@@ -141,6 +141,15 @@ volumes:
       expect(listBackups().length).toBe(before);
       expect(existsSync(join(stack.dir, "..", "escaped.txt"))).toBe(false);
       expect((await stack.container("store")).State.Running).toBe(true);
+
+      // In the backups folder, a foreign archive verifies but is marked as one restore refuses.
+      copyFileSync(bad("foreign.tar.gz"), join(backupsDir, "zz-foreign.tar.gz"));
+      try {
+        const listed = await cli(["backup", "list", "--dir", stack.dir], { ...(process.env as Record<string, string>), NO_COLOR: "1" });
+        expect(listed.stdout).toMatch(/verified\s+zz-foreign\.tar\.gz\s+\(project someone-else: restore refuses it here\)/);
+      } finally {
+        rmSync(join(backupsDir, "zz-foreign.tar.gz"));
+      }
     },
     60_000,
   );
