@@ -1,6 +1,7 @@
 // Flags shared by `validate` and `generate`, turned into the same body the API takes.
 import { readFile } from "node:fs/promises";
 import { usageError } from "../errors.ts";
+import { COMPLETE_FORMAT_VERSION } from "../schema/api.ts";
 
 export const selectionArgs = {
   preset: { type: "string", description: "Preset id used as the base (see `stackgen presets`)" },
@@ -45,7 +46,10 @@ export async function readInputFile(path: string): Promise<Record<string, unknow
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${path} must hold a JSON object`);
   const d = doc as Record<string, unknown>;
-  if ("formatVersion" in d && typeof d.input === "object" && d.input !== null) return { ...(d.input as Record<string, unknown>) };
+  if ("formatVersion" in d && typeof d.input === "object" && d.input !== null) {
+    if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw usageError(`${path} has format version ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"`);
+    return { ...(d.input as Record<string, unknown>) };
+  }
   const { files: _files, generatedBy: _by, ...rest } = d;
   return rest;
 }

@@ -3,6 +3,9 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { CatalogService, CategoryId, Maturity, Platform, Preset, SkillPack, Category } from "./catalog.ts";
 
+/** `formatVersion` of the complete export (SPEC §2.7); a document of another version is refused. */
+export const COMPLETE_FORMAT_VERSION = "1";
+
 export const MAX_IDS = 200;
 const IdList = (description: string) =>
   Type.Array(Type.String({ maxLength: 64 }), { maxItems: MAX_IDS, description });
@@ -99,7 +102,7 @@ export const GenerateJsonResponse = Type.Object({
 });
 
 export const CompleteDocument = Type.Object({
-  formatVersion: Type.Literal("1"),
+  formatVersion: Type.Literal(COMPLETE_FORMAT_VERSION),
   input: GenerateRequest,
   files: Type.Record(Type.String(), Type.String()),
   metadata: GenerateMetadata,

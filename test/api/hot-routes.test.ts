@@ -58,6 +58,7 @@ const generateCases: [string, string][] = [
   ["bare metal", JSON.stringify({ projectName: "p", services: ["redis", "postgresql"], deployment: "bare-metal" })],
   ["no secrets", JSON.stringify({ projectName: "p", services: ["redis"], generateSecrets: false })],
   ["a complete export posted back", JSON.stringify({ formatVersion: "1", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
+  ["a complete export of a later format version", JSON.stringify({ formatVersion: "2", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
   ["a v1 config document", JSON.stringify({ configVersion: 1, projectName: "m", services: ["redis"] })],
   ["an unknown config version", JSON.stringify({ configVersion: 99, projectName: "m", services: ["redis"] })],
   ["a conflict (409)", JSON.stringify({ projectName: "p", services: ["caddy", "traefik"] })],

@@ -64,6 +64,15 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     expect(unknown.stdout + unknown.stderr).not.toContain("\x1b[");
   });
 
+  test("--from a complete export of a later format version is refused, not guessed at", async () => {
+    const file = at("future.json");
+    writeFileSync(file, JSON.stringify({ formatVersion: "2", input: { projectName: "fut", services: ["redis"] }, files: {}, metadata: {} }));
+    const r = await cli(["generate", "--from", file, "--dir", at("fut"), "--json"], { env });
+    expect(r.code).toBe(2);
+    expect(jsonError(r.stdout).message).toContain('format version "2"');
+    expect(existsSync(at("fut"))).toBe(false);
+  });
+
   test("--dir naming a file, or a path under a file, is bad input", async () => {
     writeFileSync(at("afile"), "mine\n");
     for (const dir of [at("afile"), join(at("afile"), "sub")]) {

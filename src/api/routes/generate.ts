@@ -1,7 +1,7 @@
 // POST /v1/generate: json (default), complete (round-trips through its `input`) or zip.
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
-import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
+import { COMPLETE_FORMAT_VERSION, GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
 import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
@@ -14,7 +14,7 @@ export const wantsZip = (format: string | undefined, accept: string | null | und
 
 /** The JSON answer of a generation: `{files, metadata}`, or the complete export document. */
 export function generateJson(body: Record<string, unknown>, catalog: Catalog, complete = false): string {
-  return bundleJson(generateBundle(body, catalog), complete ? `{"formatVersion":"1","input":${JSON.stringify(body)},` : "{");
+  return bundleJson(generateBundle(body, catalog), complete ? `{"formatVersion":"${COMPLETE_FORMAT_VERSION}","input":${JSON.stringify(body)},` : "{");
 }
 
 /** `{files, metadata}` (after `head`), serialized by hand around the cached JSON of the files:

@@ -1,6 +1,6 @@
 // generate = check input -> resolve -> run every artifact generator -> FileMap + metadata.
 import type { Catalog } from "../../catalog/index.ts";
-import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
+import { COMPLETE_FORMAT_VERSION, GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
 import { assertValid } from "../../schema/issues.ts";
 import { conflictError, validationError } from "../../errors.ts";
 import { VERSION } from "../../version.ts";
@@ -46,9 +46,12 @@ export interface Generated {
 
 /** The generation input of a body: itself, or the `input` of a whole `complete` export posted back. */
 export function requestInput(doc: Record<string, unknown>): Record<string, unknown> {
-  return typeof doc.formatVersion === "string" && typeof doc.input === "object" && doc.input !== null && !("projectName" in doc)
-    ? (doc.input as Record<string, unknown>)
-    : doc;
+  if (!(typeof doc.formatVersion === "string" && typeof doc.input === "object" && doc.input !== null && !("projectName" in doc))) return doc;
+  // A later format may mean something else by the same fields: refuse it rather than guess.
+  if (doc.formatVersion !== COMPLETE_FORMAT_VERSION) {
+    throw validationError(GENERATE_MESSAGE, [{ field: "formatVersion", message: `Unsupported format version ${JSON.stringify(doc.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"` }]);
+  }
+  return doc.input as Record<string, unknown>;
 }
 
 /** Parse and migrate a body (generation input or config document) into a checked GenerateRequest. */
