@@ -9,12 +9,13 @@ const migrations: Record<number, (doc: Doc) => Doc> = {
   1: (doc) => ({ ...doc, configVersion: 2, deploymentType: doc.deploymentType ?? "docker" }),
 };
 
-/** Bring a document that carries `configVersion` up to the current version; others pass through. */
-export function migrateConfig(doc: Doc): Doc {
+/** Bring a document that carries `configVersion` up to the current version; others pass through.
+ *  `message` is the caller's VALIDATION_ERROR message for a version that is not an integer. */
+export function migrateConfig(doc: Doc, message: string): Doc {
   if (!("configVersion" in doc)) return doc;
   const declared = doc.configVersion;
   if (typeof declared !== "number" || !Number.isInteger(declared)) {
-    throw validationError("Invalid config", [{ field: "configVersion", message: "Expected integer" }]);
+    throw validationError(message, [{ field: "configVersion", message: "Expected integer" }]);
   }
   let version = declared;
   let out = doc;
@@ -25,8 +26,8 @@ export function migrateConfig(doc: Doc): Doc {
     version = out.configVersion as number;
   }
   if (version !== CURRENT_CONFIG_VERSION) {
-    const message = `No migration path from config version ${String(doc.configVersion)}`;
-    throw validationError(message, [{ field: "configVersion", message }]);
+    const noPath = `No migration path from config version ${String(doc.configVersion)}`;
+    throw validationError(noPath, [{ field: "configVersion", message: noPath }]);
   }
   return out;
 }

@@ -9,6 +9,6 @@ import { migrateConfig } from "./migrate.ts";
 import { resolve, toValidateResponse } from "./resolve.ts";
 
 export function validateSelection(body: unknown, catalog: Catalog): ValidateResponse {
-  const migrated = assertValid<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>), VALIDATE_MESSAGE);
+  const migrated = assertValid<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>, VALIDATE_MESSAGE), VALIDATE_MESSAGE);
   return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
 }

@@ -309,6 +309,14 @@ describe("POST /v1/generate", () => {
     const bad = await call("POST", "/v1/generate", { configVersion: 99, projectName: "m", services: ["redis"] });
     expect(bad.status).toBe(400);
     expect((await json(bad)).error.message).toMatch(/^No migration path from config version 99/);
+    // A version that is not a number is bad input with each route's own message.
+    for (const [path, message] of [["/v1/generate", "Invalid generation input"], ["/v1/validate", "Invalid request body"]]) {
+      const r = await call("POST", path, { configVersion: 1.5, projectName: "m", services: ["redis"] });
+      expect(r.status).toBe(400);
+      const b = await json(r);
+      expect(b.error.message).toBe(message);
+      expect(b.error.details).toEqual([{ field: "configVersion", message: expect.stringMatching(/^Expected integer/) }]);
+    }
   });
 });
 

@@ -59,7 +59,7 @@ export function parseGenerateInput(body: unknown): GenerateRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
   }
-  const migrated = migrateConfig(requestInput(body as Record<string, unknown>));
+  const migrated = migrateConfig(requestInput(body as Record<string, unknown>), GENERATE_MESSAGE);
   const input = assertValid<GenerateRequest>(GenerateRequest, migrated, GENERATE_MESSAGE);
   if (!input.services?.length && !input.skillPacks?.length && !input.preset) {
     throw validationError(GENERATE_MESSAGE, [{ field: "services", message: "Select at least one service, skill pack or preset" }]);
