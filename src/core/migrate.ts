@@ -15,7 +15,9 @@ export function migrateConfig(doc: Doc, message: string): Doc {
   if (!("configVersion" in doc)) return doc;
   const declared = doc.configVersion;
   if (typeof declared !== "number" || !Number.isInteger(declared)) {
-    throw validationError(message, [{ field: "configVersion", message: "Expected integer" }]);
+    // Worded as the schema words it (../schema/issues.ts), whichever check sees it first.
+    const kind = declared === null ? "null" : Array.isArray(declared) ? "array" : typeof declared;
+    throw validationError(message, [{ field: "configVersion", message: kind === "number" ? "Expected integer" : `Expected integer, received ${kind}` }]);
   }
   let version = declared;
   let out = doc;
