@@ -25,6 +25,25 @@ export interface EnvMerge {
   extra: string[];
 }
 
+const KEPT_HEADER = "# --- Kept from the previous .env (not used by the generated stack) ---";
+
+/** KEY -> the comment lines directly above it (no blank line between), our own header excluded. */
+function commentsAbove(text: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  let pending: string[] = [];
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim();
+    if (trimmed.startsWith("#")) {
+      if (trimmed !== KEPT_HEADER) pending.push(trimmed);
+      continue;
+    }
+    const m = USER_LINE.exec(trimmed);
+    if (m) out.set(m[1], pending);
+    pending = [];
+  }
+  return out;
+}
+
 /** Empty as written: `KEY=`, `KEY=""` or `KEY=''`. */
 const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
 
@@ -53,7 +72,9 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
   });
   const extra = [...old.keys()].filter((k) => !seen.has(k));
   if (extra.length) {
-    lines.push("# --- Kept from the previous .env (not used by the generated stack) ---", ...extra.map((k) => `${k}=${old.get(k)}`), "");
+    // The user's own variables keep the comments written right above them.
+    const notes = commentsAbove(existing);
+    lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...(notes.get(k) ?? []), `${k}=${old.get(k)}`]), "");
   }
   return { text: lines.join("\n").replace(/\n+$/, "\n"), kept, added, filled, extra };
 }

@@ -6,7 +6,7 @@ const generated = ["# header", "DB_PASSWORD=fresh-secret-0123456789abcdefghijkl"
 
 describe("mergeEnv", () => {
   test("keeps every old value, adds new variables, keeps the user's own at the end", () => {
-    const old = ["DB_PASSWORD=old-password", "SITE_URL=https://mine.example", "MY_OWN=kept", "export EXPORTED=also kept", ""].join("\n");
+    const old = ["DB_PASSWORD=old-password", "SITE_URL=https://mine.example", "", "# my note", "# on two lines", "MY_OWN=kept", "export EXPORTED=also kept", ""].join("\n");
     const merged = mergeEnv(old, generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
     const values = parseEnvValues(merged.text);
     expect(values.get("DB_PASSWORD")).toBe("old-password");
@@ -17,6 +17,10 @@ describe("mergeEnv", () => {
     expect(values.get("EXPORTED")).toBe("also kept");
     expect(merged.added.sort()).toEqual(["API_TOKEN", "NEW_SETTING"]);
     expect(merged.extra.sort()).toEqual(["EXPORTED", "MY_OWN"]);
+    expect(merged.text).toContain("# my note\n# on two lines\nMY_OWN=kept\nEXPORTED=also kept\n");
+    // Regenerating again changes nothing: no second header, the notes stay once.
+    const again = mergeEnv(merged.text, generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
+    expect(again.text).toBe(merged.text);
   });
 
   test("an empty secret (from --no-secrets) is filled; an empty setting the user chose stays empty", () => {
