@@ -2,7 +2,8 @@
 import type { CatalogService, Preset, SkillPack } from "./api.ts";
 
 export type Proxy = "" | "caddy" | "traefik";
-export type Platform = "linux/amd64" | "linux/arm64";
+/** "" leaves the platform to the server (its own architecture) and out of the compose file. */
+export type Platform = "" | "linux/amd64" | "linux/arm64";
 export type Deployment = "docker" | "bare-metal";
 
 export interface FormState {
@@ -21,7 +22,7 @@ export interface FormState {
   generateSecrets: boolean;
 }
 
-export const initialState = (platform: Platform = "linux/amd64"): FormState => ({
+export const initialState = (platform: Platform = ""): FormState => ({
   services: [],
   skillPacks: [],
   presetId: null,
@@ -62,7 +63,7 @@ export function validateBody(state: FormState) {
     ...(state.proxy ? { proxy: state.proxy } : {}),
     ...(state.domain && isDomain(state.domain) ? { domain: state.domain } : {}),
     gpu: state.gpu,
-    platform: state.platform,
+    ...(state.platform ? { platform: state.platform } : {}),
   };
 }
 
@@ -75,7 +76,7 @@ export function generateBody(state: FormState) {
     ...(state.proxy ? { proxy: state.proxy } : {}),
     ...(state.domain ? { domain: state.domain } : {}),
     gpu: state.gpu,
-    platform: state.platform,
+    ...(state.platform ? { platform: state.platform } : {}),
     deployment: state.deployment,
     generateSecrets: state.generateSecrets,
     coreVersion: state.coreVersion,
@@ -161,7 +162,7 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   else if (input.proxy === "none" || input.proxy === null) state.proxy = "";
   if (typeof input.domain === "string") state.domain = input.domain;
   if (typeof input.gpu === "boolean") state.gpu = input.gpu;
-  if (input.platform === "linux/amd64" || input.platform === "linux/arm64") state.platform = input.platform;
+  state.platform = input.platform === "linux/amd64" || input.platform === "linux/arm64" ? input.platform : "";
   const deployment = input.deployment ?? input.deploymentType;
   if (deployment === "bare-metal") state.deployment = "bare-metal";
   else if (deployment === "docker" || deployment === "local") state.deployment = "docker";

@@ -19,7 +19,9 @@ const preset: Preset = { id: "devops", name: "DevOps", description: "x".repeat(2
 describe("form model", () => {
   test("validate body leaves out an empty proxy and an invalid domain", () => {
     const state = { ...initialState(), services: ["redis"], domain: "not a domain" };
-    expect(validateBody(state)).toEqual({ services: ["redis"], skillPacks: [], gpu: false, platform: "linux/amd64" });
+    // No platform chosen: the server's own, and no `platform:` lines in the bundle.
+    expect(validateBody(state)).toEqual({ services: ["redis"], skillPacks: [], gpu: false });
+    expect(validateBody({ ...state, platform: "linux/arm64" }).platform).toBe("linux/arm64");
     expect(validateBody({ ...state, proxy: "caddy", domain: "example.com" })).toMatchObject({ proxy: "caddy", domain: "example.com" });
   });
 

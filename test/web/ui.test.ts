@@ -273,6 +273,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const compose = strFromU8(entries["ui-preview/docker-compose.yml"]);
     expect(compose).toContain("n8n");
     expect(compose).toContain("postgresql");
+    // No platform chosen: the server's own, and the compose file pins none.
+    expect(compose).not.toContain("platform:");
     // The ZIP holds the files previewed: the same secrets, not a second generation's.
     expect(strFromU8(entries["ui-preview/.env"])).toContain(`${name}=${value}`);
     await page.waitForSelector("#files-message:has-text('Downloaded ui-preview.zip')");
