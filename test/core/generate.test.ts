@@ -12,7 +12,7 @@ import { zipBundle } from "../../src/core/bundle.ts";
 import { escapeDollars } from "../../src/core/generate/compose.ts";
 import { publicUrl } from "../../src/core/generate/variables.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
-import type { FileMap } from "../../src/core/generate/context.ts";
+import type { FileMap, GenContext } from "../../src/core/generate/context.ts";
 import { StackgenError } from "../../src/errors.ts";
 import { bundleProblems, composeOf } from "../support/bundle-checks.ts";
 import { hasTool, run, seeded } from "../support/tools.ts";
@@ -226,22 +226,32 @@ describe("input fields take effect", () => {
     // A loopback-only port is not proxied: the address on the host stays.
     expect(withDomain(".env", "PENTAGI_PUBLIC_URL")).toBe("https://localhost:15883");
     expect(urlOf({ proxy: "traefik" })(".env", "SEARXNG_BASE_URL")).toBe("http://searxng.localhost/");
+    // The proxy as a chosen service routes like the proxy option: the URL follows the Caddyfile.
+    const g = gen({ services: ["searxng", "caddy"], domain: "example.com" });
+    expect(g.files.Caddyfile).toContain("searxng.example.com");
+    expect(parseEnvValues(g.files[".env"]).get("SEARXNG_BASE_URL")).toBe("https://searxng.example.com/");
     expect(urlOf({})(".env", "SEARXNG_BASE_URL")).toBe("http://127.0.0.1:13030/");
   });
 
   test("publicUrl: the proxy's hostname, the port a clash moved the service to, or the address as declared", () => {
+    const svc = { id: "svc", name: "Svc", ports: [{ container: 80, host: 9000, web: true }, { container: 81, host: 9001 }] };
     const ports = new Map([["svc", [
       { container: 80, host: 9100, declaredHost: 9000, web: true, description: "web" },
       { container: 81, host: 9001, declaredHost: 9001, description: "api" },
     ]]]);
-    const at = { proxy: null, ports, nativeIds: new Set<string>() };
-    expect(publicUrl("svc", "http://localhost:9000/app/", at)).toBe("http://localhost:9100/app/");
-    expect(publicUrl("svc", "http://127.0.0.1:9001", at)).toBe("http://127.0.0.1:9001");
-    expect(publicUrl("svc", "http://localhost:9000", { ...at, proxy: "caddy", domain: "ex.org" })).toBe("https://svc.ex.org");
-    expect(publicUrl("svc", "http://localhost:9001", { ...at, proxy: "caddy", domain: "ex.org" })).toBe("http://localhost:9001");
-    expect(publicUrl("svc", "http://localhost:9000", { ...at, proxy: "caddy", nativeIds: new Set(["svc"]) })).toBe("http://localhost:9100");
-    expect(publicUrl("svc", "https://api.example.com/v1", at)).toBe("https://api.example.com/v1");
-    expect(publicUrl("other", "http://localhost:9000", at)).toBe("http://localhost:9000");
+    /** A context as render() builds it; `proxy` puts that proxy service in the stack. */
+    const at = (extra: { proxy?: string; domain?: string; native?: string[] } = {}) => ({
+      domain: extra.domain,
+      nativeIds: new Set(extra.native ?? []),
+      stack: { core: { id: "core", ports: [] }, services: [svc], resolvedServices: ["svc", ...(extra.proxy ? [extra.proxy] : [])], ports },
+    }) as unknown as GenContext;
+    expect(publicUrl(at(), "svc", "http://localhost:9000/app/")).toBe("http://localhost:9100/app/");
+    expect(publicUrl(at(), "svc", "http://127.0.0.1:9001")).toBe("http://127.0.0.1:9001");
+    expect(publicUrl(at({ proxy: "caddy", domain: "ex.org" }), "svc", "http://localhost:9000")).toBe("https://svc.ex.org");
+    expect(publicUrl(at({ proxy: "caddy", domain: "ex.org" }), "svc", "http://localhost:9001")).toBe("http://localhost:9001");
+    expect(publicUrl(at({ proxy: "caddy", native: ["svc"] }), "svc", "http://localhost:9000")).toBe("http://localhost:9100");
+    expect(publicUrl(at(), "svc", "https://api.example.com/v1")).toBe("https://api.example.com/v1");
+    expect(publicUrl(at(), "other", "http://localhost:9000")).toBe("http://localhost:9000");
   });
 
   test("coreVersion sets CORE_VERSION in .env and the gateway image tag", () => {

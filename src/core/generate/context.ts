@@ -49,5 +49,11 @@ export function webServices(ctx: GenContext): { id: string; name: string; port: 
     });
 }
 
+/** Whether the stack has a reverse proxy (its Caddyfile or Traefik config routes the web services). */
+export const hasProxy = (ctx: GenContext) => has(ctx, "caddy") || has(ctx, "traefik");
+
 /** Public hostname of a web service: `<id>.<domain>`, or `<id>.localhost` without a domain. */
-export const hostnameOf = (ctx: GenContext, id: string) => `${id}.${ctx.domain ?? "localhost"}`;
+export const hostnameOf = (ctx: Pick<GenContext, "domain">, id: string) => `${id}.${ctx.domain ?? "localhost"}`;
+
+/** The URL the proxy serves a web service at: HTTPS with a domain, plain HTTP on localhost without. */
+export const proxiedUrl = (ctx: Pick<GenContext, "domain">, id: string) => `${ctx.domain ? "https" : "http"}://${hostnameOf(ctx, id)}`;

@@ -11,7 +11,7 @@ import { catalogMemo } from "../memo.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
 import type { Variable } from "../../schema/catalog.ts";
 import { cryptoSecrets, type SecretSource } from "./secrets.ts";
-import { collectVariables } from "./variables.ts";
+import { collectVariables, publicUrl } from "./variables.ts";
 import { composeFile } from "./compose.ts";
 import { envExampleFile, envFile } from "./env.ts";
 import { caddyFile } from "./caddy.ts";
@@ -177,14 +177,11 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
     );
   }
   const nativeIds = new Set(opts.deployment === "bare-metal" ? stack.services.filter((s) => s.native && !needsContainer(s.id, stack)).map((s) => s.id) : []);
+  const base: GenContext = { ...opts, stack, catalog, nativeIds, version: VERSION, variables: [] };
   const ctx: GenContext = {
-    ...opts,
-    stack,
-    catalog,
-    nativeIds,
-    version: VERSION,
+    ...base,
     // Secret values never reach the cached files (.env is rendered per call).
-    variables: collectVariables(stack.services, stack.core, opts, () => "", { proxy: opts.proxy, domain: opts.domain, ports: stack.ports, nativeIds }),
+    variables: collectVariables(stack.services, stack.core, opts, () => "", (id, declared) => publicUrl(base, id, declared)),
   };
   const files: FileMap = {
     ...composeFile(ctx),

@@ -1,13 +1,13 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
-import { allServices, hostnameOf, webServices, type FileMap, type GenContext } from "./context.ts";
+import { allServices, hasProxy, proxiedUrl, webServices, type FileMap, type GenContext } from "./context.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
-  const proxied = ctx.stack.resolvedServices.includes("caddy") || ctx.stack.resolvedServices.includes("traefik");
+  const proxied = hasProxy(ctx);
   const rows = allServices(ctx).map((s) => {
     const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) => `${p.local ? "127.0.0.1:" : ""}${p.host}`).join(", ") || "internal only";
-    const url = web.has(s.id) && proxied ? `${ctx.domain ? "https" : "http"}://${hostnameOf(ctx, s.id)}` : "";
+    const url = web.has(s.id) && proxied ? proxiedUrl(ctx, s.id) : "";
     const where = ctx.nativeIds.has(s.id) ? "native (systemd)" : "container";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
   });
