@@ -8,8 +8,12 @@ import { fileMode } from "../core/file-modes.ts";
 import { mergeEnv } from "../core/env-merge.ts";
 import { StackgenError, usageError } from "../errors.ts";
 
-/** A path that would lead a write outside the target directory (bad input: exit 2). */
-const unsafePath = (message: string) => new StackgenError("UNSAFE_PATH", message, 400, undefined, 2);
+/** Refuses (UNSAFE_PATH, bad input: exit 2) a file whose folder really lies outside the target. */
+function refuseOutside(realParent: string, realRoot: string, path: string, root: string): void {
+  if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) {
+    throw new StackgenError("UNSAFE_PATH", `Refusing to write ${path}: it resolves outside ${root}`, 400, undefined, 2);
+  }
+}
 
 export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited";
 export interface PlannedFile { path: string; action: FileAction; content: string }
@@ -70,8 +74,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     const target = insideDir(root, path);
     // Refused before anything is written: a directory on the way may be a symlink planted to
     // redirect the write (writePlan checks again as it writes).
-    const realParent = await realExisting(dirname(target));
-    if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw unsafePath(`Refusing to write ${path}: it resolves outside ${root}`);
+    refuseOutside(await realExisting(dirname(target)), realRoot, path, root);
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
     else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content, secrets).text });
@@ -92,8 +95,7 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     const target = insideDir(root, f.path);
     await mkdir(dirname(target), { recursive: true });
     // A directory on the way may be a symlink planted to redirect the write.
-    const realParent = await realpath(dirname(target));
-    if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) throw unsafePath(`Refusing to write ${f.path}: it resolves outside ${root}`);
+    refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
     const mode = fileMode(f.path);
     await writeFile(target, f.content, { mode });
     await chmod(target, mode);
