@@ -74,7 +74,6 @@ interface Rendered {
   /** `.env` split around its secret values: `parts[0] + secret0 + parts[1] + ...`. */
   envParts: string[];
   envSecrets: Variable[];
-  secretNames: ReadonlySet<string>;
   /** JSON of `{".env": ..., ...files}` split the same way, made on first use: escaping 30 KB of
    *  text per request would cost more than generating. Secrets need no escaping (alnum/hex). */
   filesJsonParts?: string[];
@@ -142,7 +141,9 @@ export function finishGeneration({ input, generateSecrets, rendered }: PreparedG
     input,
     metadata,
     stack,
-    secretNames: rendered.secretNames,
+    get secretNames() {
+      return new Set(envSecrets.map((v) => v.name));
+    },
     // Built on first use: the JSON answer never needs the object.
     get files() {
       return (all ??= { ".env": interleave(envParts, secrets), ...files });
@@ -199,8 +200,7 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
   // Secrets are alphanumeric or hex, so they go into the template unquoted.
   const envSecrets = ctx.variables.filter((v) => v.secret);
   const envParts = envFile({ ...ctx, variables: ctx.variables.map((v) => (v.secret ? { ...v, value: SECRET_MARK } : v)) }).split(SECRET_MARK);
-  const secretNames = new Set(envSecrets.map((v) => v.name));
-  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets, secretNames };
+  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets };
 }
 
 /** Debian's PostgreSQL has no pgvector: a stack whose databases need extensions keeps it in a container. */
