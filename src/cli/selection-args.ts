@@ -1,7 +1,7 @@
 // Flags shared by `validate` and `generate`, turned into the same body the API takes.
 import { readFile } from "node:fs/promises";
 import { usageError } from "../errors.ts";
-import { COMPLETE_FORMAT_VERSION } from "../schema/api.ts";
+import { COMPLETE_FORMAT_VERSION } from "../schema/versions.ts";
 
 export const selectionArgs = {
   preset: { type: "string", description: "Preset id used as the base (see `stackgen presets`)" },

@@ -1,7 +1,7 @@
 // Config-file migrations (SPEC §9): run one step at a time, in order, never skipping.
 import { validationError } from "../errors.ts";
+import { CURRENT_CONFIG_VERSION } from "../schema/versions.ts";
 
-export const CURRENT_CONFIG_VERSION = 2;
 type Doc = Record<string, unknown>;
 
 /** migrations[n] turns a version-n document into a version-(n+1) one. */

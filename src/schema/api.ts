@@ -2,9 +2,7 @@
 // the OpenAPI document and the TypeScript type of the same name.
 import { Type, type Static } from "@sinclair/typebox";
 import { CatalogService, CategoryId, Maturity, Platform, Preset, SkillPack, Category } from "./catalog.ts";
-
-/** `formatVersion` of the complete export (SPEC §2.7); a document of another version is refused. */
-export const COMPLETE_FORMAT_VERSION = "1";
+import { COMPLETE_FORMAT_VERSION } from "./versions.ts";
 
 export const MAX_IDS = 200;
 const IdList = (description: string) =>

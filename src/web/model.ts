@@ -1,5 +1,6 @@
 // The form state and the request bodies built from it. Pure functions, unit-tested.
 import type { CatalogService, Preset, SkillPack } from "./api.ts";
+import { COMPLETE_FORMAT_VERSION, CURRENT_CONFIG_VERSION } from "../schema/versions.ts";
 
 export type Proxy = "" | "caddy" | "traefik";
 /** "" leaves the platform to the server (its own architecture) and out of the compose file. */
@@ -179,13 +180,14 @@ export function inputOfDocument(doc: unknown): Record<string, unknown> {
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw new Error("The file is not a JSON object.");
   const d = doc as Record<string, unknown>;
   if ("formatVersion" in d) {
-    if (d.formatVersion !== "1") throw new Error(`Unsupported formatVersion ${JSON.stringify(d.formatVersion)}; this version reads "1".`);
+    if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw new Error(`Unsupported formatVersion ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}".`);
     if (!d.input || typeof d.input !== "object" || Array.isArray(d.input)) throw new Error("The document has no input object.");
     return d.input as Record<string, unknown>;
   }
   // A bundle's stackgen.json (config version 1 or 2, migrated as the API does) or a plain input.
   if ("configVersion" in d) {
-    if (d.configVersion !== 1 && d.configVersion !== 2) throw new Error(`No migration path from config version ${JSON.stringify(d.configVersion)}.`);
+    const version = d.configVersion;
+    if (!(Number.isInteger(version) && (version as number) >= 1 && (version as number) <= CURRENT_CONFIG_VERSION)) throw new Error(`No migration path from config version ${JSON.stringify(version)}.`);
     return d;
   }
   if ("projectName" in d || "services" in d || "preset" in d) return d;

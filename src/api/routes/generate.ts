@@ -1,7 +1,8 @@
 // POST /v1/generate: json (default), complete (round-trips through its `input`) or zip.
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
-import { COMPLETE_FORMAT_VERSION, GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
+import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
+import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
 import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";

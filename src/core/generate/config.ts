@@ -1,7 +1,7 @@
 // stackgen.json: the config file of SPEC §2.8 (configVersion 2) plus what regeneration, update
 // and backup need: the full input and a hash of every generated file (to spot user edits).
 import type { FileMap, GenContext } from "./context.ts";
-import { CURRENT_CONFIG_VERSION } from "../migrate.ts";
+import { CURRENT_CONFIG_VERSION } from "../../schema/versions.ts";
 
 export const CONFIG_FILE = "stackgen.json";
 /** Files whose content changes on every run (secrets) are not hashed. */

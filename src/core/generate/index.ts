@@ -1,6 +1,7 @@
 // generate = check input -> resolve -> run every artifact generator -> FileMap + metadata.
 import type { Catalog } from "../../catalog/index.ts";
-import { COMPLETE_FORMAT_VERSION, GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
+import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
+import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { assertValid } from "../../schema/issues.ts";
 import { conflictError, validationError } from "../../errors.ts";
 import { VERSION } from "../../version.ts";
