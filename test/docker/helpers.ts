@@ -121,8 +121,11 @@ export class TestStack {
     }
   }
 
-  async push(ref: string): Promise<void> {
+  /** Build (as `build`) and push to the local registry; returns the image id. */
+  async publish(ref: string, lines: string[]): Promise<string> {
+    const id = await this.build(ref, lines);
     await docker("push", "-q", ref);
+    return id;
   }
 
   async imageId(ref: string): Promise<string> {
@@ -132,8 +135,7 @@ export class TestStack {
   /** Publish a new image under `ref` in the registry while the local tag keeps pointing at the old one. */
   async pushNewVersion(ref: string, lines: string[]): Promise<{ oldId: string; newId: string }> {
     const oldId = await this.imageId(ref);
-    const newId = await this.build(ref, lines);
-    await this.push(ref);
+    const newId = await this.publish(ref, lines);
     await docker("tag", oldId, ref);
     return { oldId, newId };
   }

@@ -36,10 +36,8 @@ volumes:
 
   beforeAll(async () => {
     if (await dockerUnavailable()) return;
-    await stack.build(dbRef, ["RUN echo db-v1 > /version && touch /ok"]);
-    await stack.build(webRef, ["RUN echo web-v1 > /version && touch /ok"]);
-    await stack.push(dbRef);
-    await stack.push(webRef);
+    await stack.publish(dbRef, ["RUN echo db-v1 > /version && touch /ok"]);
+    await stack.publish(webRef, ["RUN echo web-v1 > /version && touch /ok"]);
     stack.write("docker-compose.yml", composeText(webRef));
     await stack.up();
   }, 120_000);
@@ -150,8 +148,7 @@ describe("update of a service without a health check", () => {
 
   beforeAll(async () => {
     if (await dockerUnavailable()) return;
-    await stack.build(gateRef, ["RUN echo gate-v1 > /version"]);
-    await stack.push(gateRef);
+    await stack.publish(gateRef, ["RUN echo gate-v1 > /version"]);
     // Like the generated gateway: no health check, restarted by its policy when it dies.
     stack.write("docker-compose.yml", `name: ${stack.project}
 services:
