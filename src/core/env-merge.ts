@@ -5,16 +5,6 @@ const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
 /** A user's line: `KEY=value`, also in the `export KEY=value` form Compose accepts. */
 const USER_LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
 
-/** KEY -> raw value text (as written, quotes included) of a dotenv file. */
-export function parseEnvValues(text: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const line of text.split("\n")) {
-    const m = USER_LINE.exec(line.trim());
-    if (m) out.set(m[1], m[2]);
-  }
-  return out;
-}
-
 export interface EnvMerge {
   text: string;
   kept: string[];
@@ -27,9 +17,16 @@ export interface EnvMerge {
 
 const KEPT_HEADER = "# --- Kept from the previous .env (not used by the generated stack) ---";
 
-/** KEY -> the comment lines directly above it (no blank line between), our own header excluded. */
-function commentsAbove(text: string): Map<string, string[]> {
-  const out = new Map<string, string[]>();
+interface EnvEntry {
+  /** Raw value text as written, quotes included. */
+  value: string;
+  /** The comment lines directly above the line (no blank line between), our own header excluded. */
+  comments: string[];
+}
+
+/** KEY -> its entry, in one pass over a dotenv file. */
+function readEnvFile(text: string): Map<string, EnvEntry> {
+  const out = new Map<string, EnvEntry>();
   let pending: string[] = [];
   for (const line of text.split("\n")) {
     const trimmed = line.trim();
@@ -38,10 +35,15 @@ function commentsAbove(text: string): Map<string, string[]> {
       continue;
     }
     const m = USER_LINE.exec(trimmed);
-    if (m) out.set(m[1], pending);
+    if (m) out.set(m[1], { value: m[2], comments: pending });
     pending = [];
   }
   return out;
+}
+
+/** KEY -> raw value text (as written, quotes included) of a dotenv file. */
+export function parseEnvValues(text: string): Map<string, string> {
+  return new Map([...readEnvFile(text)].map(([key, entry]) => [key, entry.value]));
 }
 
 /** Empty as written: `KEY=`, `KEY=""` or `KEY=''`. */
@@ -50,7 +52,7 @@ const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
 /** `secrets` names the generated secret variables: an empty old value of one is replaced by the
  *  new value (a stack must not start with an empty password); every other old value is kept. */
 export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set()): EnvMerge {
-  const old = parseEnvValues(existing);
+  const old = readEnvFile(existing);
   const kept: string[] = [];
   const added: string[] = [];
   const filled: string[] = [];
@@ -59,22 +61,22 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     const m = LINE.exec(line);
     if (!m) return line;
     seen.add(m[1]);
-    if (secrets.has(m[1]) && old.has(m[1]) && isEmptyValue(old.get(m[1])!) && !isEmptyValue(m[2])) {
+    const before = old.get(m[1]);
+    if (!before) {
+      added.push(m[1]);
+      return line;
+    }
+    if (secrets.has(m[1]) && isEmptyValue(before.value) && !isEmptyValue(m[2])) {
       filled.push(m[1]);
       return line;
     }
-    if (old.has(m[1])) {
-      kept.push(m[1]);
-      return `${m[1]}=${old.get(m[1])}`;
-    }
-    added.push(m[1]);
-    return line;
+    kept.push(m[1]);
+    return `${m[1]}=${before.value}`;
   });
   const extra = [...old.keys()].filter((k) => !seen.has(k));
   if (extra.length) {
     // The user's own variables keep the comments written right above them.
-    const notes = commentsAbove(existing);
-    lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...(notes.get(k) ?? []), `${k}=${old.get(k)}`]), "");
+    lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
   }
   return { text: lines.join("\n").replace(/\n+$/, "\n"), kept, added, filled, extra };
 }
