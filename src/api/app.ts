@@ -12,6 +12,7 @@ import { docsRoutes } from "./routes/docs.ts";
 import { apiDocs } from "./docs/openapi.ts";
 import { deployRoutes, type DeployPolicy } from "./routes/deploy.ts";
 import { MAX_BODY_BYTES, type Guard } from "./guard/index.ts";
+import { forwardedHops } from "./guard/client-ip.ts";
 
 export interface AppOptions {
   catalog?: Catalog;
@@ -27,14 +28,18 @@ export interface AppOptions {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
-/** Loopback callers, callers with a valid key, or everyone when the operator opted in. */
+/** Loopback callers, callers with a valid key, or everyone when the operator opted in. A loopback
+ *  caller is one whose socket is loopback and whose every forwarded hop (X-Forwarded-For,
+ *  X-Real-IP, Forwarded) is loopback too: a proxy on this machine passes on who really called,
+ *  and a client can prepend `127.0.0.1` to X-Forwarded-For but cannot remove what the proxy adds.
+ *  Forwarding headers can only refuse here, never allow, so TRUST_PROXY does not matter. */
 export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string, string | undefined> = process.env): DeployPolicy {
   const allowRemote = env.ALLOW_REMOTE_DEPLOY === "true";
   return (request) => {
     if (allowRemote || guard?.hasValidKey(request)) return true;
     // Without a guard (app.handle alone) the caller's address is unknown: never loopback.
-    const client = guard?.clientOf(request);
-    return client !== undefined && LOOPBACK.test(client);
+    const peer = guard?.peerOf(request);
+    return peer !== undefined && LOOPBACK.test(peer) && forwardedHops(request.headers).every((hop) => LOOPBACK.test(hop));
   };
 }
 

@@ -125,6 +125,37 @@ describe("POST /v1/deploy", () => {
     await allowed.text();
   });
 
+  test("a forwarded caller is not loopback, whatever it prepends to X-Forwarded-For", async () => {
+    // The relay would call a URL the caller chooses: a remote client behind a proxy on this
+    // machine must not pass as local by writing 127.0.0.1 where the proxy keeps it.
+    for (const trustProxy of ["true", "false"]) {
+      const guard = createGuard(readGuardConfig({ LOG_LEVEL: "silent", TRUST_PROXY: trustProxy }));
+      const proxied = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guard });
+      try {
+        const url = `http://127.0.0.1:${proxied.api.port}/v1/deploy`;
+        const before = fake.calls.length;
+        for (const forwarded of [
+          { "x-forwarded-for": "127.0.0.1, 203.0.113.9" },
+          { "x-forwarded-for": "203.0.113.9" },
+          { "x-real-ip": "203.0.113.9" },
+          { forwarded: 'for=127.0.0.1, for="[2001:db8::7]:4711"' },
+          { "x-forwarded-for": "unknown" },
+        ]) {
+          const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...forwarded }, body: JSON.stringify(body()) });
+          expect({ forwarded, status: r.status }).toEqual({ forwarded, status: 403 });
+          expect(((await r.json()) as any).error.code).toBe("FORBIDDEN");
+        }
+        expect(fake.calls.length).toBe(before);
+        // A proxy on this machine forwarding a local caller keeps the relay open to it.
+        const local = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "127.0.0.1", forwarded: "for=\"[::1]:5000\"" }, body: JSON.stringify({ ...body(), update: true }) });
+        expect(local.status).toBe(200);
+        expect((await lines(local)).at(-1).result.success).toBe(true);
+      } finally {
+        await proxied.stop();
+      }
+    }
+  });
+
   test("documented in OpenAPI", async () => {
     const doc = await (await fetch(`${base}/v1/openapi.json`)).json() as any;
     expect(doc.paths["/v1/deploy"].post.requestBody).toBeDefined();

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { readGuardConfig, DEFAULT_GUARD_CONFIG } from "../../src/api/guard/config.ts";
 import { createKeyRing } from "../../src/api/guard/keys.ts";
-import { clientKey, forwardedClient } from "../../src/api/guard/client-ip.ts";
+import { clientKey, forwardedClient, forwardedHops } from "../../src/api/guard/client-ip.ts";
 import { MemoryStore } from "../../src/api/guard/memory-store.ts";
 import { bucketOf, quotaFor, verdictOf } from "../../src/api/guard/ratelimit.ts";
 import { pathOf, requestIdFrom } from "../../src/api/guard/request-log.ts";
@@ -100,6 +100,9 @@ describe("client addresses", () => {
     expect(forwardedClient("<script>")).toBeUndefined();
     expect(forwardedClient("")).toBeUndefined();
     expect(forwardedClient(null)).toBeUndefined();
+    const hops = new Headers({ "x-forwarded-for": "127.0.0.1, 203.0.113.9:80", "x-real-ip": "10.0.0.2", forwarded: 'for="[2001:db8::1]:4711";proto=https, for=unknown' });
+    expect(forwardedHops(hops)).toEqual(["127.0.0.1", "203.0.113.9", "10.0.0.2", "2001:db8::1", "unknown"]);
+    expect(forwardedHops(new Headers())).toEqual([]);
   });
   test("IPv6 clients are grouped by /64, IPv4-mapped addresses unwrapped", () => {
     expect(clientKey("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");

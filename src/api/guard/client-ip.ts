@@ -6,14 +6,35 @@ export type AddressSource = Pick<Server<unknown>, "requestIP">;
 
 const IP_TEXT = /^[0-9A-Fa-f:.]{2,45}$/;
 
+/** An address as proxies write it, without brackets, port or quotes; undefined when it is not one. */
+function bareAddress(entry: string): string | undefined {
+  let text = entry.trim().replace(/^"(.*)"$/, "$1");
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(text);
+  if (bracketed) text = bracketed[1];
+  else if (/^\d+\.\d+\.\d+\.\d+:\d+$/.test(text)) text = text.slice(0, text.lastIndexOf(":"));
+  return IP_TEXT.test(text) ? text : undefined;
+}
+
 /** Left-most X-Forwarded-For entry when it looks like an address (ports and brackets removed). */
 export function forwardedClient(header: string | null): string | undefined {
-  if (!header) return undefined;
-  let first = header.split(",")[0].trim();
-  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(first);
-  if (bracketed) first = bracketed[1];
-  else if (/^\d+\.\d+\.\d+\.\d+:\d+$/.test(first)) first = first.slice(0, first.lastIndexOf(":"));
-  return IP_TEXT.test(first) ? first : undefined;
+  return header ? bareAddress(header.split(",")[0]) : undefined;
+}
+
+/** Every hop a request says it was forwarded for (X-Forwarded-For, X-Real-IP, Forwarded `for=`),
+ *  as written; an entry that is not an address (`unknown`, a hidden name) is kept as its text. */
+export function forwardedHops(headers: Headers): string[] {
+  const hops: string[] = [];
+  const add = (entry: string) => hops.push(bareAddress(entry) ?? entry.trim());
+  for (const entry of headers.get("x-forwarded-for")?.split(",") ?? []) add(entry);
+  const real = headers.get("x-real-ip");
+  if (real !== null) add(real);
+  for (const element of headers.get("forwarded")?.split(",") ?? []) {
+    for (const pair of element.split(";")) {
+      const [name, value] = pair.split("=", 2);
+      if (name?.trim().toLowerCase() === "for" && value !== undefined) add(value);
+    }
+  }
+  return hops;
 }
 
 /** Expands an IPv6 address to 8 hextets; undefined when it is not one. */

@@ -37,8 +37,8 @@ export interface Guard {
   close(): Promise<void>;
   /** Whether this request carried a valid X-API-Key (checked when it arrived). */
   hasValidKey(request: Request): boolean;
-  /** The client address the rate limiter used for this request. */
-  clientOf(request: Request): string | undefined;
+  /** The socket address of a /v1/deploy request's caller (a proxy's, when one is in front). */
+  peerOf(request: Request): string | undefined;
 }
 
 /** Bun.serve's own cap, which answers a bare 413 (no JSON, no headers) before the guard sees the
@@ -63,7 +63,7 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     : new MemoryStore());
   const keys = createKeyRing(config.apiKeys);
   const withValidKey = new WeakSet<Request>();
-  const clients = new WeakMap<Request, string>();
+  const peers = new WeakMap<Request, string>();
 
   const refusal = (path: string, status: number, code: string, message: string) =>
     new Response(JSON.stringify(errorBodyFor(path, { code, message })), { status, headers: { "content-type": "application/json" } });
@@ -111,7 +111,11 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     addCorsHeaders(headers, config.corsOrigins, request.headers.get("origin"));
     const address = clientAddressOf(request, config.trustProxy, server);
     // Only the deploy relay asks who called (a WeakMap entry per request would cost every request).
-    if (address && path.startsWith("/v1/deploy")) clients.set(request, address);
+    // It wants the socket's own peer: forwarded addresses are the caller's word.
+    if (path.startsWith("/v1/deploy")) {
+      const peer = server?.requestIP(request)?.address;
+      if (peer) peers.set(request, peer);
+    }
     const finish = (answer: Response | Reply) => {
       let response: Response;
       if (answer instanceof Response) {
@@ -142,6 +146,6 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     health: () => store.health(),
     close: () => store.close(),
     hasValidKey: (request) => withValidKey.has(request),
-    clientOf: (request) => clients.get(request),
+    peerOf: (request) => peers.get(request),
   };
 }
