@@ -3,6 +3,7 @@
 // through PATCH /services/{uuid}/envs/bulk, and deploy is POST /deploy (GET gives 405 on 4.2+).
 import { createJsonClient, DeployError, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, EnvVar, StepContext } from "./types.ts";
+import { variablesToPush, type PlatformEnv } from "./existing-env.ts";
 
 /** Custom compose services over the API arrived in this build. */
 export const COOLIFY_MIN_VERSION = "4.0.0-beta.399";
@@ -123,10 +124,16 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
   if (existing) serviceUuid = await findService(api, steps, name, environment);
 
   const composeBase64 = Buffer.from(t.composeYaml, "utf8").toString("base64");
+  let vars = t.envVars;
+  let kept: string[] = [];
   if (serviceUuid) {
     const uuid = serviceUuid;
     steps.skip("Create compose service", `reusing service "${name}" (${uuid})`);
     await steps.run("Update compose service", async () => {
+      if (t.keepExistingValues) {
+        // Read before the new compose file adds empty rows for the variables it introduces.
+        ({ push: vars, kept } = variablesToPush(t.envVars, await platformEnv(api, uuid), true));
+      }
       await api.call("PATCH", `/services/${encodeURIComponent(uuid)}`, { body: { docker_compose_raw: composeBase64 } });
       return { value: undefined, detail: `compose file of service ${uuid} replaced` };
     });
@@ -170,11 +177,14 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     dashboardUrl: `${t.baseUrl}/project/${projectUuid}/environment/${environment.uuid}/service/${stackUuid}`,
   });
 
+  const keptNote = kept.length ? `; ${kept.length} kept as set on Coolify` : "";
   if (t.envVars.length === 0) steps.skip("Set env", ".env holds no variables");
+  else if (vars.length === 0) steps.skip("Set env", `all ${kept.length} variables kept as set on Coolify`);
   else {
     await steps.run("Set env", async () => {
-      await api.call("PATCH", `/services/${encodeURIComponent(stackUuid)}/envs/bulk`, { body: { data: t.envVars.map(envEntry) } });
-      return { value: undefined, detail: `${t.envVars.length} variable${t.envVars.length === 1 ? "" : "s"}` };
+      // The bulk endpoint upserts by key: variables only Coolify has stay as they are.
+      await api.call("PATCH", `/services/${encodeURIComponent(stackUuid)}/envs/bulk`, { body: { data: vars.map(envEntry) } });
+      return { value: undefined, detail: `${vars.length} variable${vars.length === 1 ? "" : "s"}${keptNote}` };
     });
   }
 
@@ -185,6 +195,18 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     });
     return { value: undefined, detail: res?.deployments?.[0]?.message ?? "deployment queued" };
   });
+}
+
+/** The service's variables as Coolify lists them (preview copies left out). A token without the
+ *  right to read secrets gets rows without their value: such a value counts as set. */
+async function platformEnv(api: JsonClient, serviceUuid: string): Promise<PlatformEnv> {
+  const rows = await api.call<{ key?: unknown; value?: unknown; is_preview?: unknown }[]>("GET", `/services/${encodeURIComponent(serviceUuid)}/envs`);
+  const env: PlatformEnv = new Map();
+  for (const row of Array.isArray(rows) ? rows : []) {
+    if (typeof row?.key !== "string" || row.is_preview === true) continue;
+    env.set(row.key, typeof row.value === "string" ? row.value : undefined);
+  }
+  return env;
 }
 
 /** Update path: the service of the same name in the project's production environment, if any. */

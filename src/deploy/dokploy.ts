@@ -3,6 +3,7 @@
 // `raw`, and `compose.update` carries both the compose file and the env text.
 import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion } from "./http.ts";
 import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
+import { envTextForUpdate } from "./existing-env.ts";
 
 /** Environments and `x-api-key` together exist from this release on. */
 export const DOKPLOY_MIN_VERSION = "0.25.0";
@@ -128,12 +129,23 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   });
 
   await steps.run("Set env", async () => {
+    // compose.update replaces the whole env text: on a reused stack, what is already there decides
+    // what stays (variables added on Dokploy; set values when the bundle is freshly generated).
+    let env = { text: t.envText, kept: [] as string[], carried: [] as string[] };
+    if (reused) {
+      const current = await api.call<{ env?: unknown }>("GET", "/compose.one", { query: { composeId } });
+      env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues);
+    }
     // One call sets the env text, the source type (default "github" would fail to deploy) and the file.
     await api.call("POST", "/compose.update", {
-      body: { composeId, env: t.envText, sourceType: "raw", composeFile: t.composeYaml },
+      body: { composeId, env: env.text, sourceType: "raw", composeFile: t.composeYaml },
     });
     const n = t.envVars.length;
-    return { value: undefined, detail: `${n} variable${n === 1 ? "" : "s"}, compose file ${reused ? "replaced" : "set"}` };
+    const notes = [
+      env.kept.length ? `${env.kept.length} kept as set on Dokploy` : "",
+      env.carried.length ? `${env.carried.length} only on Dokploy kept` : "",
+    ].filter(Boolean);
+    return { value: undefined, detail: `${n} variable${n === 1 ? "" : "s"}${notes.length ? ` (${notes.join(", ")})` : ""}, compose file ${reused ? "replaced" : "set"}` };
   });
 
   await steps.run("Deploy", async () => {

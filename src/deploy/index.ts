@@ -7,6 +7,7 @@ import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
 import { redact } from "./http.ts";
+import { parseEnvText } from "./parse-env.ts";
 import type {
   DeployProvider,
   DeployResult,
@@ -19,6 +20,7 @@ import type {
 } from "./types.ts";
 
 export type { DeployResult, DeployStep, ProviderName } from "./types.ts";
+export { parseEnvText } from "./parse-env.ts";
 export { DESTINATION_ENV } from "./coolify.ts";
 
 export const PROVIDERS: Record<ProviderName, DeployProvider> = { coolify, dokploy };
@@ -38,6 +40,9 @@ export interface DeployOptions {
   files?: BundleFiles;
   /** Coolify: the Docker destination (uuid, name or network) to use on a server with several. */
   destination?: string;
+  /** On update, keep every value the platform has set: for a bundle generated just now, whose
+   *  secrets are new (the API relay). The CLI pushes the user's bundle, which wins. */
+  keepExistingValues?: boolean;
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
@@ -58,6 +63,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     envText: opts.envText,
     envVars: parseEnvText(opts.envText),
     destination: opts.destination?.trim() || undefined,
+    keepExistingValues: opts.keepExistingValues === true,
     fetch: opts.fetch,
     timeoutMs: opts.timeoutMs,
   };
@@ -127,45 +133,4 @@ export function normaliseInstanceUrl(raw: string): string {
   if (url.username || url.password) throw usageError("The instance URL must not contain credentials; pass the API key instead");
   const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v1)?$/, "");
   return `${url.origin}${path}`;
-}
-
-/**
- * Parse dotenv text: `KEY=value`, `export KEY=value`, comments, single quotes (literal),
- * double quotes (with \n escapes, may span lines). Later keys win, like docker compose.
- */
-export function parseEnvText(text: string): EnvVar[] {
-  const vars = new Map<string, string>();
-  const lines = text.replace(/\r\n?/g, "\n").split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === "" || line.startsWith("#")) continue;
-    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/.exec(line);
-    if (!m) continue;
-    const key = m[1]!;
-    let rest = m[2]!;
-    const quote = rest[0];
-    if (quote === '"' || quote === "'") {
-      // Gather lines until the closing quote (multi-line values).
-      let body = rest.slice(1);
-      let end = findClosingQuote(body, quote);
-      while (end < 0 && i + 1 < lines.length) {
-        body += "\n" + lines[++i]!;
-        end = findClosingQuote(body, quote);
-      }
-      const raw = end < 0 ? body : body.slice(0, end);
-      rest = quote === '"' ? raw.replace(/\\n/g, "\n").replace(/\\(["\\$])/g, "$1") : raw;
-    } else {
-      rest = rest.replace(/\s+#.*$/, "").trim();
-    }
-    vars.set(key, rest);
-  }
-  return [...vars].map(([key, value]) => ({ key, value }));
-}
-
-function findClosingQuote(text: string, quote: string): number {
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === "\\" && quote === '"') i++;
-    else if (text[i] === quote) return i;
-  }
-  return -1;
 }

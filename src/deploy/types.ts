@@ -49,6 +49,9 @@ export interface DeployTarget {
   envVars: EnvVar[];
   /** Coolify: the Docker destination (uuid, name or network) to use on a server with several. */
   destination?: string;
+  /** On update, values the platform has set stay (the bundle was generated just now, its secrets
+   *  are new); see existing-env.ts. */
+  keepExistingValues: boolean;
   fetch?: FetchLike;
   timeoutMs?: number;
 }

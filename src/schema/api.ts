@@ -138,6 +138,10 @@ export const DeployRequest = Type.Object({
   /** Coolify: the Docker destination (uuid, name or network) on a server that has several. */
   destination: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: "Coolify only: the Docker destination (uuid, name or network) to use on a server that has several" })),
   input: Type.Optional(GenerateRequest),
-  complete: Type.Optional(Type.Object({ input: GenerateRequest }, { additionalProperties: true })),
+  complete: Type.Optional(Type.Object({
+    input: GenerateRequest,
+    /** The document's files: its `.env` values are the ones deployed (as previewed or downloaded). */
+    files: Type.Optional(Type.Record(Type.String(), Type.String())),
+  }, { additionalProperties: true })),
 });
 export type DeployRequest = Static<typeof DeployRequest>;

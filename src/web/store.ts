@@ -1,5 +1,5 @@
 // The page's shared state: the form (user input), the loaded catalog and the latest validation.
-import type { CatalogService, Category, Preset, SkillPack, ValidateResponse } from "./api.ts";
+import type { CatalogService, Category, CompleteDocument, Preset, SkillPack, ValidateResponse } from "./api.ts";
 import type { FormState } from "./model.ts";
 
 export interface CatalogData {
@@ -37,6 +37,9 @@ export class Store {
   private formListeners = new Set<Listener>();
   private validationListeners = new Set<Listener>();
   validation: Validation = { kind: "idle" };
+  /** The bundle last previewed or downloaded, with the request body that made it: a deploy of
+   *  the same form sends its .env, so the platform gets the secrets the user has seen. */
+  bundle: { key: string; doc: CompleteDocument } | undefined;
 
   constructor(public form: FormState, readonly catalog: CatalogData) {}
 

@@ -5,6 +5,7 @@ import { startServers } from "../../src/api/server.ts";
 import { createApp, defaultDeployPolicy } from "../../src/api/app.ts";
 import { createGuard, readGuardConfig } from "../../src/api/guard/index.ts";
 import { CoolifyFake, destination, usableServer } from "../deploy/fakes/coolify-fake.ts";
+import { parseEnvValues } from "../../src/core/env-merge.ts";
 
 const KEY = "relay-test-key-0123456789";
 let fake: CoolifyFake;
@@ -52,6 +53,32 @@ describe("POST /v1/deploy", () => {
     const last = (await lines(r)).at(-1);
     expect(last.result.success).toBe(true);
     expect(fake.projects.filter((p) => p.name === "relay-demo")).toHaveLength(1);
+  });
+
+  test("an update never replaces the secrets a running stack has; a document's .env is what gets deployed", async () => {
+    const own = await new CoolifyFake().start();
+    try {
+      const input = { projectName: "relay-secrets", preset: "minimal" };
+      const doc = (await (await fetch(`${base}/v1/generate?format=complete`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(input) })).json()) as any;
+      const first = (await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, complete: doc }))).at(-1);
+      expect(first.result.success).toBe(true);
+      const values = () => new Map([...own.services[0]!.envs.values()].map((row) => [row.key, row.value]));
+      const deployed = values();
+      // The deployed values are the document's (what the user previewed or downloaded).
+      const documentEnv = parseEnvValues(doc.files[".env"]);
+      const secret = [...documentEnv].find(([key, value]) => /PASSWORD|SECRET|KEY/.test(key) && value.length >= 16)!;
+      expect(secret).toBeDefined();
+      expect(deployed.get(secret[0])).toBe(secret[1]);
+      // Each relay request generates new secrets: an update must not push them over the old ones.
+      for (const again of [{ input }, { complete: { input } }]) {
+        const update = (await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, update: true, ...again }))).at(-1);
+        expect(update.result.success).toBe(true);
+        expect(values()).toEqual(deployed);
+      }
+      expect(own.violations).toEqual([]);
+    } finally {
+      await own.stop();
+    }
   });
 
   test("destination names the Coolify destination on a server that has several", async () => {
@@ -134,13 +161,14 @@ describe("POST /v1/deploy", () => {
       try {
         const url = `http://127.0.0.1:${proxied.api.port}/v1/deploy`;
         const before = fake.calls.length;
-        for (const forwarded of [
+        const forgedHops: Record<string, string>[] = [
           { "x-forwarded-for": "127.0.0.1, 203.0.113.9" },
           { "x-forwarded-for": "203.0.113.9" },
           { "x-real-ip": "203.0.113.9" },
           { forwarded: 'for=127.0.0.1, for="[2001:db8::7]:4711"' },
           { "x-forwarded-for": "unknown" },
-        ]) {
+        ];
+        for (const forwarded of forgedHops) {
           const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...forwarded }, body: JSON.stringify(body()) });
           expect({ forwarded, status: r.status }).toEqual({ forwarded, status: 403 });
           expect(((await r.json()) as any).error.code).toBe("FORBIDDEN");

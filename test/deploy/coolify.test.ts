@@ -243,6 +243,29 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(second.steps.filter((s) => s.status === "skipped").map((s) => s.step)).toEqual(["Create project", "Create compose service"]);
   });
 
+  for (const hidesEnvValues of [false, true]) {
+    test(`an update of a freshly generated bundle (the API relay) keeps every value Coolify has set${hidesEnvValues ? ", also when it hides them" : ""}`, async () => {
+      const fake = await startFake({ hidesEnvValues });
+      expect((await deployBundle(options(fake))).success).toBe(true);
+      const service = fake.services[0]!;
+      service.envs.get("CORE_VERSION")!.value = "";
+      const fresh = `${ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret").replace("CORE_VERSION=latest", "CORE_VERSION=2026.11.1")}NEW_SECRET=n3w\n`;
+      const callsBefore = fake.calls.length;
+      const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true }));
+      expect(fake.violations).toEqual([]);
+      expect(result.success).toBe(true);
+      expect(service.envs.get("POSTGRES_PASSWORD")!.value).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
+      expect(service.envs.get("NEW_SECRET")!.value).toBe("n3w");
+      // A hidden value cannot be told from an empty one: it counts as set and stays.
+      expect(service.envs.get("CORE_VERSION")!.value).toBe(hidesEnvValues ? "" : "2026.11.1");
+      const pushed = (fake.calls.slice(callsBefore).find((c) => c.path.endsWith("/envs/bulk"))!.body as { data: { key: string }[] }).data.map((d) => d.key);
+      expect(pushed.sort()).toEqual(hidesEnvValues ? ["NEW_SECRET"] : ["CORE_VERSION", "NEW_SECRET"]);
+      // Read before the compose file is replaced (which adds empty rows for new references).
+      const order = fake.sequence().slice(callsBefore).map((c) => c.replace(service.uuid, "{service}"));
+      expect(order.indexOf("GET /services/{service}/envs")).toBeLessThan(order.indexOf("PATCH /services/{service}"));
+    });
+  }
+
   test("--update on a project without the service creates it once", async () => {
     const fake = await startFake();
     fake.addProject(PROJECT);

@@ -1,12 +1,15 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
-import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
+import { deployBundle, parseEnvText, type DeployOptions } from "../../src/deploy/index.ts";
 import { DokployFake } from "./fakes/dokploy-fake.ts";
 import { COMPOSE, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<DokployFake>();
 const startFake = (options?: ConstructorParameters<typeof DokployFake>[0]) => track(new DokployFake(options));
 const options = (fake: DokployFake, overrides: Partial<DeployOptions> = {}) => fixtureOptions("dokploy", overrides.url ?? fake.url, fake.apiKey, overrides);
+
+/** The variables of the fake's (only) compose stack, as Dokploy would read its env text. */
+const envOf = (fake: DokployFake) => new Map(parseEnvText(fake.composes[0]!.env!).map((v) => [v.key, v.value]));
 
 const CREATE_SEQUENCE = [
   "GET /settings.getDokployVersion",
@@ -105,10 +108,45 @@ describe("Dokploy deployer against a spec-validating fake", () => {
       "GET /settings.getDokployVersion",
       "GET /project.all",
       "GET /project.one",
+      "GET /compose.one",
       "POST /compose.update",
       "POST /compose.deploy",
     ]);
     expect(second.stackId).toBe(fake.composes[0]!.composeId);
+  });
+
+  test("--update keeps variables added on Dokploy; the bundle's values win for the others", async () => {
+    const fake = await startFake();
+    expect((await deployBundle(options(fake))).success).toBe(true);
+    // compose.update replaces the whole env text: what the user added there must survive.
+    fake.composes[0]!.env += "SMTP_PASSWORD='set on dokploy'\n";
+    const rotated = ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "rotated-in-the-bundle");
+    const result = await deployBundle(options(fake, { update: true, envText: rotated }));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    const env = envOf(fake);
+    expect(env.get("POSTGRES_PASSWORD")).toBe("rotated-in-the-bundle");
+    expect(env.get("SMTP_PASSWORD")).toBe("set on dokploy");
+    expect(env.get("QUOTED")).toBe("a $literal value");
+    expect(result.steps.find((s) => s.step === "Set env")!.detail).toContain("1 only on Dokploy kept");
+  });
+
+  test("an update of a freshly generated bundle (the API relay) keeps every value Dokploy has set", async () => {
+    const fake = await startFake();
+    expect((await deployBundle(options(fake))).success).toBe(true);
+    fake.composes[0]!.env = fake.composes[0]!.env!.replace("CORE_VERSION=latest", "CORE_VERSION=");
+    const fresh = `${ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret").replace("CORE_VERSION=latest", "CORE_VERSION=2026.11.1")}NEW_SECRET=n3w\n`;
+    const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true }));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    const env = envOf(fake);
+    expect(env.get("POSTGRES_PASSWORD")).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
+    expect(env.get("GREETING")).toBe("hello world");
+    expect(env.get("QUOTED")).toBe("a $literal value");
+    // Empty on the platform, or new: the fresh values go in.
+    expect(env.get("CORE_VERSION")).toBe("2026.11.1");
+    expect(env.get("NEW_SECRET")).toBe("n3w");
+    expect(result.steps.find((s) => s.step === "Set env")!.detail).toContain("3 kept as set on Dokploy");
   });
 
   test("--update on a project without the stack creates it once", async () => {

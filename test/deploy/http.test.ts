@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
 import { normaliseInstanceUrl, parseEnvText } from "../../src/deploy/index.ts";
+import { envTextForUpdate } from "../../src/deploy/existing-env.ts";
 
 const v = (s: string) => parseVersion(s)!;
 
@@ -108,5 +109,26 @@ describe("createJsonClient", () => {
   test("redact leaves text alone for very short secrets", () => {
     expect(redact("abc abc", "abc")).toBe("abc abc");
     expect(redact("x-long-secret-x", "long-secret")).toBe("x-[redacted]-x");
+  });
+});
+
+describe("envTextForUpdate", () => {
+  test("values put back or carried over read back unchanged, however they are written", () => {
+    const awkward = ["plain-Value_1", "with space", "it's", 'a "quoted" $HOME', "two\nlines", "back\\slash"];
+    const platform = awkward.map((v, i) => `K${i}=${JSON.stringify(v)}`).join("\n").replace(/\\\\/g, "\\\\");
+    const stored = new Map(parseEnvText(platform).map((v) => [v.key, v.value]));
+    // Kept (the bundle has the key, fresh) and carried (only the platform has it).
+    const ours = "# ours\nK0=new\nK1=new\nK2=new\nOURS=1\n";
+    const { text, kept, carried } = envTextForUpdate(ours, platform, true);
+    expect(kept).toEqual(["K0", "K1", "K2"]);
+    expect(carried).toEqual(["K3", "K4", "K5"]);
+    const after = new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+    for (const [key, value] of stored) expect(after.get(key)).toBe(value);
+    expect(after.get("OURS")).toBe("1");
+    expect(text.startsWith("# ours\n")).toBe(true);
+    // Without keeping, the bundle's values win and the platform-only ones are still carried.
+    const mine = new Map(parseEnvText(envTextForUpdate(ours, platform, false).text).map((v) => [v.key, v.value]));
+    expect(mine.get("K0")).toBe("new");
+    expect(mine.get("K5")).toBe(stored.get("K5"));
   });
 });

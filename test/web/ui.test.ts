@@ -8,6 +8,7 @@ import { unzipSync, strFromU8 } from "fflate";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startServers } from "../../src/api/server.ts";
 import { readGuardConfig } from "../../src/api/guard/index.ts";
+import { parseEnvValues } from "../../src/core/env-merge.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -346,10 +347,19 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await failure.textContent()).toContain("401");
     expect(await page.locator("#deploy-steps li[data-status=failed]").count()).toBe(1);
 
+    // Previewed first: the deploy carries the previewed .env, so the platform gets the secrets
+    // the user has seen (and may have downloaded), not a second set.
+    await page.click("#preview-button");
+    await page.waitForSelector("#file-content");
     await page.fill("#deploy-key", fake.token);
+    const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
     await page.click("#deploy-button");
+    const previewedEnv = (await sent).postDataJSON().complete.files[".env"] as string;
     await page.waitForSelector("#dashboard-link");
     await page.waitForSelector("#deploy-button:enabled"); // the stream has ended
+    const password = parseEnvValues(previewedEnv).get("REDIS_PASSWORD");
+    expect(password?.length).toBeGreaterThanOrEqual(16);
+    expect(fake.services[0]!.envs.get("REDIS_PASSWORD")!.value).toBe(password!);
     const steps = await page.locator("#deploy-steps li").evaluateAll((els) => els.map((e) => [e.querySelector(".step-name")!.textContent, e.getAttribute("data-status")]));
     expect(steps.length).toBeGreaterThanOrEqual(5);
     for (const [, status] of steps) expect(["ok", "skipped"]).toContain(String(status));

@@ -1,10 +1,12 @@
-// POST /v1/deploy: the UI's relay to a user's Coolify or Dokploy. Generates the bundle, deploys
-// it and streams the steps as NDJSON (`{type:"step",...}` lines, then one `{type:"result"}`).
+// POST /v1/deploy: the UI's relay to a user's Coolify or Dokploy. Generates the bundle (with a
+// complete document's .env values), deploys it and streams the steps as NDJSON
+// (`{type:"step",...}` lines, then one `{type:"result"}`).
 // It makes the server call a user-given URL, so only trusted callers may use it.
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { DeployRequest, ErrorBody } from "../../schema/api.ts";
 import { generateBundle } from "../../core/generate/index.ts";
+import { mergeEnv } from "../../core/env-merge.ts";
 import { deployBundle, type DeployStep } from "../../deploy/index.ts";
 import { StackgenError, validationError } from "../../errors.ts";
 import { jsonObjectBody } from "../json-body.ts";
@@ -23,7 +25,12 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     if (!policy(request)) throw new StackgenError("FORBIDDEN", FORBIDDEN_MESSAGE, 403);
     const input = body.input ?? body.complete?.input;
     if (!input) throw validationError(DEPLOY_MESSAGE, [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
-    const { files } = generateBundle(input, catalog);
+    const generated = generateBundle(input, catalog);
+    // A complete document's .env holds the values the user saw or downloaded: deploy those (new
+    // variables get the fresh ones). The other files are regenerated from its input.
+    const documentEnv = (body.complete?.files as Record<string, string> | undefined)?.[".env"];
+    const envText = documentEnv === undefined ? generated.files[".env"] : mergeEnv(documentEnv, generated.files[".env"], generated.secretNames).text;
+    const files: Record<string, string> = { ...generated.files, ".env": envText };
 
     const encoder = new TextEncoder();
     const queue: string[] = [];
@@ -37,9 +44,12 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
       apiKey: body.apiKey,
       update: body.update,
       destination: body.destination,
+      // An update through the API never replaces a value the platform has set: these secrets
+      // were generated just now, and the running stack's data is locked with the old ones.
+      keepExistingValues: true,
       projectName: input.projectName,
       composeYaml: files["docker-compose.yml"],
-      envText: files[".env"],
+      envText,
       files,
       ...(fetchImpl ? { fetch: fetchImpl as never } : {}),
     }, (step: DeployStep) => { push({ type: "step", ...step }); firstStep(); });

@@ -79,7 +79,11 @@ export function mountDeploy(store: Store): void {
     try {
       let finished = false;
       const chosen = provider.value === "coolify" ? destination.value.trim() : "";
-      const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), input: generateBody(store.form) };
+      const input = generateBody(store.form);
+      // The bundle the user previewed or downloaded for this form: deploy its secrets, not new ones.
+      const shown = store.bundle?.key === JSON.stringify(input) ? store.bundle.doc : undefined;
+      const what = shown ? { complete: { input, files: { ".env": shown.files[".env"] } } } : { input };
+      const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
       for await (const event of api.deploy(request)) {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {

@@ -77,6 +77,7 @@ export function mountFiles(store: Store): void {
     if (preview?.key === key) return preview.doc;
     const doc = await api.generateComplete(generateBody(store.form));
     preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
+    store.bundle = { key, doc };
     return doc;
   };
 

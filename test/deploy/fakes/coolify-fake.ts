@@ -68,6 +68,8 @@ export interface CoolifyFakeOptions {
   destinations?: Record<string, Omit<CoolifyDestinationRow, "server_uuid" | "created_at" | "updated_at">[]>;
   /** False: GET /servers/{uuid}/destinations is unknown (404), as on older versions. */
   listsDestinations?: boolean;
+  /** True: env rows are listed without `value`/`real_value`, as for a token that may not read secrets. */
+  hidesEnvValues?: boolean;
 }
 
 export function destination(network: string, type: "standalone" | "swarm" = "standalone") {
@@ -111,6 +113,7 @@ export class CoolifyFake extends SpecFake {
   servers: CoolifyServerRow[];
   readonly destinations: Record<string, CoolifyDestinationRow[]> = {};
   listsDestinations: boolean;
+  hidesEnvValues: boolean;
   readonly projects: CoolifyProjectRow[] = [];
   readonly services: CoolifyServiceRow[] = [];
   readonly deployments: { uuid: string; force: string | undefined }[] = [];
@@ -127,6 +130,7 @@ export class CoolifyFake extends SpecFake {
     this.version = options.version ?? "4.3.10";
     this.servers = options.servers ?? [usableServer()];
     this.listsDestinations = options.listsDestinations ?? true;
+    this.hidesEnvValues = options.hidesEnvValues ?? false;
     const now = new Date(0).toISOString();
     for (const server of this.servers) {
       this.destinations[server.uuid] = (options.destinations?.[server.uuid] ?? [destination("coolify")]).map((d) => ({
@@ -206,6 +210,16 @@ export class CoolifyFake extends SpecFake {
         return this.updateService(ctx.params.uuid!, body, violate);
       case "update-envs-by-service-uuid":
         return this.bulkEnvs(ctx.params.uuid!, body, violate);
+      case "list-envs-by-service-uuid": {
+        const service = this.services.find((s) => s.uuid === ctx.params.uuid);
+        if (!service) return { status: 404, body: { message: "Service not found." } };
+        const rows = [...service.envs.values()].map((r, i) => {
+          const row = { id: i + 1, uuid: `env${randomId(8)}`, ...r, is_shown_once: false, comment: null, created_at: "2026-01-01T00:00:00Z", updated_at: "2026-01-01T00:00:00Z" };
+          if (this.hidesEnvValues) return { ...row, value: undefined };
+          return { ...row, real_value: r.value };
+        });
+        return { status: 200, body: JSON.parse(JSON.stringify(rows)) };
+      }
       case "deploy-by-tag-or-uuid": {
         const service = this.services.find((s) => s.uuid === ctx.query.uuid);
         if (!service) return { status: 404, body: { message: "No resources found." } };
@@ -301,6 +315,10 @@ export class CoolifyFake extends SpecFake {
       const compose = this.decodeCompose(body.docker_compose_raw, violate);
       if (typeof compose !== "string") return compose;
       service.compose = compose;
+      // Like creation: variables the new file references get (empty) rows.
+      for (const key of referencedVariables(compose)) {
+        if (!service.envs.has(key)) service.envs.set(key, { key, value: "", is_literal: false, is_preview: false, is_multiline: false });
+      }
     }
     return { status: 200, body: { uuid: service.uuid, domains: [] } };
   }

@@ -154,6 +154,11 @@ export class DokployFake extends SpecFake {
         this.composes.push(row);
         return { status: 200, body: row };
       }
+      case "compose-one": {
+        const row = this.composes.find((c) => c.composeId === ctx.query.composeId);
+        if (!row) return notFound("Compose not found");
+        return { status: 200, body: row };
+      }
       case "compose-update": {
         const row = this.composes.find((c) => c.composeId === body.composeId);
         if (!row) return notFound("Compose not found");
