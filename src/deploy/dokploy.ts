@@ -56,16 +56,16 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   });
   const name = t.projectName;
 
-  const version = await steps.run("Check version", async () => {
+  // SPEC §4.2's first step; the version check (CONTRACT §5) is part of it, as for Coolify.
+  const { version, existing } = await steps.run("Test connection", async () => {
     const answer = await api.call<unknown>("GET", "/settings.getDokployVersion");
     const shown = requireMinimumVersion("Dokploy", String(answer ?? ""), DOKPLOY_MIN_VERSION, "environments and x-api-key");
-    return { value: parseVersion(shown)!, detail: `Dokploy ${shown}` };
-  });
-
-  const existing = await steps.run("Test connection", async () => {
     const projects = await api.call<DokployProject[]>("GET", "/project.all");
     const found = Array.isArray(projects) ? projects.find((p) => p.name === name) : undefined;
-    return { value: found, detail: found ? `project "${name}" exists (${found.projectId})` : `no project named "${name}" yet` };
+    return {
+      value: { version: parseVersion(shown)!, existing: found },
+      detail: `Dokploy ${shown}; ${found ? `project "${name}" exists (${found.projectId})` : `no project named "${name}" yet`}`,
+    };
   });
 
   if (existing && !t.update) {

@@ -150,6 +150,14 @@ export function serverMessage(body: unknown, raw: string): string {
       }
     }
     if (typeof b.error === "string") parts.push(b.error);
+    // Dokploy (tRPC + zod): `issues` holds one `{path, message}` per refused field.
+    if (Array.isArray(b.issues)) {
+      for (const issue of b.issues as { path?: unknown; message?: unknown }[]) {
+        if (typeof issue?.message !== "string") continue;
+        const path = Array.isArray(issue.path) ? issue.path.join(".") : "";
+        parts.push(path ? `${path}: ${issue.message}` : issue.message);
+      }
+    }
     if (parts.length) return snippet(parts.join("; "));
   }
   return snippet(raw);

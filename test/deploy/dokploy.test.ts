@@ -60,7 +60,6 @@ describe("Dokploy deployer against a spec-validating fake", () => {
       `${fake.url}/dashboard/project/${project.projectId}/environment/${compose.environmentId}/services/compose/${compose.composeId}`,
     );
     expect(result.steps.map((s) => `${s.step}:${s.status}`)).toEqual([
-      "Check version:ok",
       "Test connection:ok",
       "Create project:ok",
       "Get project:ok",
@@ -74,7 +73,7 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     const fake = await startFake();
     const result = await deployBundle(options(fake, { apiKey: "wrong-key-1234" }));
     expect(result.error).toBe("Dokploy API 401: Unauthorized");
-    expect(result.failedStep).toBe("Check version");
+    expect(result.failedStep).toBe("Test connection");
     expect(result.created).toEqual([]);
     expect(fake.violations).toEqual([]);
   });
@@ -162,7 +161,7 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     const fake = await startFake({ version });
     const result = await deployBundle(options(fake));
     expect(result.success).toBe(false);
-    expect(result.failedStep).toBe("Check version");
+    expect(result.failedStep).toBe("Test connection");
     expect(result.error).toContain("0.25.0 or later");
     expect(result.error).toContain(version);
     expect(fake.calls).toHaveLength(1);
@@ -219,7 +218,7 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     const url = fake.url;
     await fake.stop();
     const result = await deployBundle(options(fake, { url }));
-    expect(result.failedStep).toBe("Check version");
+    expect(result.failedStep).toBe("Test connection");
     expect(result.error).toStartWith(`Cannot reach Dokploy at ${url} (`);
   });
 

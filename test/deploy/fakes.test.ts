@@ -72,6 +72,20 @@ describe("Coolify fake rejects what Coolify rejects", () => {
     expect(fake.violations.join()).toContain("no services map");
   });
 
+  test("volume paths with shell metacharacters: rejected; ${VAR} references are fine", async () => {
+    for (const volume of ["./data;touch /tmp/x:/data", "$(id):/x", { type: "bind", source: "./a`id`", target: "/a" }]) {
+      const fake = await coolify();
+      const compose = { services: { app: { image: "nginx", volumes: [volume] } } };
+      const res = await createService(fake, Buffer.from(JSON.stringify(compose)).toString("base64"));
+      expect(res.status).toBe(422);
+      expect(fake.violations.join()).toContain("shell metacharacters");
+    }
+    const fake = await coolify();
+    const fine = { services: { app: { image: "nginx", volumes: ["${DATA_DIR:-./data}:/data", "app_data:/var/lib/app"] } } };
+    expect((await createService(fake, Buffer.from(JSON.stringify(fine)).toString("base64"))).status).toBe(201);
+    expect(fake.violations).toEqual([]);
+  });
+
   test("only one of environment_name/environment_uuid: the spec's required list catches it", async () => {
     const fake = await coolify();
     const { project } = await projectAndEnv(fake);

@@ -92,6 +92,23 @@ describe("createJsonClient", () => {
     expect(error.detail).toBe("Validation failed.; name: bad [redacted]");
   });
 
+  test("Dokploy's zod issues name each refused field", async () => {
+    const client = createJsonClient({
+      provider: "Dokploy",
+      baseUrl: "http://127.0.0.1:9/api",
+      headers: {},
+      secret: "secret-key-1",
+      fetch: fakeFetch(() => Response.json({
+        message: "Input validation failed",
+        code: "BAD_REQUEST",
+        issues: [{ code: "too_small", path: ["name"], message: "String must contain at least 1 character(s)" }, { path: [], message: "Required" }],
+        data: { code: "BAD_REQUEST", httpStatus: 400 },
+      }, { status: 400 })),
+    });
+    const error = await failure(client.call("POST", "/compose.create", { body: {} }));
+    expect(error.detail).toBe("Input validation failed; name: String must contain at least 1 character(s); Required");
+  });
+
   test("a fetch rejection that mentions the key is redacted", async () => {
     const client = createJsonClient({
       provider: "Dokploy",

@@ -370,10 +370,19 @@ export class CoolifyFake extends SpecFake {
       violate("docker_compose_raw has no services map");
       return { status: 422, body: { message: "Invalid docker-compose file: services section is required." } };
     }
-    for (const name of Object.keys(services)) {
+    for (const [name, service] of Object.entries(services as Record<string, { volumes?: unknown[] }>)) {
       if (/[;&|`$<>(){}\s]/.test(name)) {
         violate(`service name ${name} has shell metacharacters`);
         return { status: 422, body: { message: "Invalid service name." } };
+      }
+      // Volume paths too (research §2); `${VAR}` references are allowed, command substitution is not.
+      for (const volume of service?.volumes ?? []) {
+        const paths = typeof volume === "string" ? [volume] : [String((volume as { source?: unknown })?.source ?? ""), String((volume as { target?: unknown })?.target ?? "")];
+        const bad = paths.find((path) => /[;&|`<>\n]|\$\(/.test(path.replace(/\$\{[A-Za-z_][A-Za-z0-9_]*(:?-[^}]*)?\}/g, "")));
+        if (bad !== undefined) {
+          violate(`volume path ${bad} of ${name} has shell metacharacters`);
+          return { status: 422, body: { message: "Invalid volume path." } };
+        }
       }
     }
     return text;
