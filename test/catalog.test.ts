@@ -98,6 +98,32 @@ describe("catalog", () => {
     for (const s of catalog.services) expect(referencedVars(s).size).toBeGreaterThanOrEqual(0);
   });
 
+  test("no password, secret or token is written into the catalog: each comes from a generated variable", () => {
+    // A literal would be the same on every install (research §9); S3 access keys are user names.
+    const literals: string[] = [];
+    for (const service of catalog.services) {
+      const envs: [string, Record<string, string>][] = [[service.id, service.env ?? {}], ...(service.sidecars ?? []).map((c): [string, Record<string, string>] => [`${service.id}/${c.name}`, c.env ?? {}])];
+      for (const [where, env] of envs) {
+        for (const [key, value] of Object.entries(env)) {
+          if (/(PASSWORD|PASSWD|SECRET|TOKEN|KEY|SALT)$/i.test(key) && !/ACCESS_KEY$/.test(key) && value !== "" && !value.includes("${")) literals.push(`${where} ${key}`);
+        }
+      }
+    }
+    expect(literals).toEqual([]);
+  });
+
+  test("no secret is passed on a command line, where docker inspect and ps show it", () => {
+    const secrets = new Set(catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.secret).map((v) => v.name)));
+    const exposed: string[] = [];
+    for (const service of catalog.services) {
+      const commands: [string, readonly string[] | undefined][] = [[service.id, service.command], ...(service.sidecars ?? []).map((c): [string, readonly string[] | undefined] => [`${service.id}/${c.name}`, c.command])];
+      for (const [where, command] of commands) {
+        for (const m of (command ?? []).join(" ").matchAll(/\$\{([A-Za-z0-9_]+)/g)) if (secrets.has(m[1]!)) exposed.push(`${where} ${m[1]}`);
+      }
+    }
+    expect(exposed).toEqual([]);
+  });
+
   test("every publicUrl variable is the service's own address on the host", () => {
     const urls = catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.publicUrl).map((v) => ({ s, v })));
     expect(urls.length).toBeGreaterThan(20);
