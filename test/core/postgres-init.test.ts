@@ -10,6 +10,7 @@ import { generateBundle } from "../../src/core/generate/index.ts";
 import { fixedSecrets } from "../../src/core/generate/secrets.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { IN_CI, run } from "../support/tools.ts";
+import { parse as parseYaml } from "yaml";
 
 const PG_ROOT = "/usr/lib/postgresql";
 const version = existsSync(PG_ROOT) ? readdirSync(PG_ROOT).filter((v) => existsSync(join(PG_ROOT, v, "bin", "initdb"))).sort().at(-1) : undefined;
@@ -39,7 +40,8 @@ beforeAll(async () => {
   writeFileSync(pwfile, SUPER_PW);
   chmodSync(pwfile, 0o644);
   expect((await as([bin("initdb"), "-D", data, "-U", "postgres", "--pwfile", pwfile, "--auth=scram-sha-256", "--locale=C.UTF-8"])).code).toBe(0);
-  const started = await as([bin("pg_ctl"), "-D", data, "-w", "-o", `-k ${socket} -c listen_addresses= -p 55432`, "-l", join(dir, "log"), "start"]);
+  // TCP on loopback too: the bundle's health check reaches the server that way.
+  const started = await as([bin("pg_ctl"), "-D", data, "-w", "-o", `-k ${socket} -c listen_addresses=127.0.0.1 -p 55432`, "-l", join(dir, "log"), "start"]);
   expect(started.code, started.stderr).toBe(0);
   writeFileSync(script, files["postgres/init/10-databases.sh"]);
   chmodSync(script, 0o755);
@@ -88,6 +90,35 @@ describe("postgres init script", () => {
     expect(r.code, r.stderr).toBe(0);
     const count = await psqlAs("postgres", SUPER_PW, "postgres", "select count(*) from pg_database where datname in ('n8n','synapse','outline')");
     expect(count.stdout.trim()).toBe("3");
+  });
+
+  test("a service added to a stack whose database already ran gets its own from PostgreSQL's health check", async () => {
+    if (!available) return;
+    // The image runs init scripts only on an empty volume; the regenerated bundle's health check
+    // (what compose runs in the container every 10 s) applies the script instead.
+    const grown = generateBundle({ projectName: "pg", services: ["n8n", "matrix-synapse", "outline", "mattermost"], platform: "linux/amd64" }, getCatalog(), { secrets: fixedSecrets("pg") });
+    const grownEnv = parseEnvValues(grown.files[".env"]);
+    const compose = parseYaml(grown.files["docker-compose.yml"]) as { services: Record<string, { healthcheck: { test: string[] }; volumes: string[] }> };
+    const postgres = compose.services.postgresql!;
+    const [kind, shell] = postgres.healthcheck.test;
+    expect(kind).toBe("CMD-SHELL");
+    const mount = postgres.volumes.find((v) => v.startsWith("./postgres/init:"))!.split(":")[1]!;
+    const grownScript = join(dir, "grown.sh");
+    writeFileSync(grownScript, grown.files["postgres/init/10-databases.sh"]);
+    chmodSync(grownScript, 0o755);
+    // Compose turns `$$` into `$`; the script is where the bundle mounts it.
+    const command = shell!.replaceAll("$$", "$").replace(`${mount}/10-databases.sh`, grownScript);
+    const before = await psqlAs("postgres", SUPER_PW, "postgres", "select count(*) from pg_database where datname = 'mattermost'");
+    expect(before.stdout.trim()).toBe("0");
+    const env = { ...passwords(), PGPASSWORD: "", POSTGRES_PASSWORD: SUPER_PW, MATTERMOST_DB_PASSWORD: grownEnv.get("MATTERMOST_DB_PASSWORD")! };
+    const check = await as(["sh", "-c", command], env);
+    expect(check.code, check.stderr).toBe(0);
+    const login = await psqlAs("mattermost", grownEnv.get("MATTERMOST_DB_PASSWORD")!, "mattermost", "select current_user, current_database()");
+    expect(login.stdout.trim()).toBe("mattermost|mattermost");
+    // A healthy check again: nothing left to do, still passes.
+    expect((await as(["sh", "-c", command], env)).code).toBe(0);
+    // And it is a health check: with the server down it fails.
+    expect((await as(["sh", "-c", command.replace("-h 127.0.0.1", "-h 127.0.0.1 -p 1")], env)).code).not.toBe(0);
   });
 
   test("a password with quotes and backslashes is stored as given, never parsed as SQL", async () => {

@@ -3,7 +3,7 @@
 import { Scalar, stringify } from "yaml";
 import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
 import { allServices, hostnameOf, webServices, type FileMap, type GenContext } from "./context.ts";
-import { bundleMounts, DOCKER_SOCKET } from "./mounts.ts";
+import { bundleMounts, DOCKER_SOCKET, needsPostgresInit, POSTGRES_INIT_TARGET } from "./mounts.ts";
 
 export const NETWORK = "stack";
 const VAR_REF = /\$\{([A-Z][A-Z0-9_]*)\}/g;
@@ -29,6 +29,17 @@ function healthcheck(h: HealthCheck, ctx: GenContext) {
     retries: h.retries,
     ...(h.startPeriod ? { start_period: h.startPeriod } : {}),
   };
+}
+
+/** PostgreSQL runs its init scripts only on an empty volume, so a service added to a stack that
+ *  already ran would never get its database. Its health check therefore applies the (idempotent)
+ *  script on every check, and clients, which wait for it to be healthy, start once their
+ *  database exists. Over TCP: the image's first-start server listens on the socket only, while it
+ *  runs the same script itself. */
+function postgresHealthCheck(h: HealthCheck): HealthCheck {
+  const ready = 'pg_isready -h 127.0.0.1 -U "$POSTGRES_USER" -d postgres';
+  const apply = `PGHOST=127.0.0.1 PGPASSWORD="$POSTGRES_PASSWORD" sh ${POSTGRES_INIT_TARGET}/10-databases.sh >/dev/null`;
+  return { ...h, test: ["CMD-SHELL", `${ready} && ${apply}`] };
 }
 
 const envOf = (ctx: GenContext, env: Record<string, string>) =>
@@ -132,7 +143,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       ...(ports.length ? { ports } : {}),
       ...(vols.length ? { volumes: vols } : {}),
       ...(Object.keys(dependsOn).length ? { depends_on: dependsOn } : {}),
-      ...(s.healthCheck ? { healthcheck: healthcheck(s.healthCheck, ctx) } : {}),
+      ...(s.healthCheck ? { healthcheck: healthcheck(s.id === "postgresql" && needsPostgresInit(ctx) ? postgresHealthCheck(s.healthCheck) : s.healthCheck, ctx) } : {}),
       ...(gpu ? { deploy: { resources: { reservations: { devices: [{ driver: "nvidia", count: "all", capabilities: ["gpu"] }] } } } } : {}),
       ...(extraHosts.length ? { extra_hosts: extraHosts } : {}),
       labels,

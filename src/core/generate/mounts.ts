@@ -13,6 +13,8 @@ export interface BundleMount {
 
 export const DOCKER_SOCKET = "/var/run/docker.sock";
 export const POSTGRES_INIT_DIR = "postgres/init";
+/** Where the official image runs init scripts from (on an empty volume only). */
+export const POSTGRES_INIT_TARGET = "/docker-entrypoint-initdb.d";
 
 export const needsPostgresInit = (ctx: GenContext) =>
   has(ctx, "postgresql") && ctx.stack.services.some((s) => (s.databases ?? []).length > 0);
@@ -34,6 +36,6 @@ export function bundleMounts(ctx: GenContext): Map<string, BundleMount[]> {
     add("grafana", "./grafana/provisioning", "/etc/grafana/provisioning");
     add("grafana", "./grafana/dashboards", "/var/lib/grafana/dashboards");
   }
-  if (needsPostgresInit(ctx)) add("postgresql", `./${POSTGRES_INIT_DIR}`, "/docker-entrypoint-initdb.d");
+  if (needsPostgresInit(ctx)) add("postgresql", `./${POSTGRES_INIT_DIR}`, POSTGRES_INIT_TARGET);
   return m;
 }
