@@ -71,6 +71,8 @@ export const Variable = Type.Object({
    *  (`http://localhost:<host port>`). The generator rewrites it to the proxy's hostname when the
    *  proxy serves that port, or to the port the service got after a clash. */
   publicUrl: Type.Optional(Type.Boolean()),
+  /** With `publicUrl`: only this part of that URL (an app that wants its host name or scheme). */
+  publicUrlPart: Type.Optional(Type.Union([Type.Literal("host"), Type.Literal("scheme")])),
 });
 export type Variable = Static<typeof Variable>;
 

@@ -233,6 +233,16 @@ describe("input fields take effect", () => {
     expect(urlOf({})(".env", "SEARXNG_BASE_URL")).toBe("http://127.0.0.1:13030/");
   });
 
+  test("an app that wants the host name or scheme of its public URL gets that part (Nextcloud's trusted domain)", () => {
+    const values = (body: Record<string, unknown>) => parseEnvValues(gen({ services: ["nextcloud"], ...body }).files[".env"]);
+    const proxied = values({ proxy: "caddy", domain: "example.com" });
+    expect([proxied.get("NEXTCLOUD_PUBLIC_URL"), proxied.get("NEXTCLOUD_PUBLIC_HOST"), proxied.get("NEXTCLOUD_PUBLIC_SCHEME")]).toEqual(["https://nextcloud.example.com", "nextcloud.example.com", "https"]);
+    const direct = values({});
+    expect([direct.get("NEXTCLOUD_PUBLIC_URL"), direct.get("NEXTCLOUD_PUBLIC_HOST"), direct.get("NEXTCLOUD_PUBLIC_SCHEME")]).toEqual(["http://localhost:14001", "localhost", "http"]);
+    const compose = gen({ services: ["nextcloud"], proxy: "caddy", domain: "example.com" }).files["docker-compose.yml"];
+    expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
+  });
+
   test("publicUrl: the proxy's hostname, the port a clash moved the service to, or the address as declared", () => {
     const svc = { id: "svc", name: "Svc", ports: [{ container: 80, host: 9000, web: true }, { container: 81, host: 9001 }] };
     const ports = new Map([["svc", [

@@ -20,6 +20,13 @@ export function publicUrl(ctx: GenContext, serviceId: string, declared: string):
   return `${scheme}://${host}:${published.host}${rest}`;
 }
 
+/** The whole URL, or the part of it a `publicUrlPart` variable holds. */
+function urlPart(url: string, part: "host" | "scheme" | undefined): string {
+  if (part === undefined) return url;
+  const parsed = new URL(url);
+  return part === "host" ? parsed.hostname : parsed.protocol.slice(0, -1);
+}
+
 export const CORE_VERSION_VAR = "CORE_VERSION";
 export const CORE_IMAGE_VAR = "CORE_IMAGE";
 
@@ -31,7 +38,7 @@ export function collectVariables(services: CatalogService[], core: CatalogServic
   ];
   for (const s of [core, ...services]) {
     for (const v of s.variables ?? []) {
-      const declared = v.publicUrl && v.default !== undefined ? urlOf(s.id, v.default) : v.default;
+      const declared = v.publicUrl && v.default !== undefined ? urlPart(urlOf(s.id, v.default), v.publicUrlPart) : v.default;
       const value = v.secret
         ? (options.generateSecrets ? secrets(v.name, v.format ?? "alnum", v.length ?? 32) : "")
         : (declared ?? "");
