@@ -58,6 +58,7 @@ const passwords = () => ({
   N8N_DB_PASSWORD: envValues.get("N8N_DB_PASSWORD")!,
   MATRIX_SYNAPSE_DB_PASSWORD: envValues.get("MATRIX_SYNAPSE_DB_PASSWORD")!,
   OUTLINE_DB_PASSWORD: envValues.get("OUTLINE_DB_PASSWORD")!,
+  POSTGRESQL_AGENT_PASSWORD: envValues.get("POSTGRESQL_AGENT_PASSWORD")!,
 });
 const psqlAs = (user: string, password: string, db: string, sql: string) =>
   as([bin("psql"), "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-U", user, "-d", db, "-c", sql], { PGPASSWORD: password });
@@ -67,7 +68,8 @@ describe("postgres init script", () => {
     if (!available) return;
     const r = await as(["sh", script], passwords());
     expect(r.code, r.stderr).toBe(0);
-    for (const [user, db, varName] of [["n8n", "n8n", "N8N_DB_PASSWORD"], ["synapse", "synapse", "MATRIX_SYNAPSE_DB_PASSWORD"], ["outline", "outline", "OUTLINE_DB_PASSWORD"]]) {
+    // The gateway's own database too (its agents work there, not as the superuser).
+    for (const [user, db, varName] of [["n8n", "n8n", "N8N_DB_PASSWORD"], ["synapse", "synapse", "MATRIX_SYNAPSE_DB_PASSWORD"], ["outline", "outline", "OUTLINE_DB_PASSWORD"], ["agent", "agent", "POSTGRESQL_AGENT_PASSWORD"]]) {
       const ok = await psqlAs(user, envValues.get(varName)!, db, "select current_user, current_database()");
       expect(ok.code, ok.stderr).toBe(0);
       expect(ok.stdout.trim()).toBe(`${user}|${db}`);
@@ -132,7 +134,7 @@ describe("postgres init script", () => {
     const script2 = join(dir, "20.sh");
     writeFileSync(script2, fresh.files["postgres/init/10-databases.sh"]);
     chmodSync(script2, 0o755);
-    const made = await as(["sh", script2], { POSTGRES_USER: "postgres", PGPASSWORD: SUPER_PW, UMAMI_DB_PASSWORD: nasty });
+    const made = await as(["sh", script2], { POSTGRES_USER: "postgres", PGPASSWORD: SUPER_PW, UMAMI_DB_PASSWORD: nasty, POSTGRESQL_AGENT_PASSWORD: envValues.get("POSTGRESQL_AGENT_PASSWORD")! });
     expect(made.code, made.stderr).toBe(0);
     const login = await psqlAs("umami", nasty, "umami", "select current_user");
     expect(login.stdout.trim()).toBe("umami");

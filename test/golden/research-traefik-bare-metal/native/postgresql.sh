@@ -12,3 +12,5 @@ grep -q '172.16.0.0/12 scram-sha-256' "$CONF/pg_hba.conf" || echo 'host all all 
 systemctl restart postgresql
 runuser -u postgres -- psql -v ON_ERROR_STOP=1 -v pw="$POSTGRESQL_PASSWORD" <<< "ALTER ROLE postgres PASSWORD :'pw';"
 systemctl enable --now postgresql
+# Create each service's database and user (same script the container would run).
+runuser -u postgres -- env POSTGRES_USER=postgres POSTGRESQL_AGENT_PASSWORD="$POSTGRESQL_AGENT_PASSWORD" sh ./postgres/init/10-databases.sh

@@ -15,5 +15,8 @@ SELECT CASE WHEN :'coll' = '' THEN format('CREATE DATABASE %I OWNER %I', :'db', 
 SQL
 }
 
+# PostgreSQL
+create_database agent agent "$POSTGRESQL_AGENT_PASSWORD"
+
 # n8n
 create_database n8n n8n "$N8N_DB_PASSWORD"
