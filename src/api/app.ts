@@ -28,18 +28,42 @@ export interface AppOptions {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
+const LOOPBACK_HOST = /^(localhost|[a-z0-9.-]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
+
+/** Whether the request names this machine (Host) and, from a browser, comes from a page of this
+ *  server (Origin). Any web page the local user opens can send requests to 127.0.0.1 (CORS is open
+ *  by default), and a rebinding DNS name points another site's page at it with its own Host. */
+function fromLocalPage(request: Request): boolean {
+  const host = request.headers.get("host") ?? "";
+  let hostname = "";
+  try {
+    hostname = new URL(`http://${host}`).hostname;
+  } catch {
+    return false;
+  }
+  if (!LOOPBACK_HOST.test(hostname)) return false;
+  const origin = request.headers.get("origin");
+  if (origin === null) return true;
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
 /** Loopback callers, callers with a valid key, or everyone when the operator opted in. A loopback
  *  caller is one whose socket is loopback and whose every forwarded hop (X-Forwarded-For,
  *  X-Real-IP, Forwarded) is loopback too: a proxy on this machine passes on who really called,
  *  and a client can prepend `127.0.0.1` to X-Forwarded-For but cannot remove what the proxy adds.
- *  Forwarding headers can only refuse here, never allow, so TRUST_PROXY does not matter. */
+ *  Forwarding headers can only refuse here, never allow, so TRUST_PROXY does not matter. A
+ *  browser on this machine qualifies only from a page of this server (fromLocalPage). */
 export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string, string | undefined> = process.env): DeployPolicy {
   const allowRemote = env.ALLOW_REMOTE_DEPLOY === "true";
   return (request) => {
     if (allowRemote || guard?.hasValidKey(request)) return true;
     // Without a guard (app.handle alone) the caller's address is unknown: never loopback.
     const peer = guard?.peerOf(request);
-    return peer !== undefined && LOOPBACK.test(peer) && forwardedHops(request.headers).every((hop) => LOOPBACK.test(hop));
+    return peer !== undefined && LOOPBACK.test(peer) && forwardedHops(request.headers).every((hop) => LOOPBACK.test(hop)) && fromLocalPage(request);
   };
 }
 

@@ -184,6 +184,26 @@ describe("POST /v1/deploy", () => {
     }
   });
 
+  test("a page of another site, or a rebinding DNS name, does not get the loopback privilege", async () => {
+    // CORS is open by default, so any page the local user opens can post to 127.0.0.1; the relay
+    // would then call URLs of that page's choosing from this machine.
+    const before = fake.calls.length;
+    const foreign: Record<string, string>[] = [{ origin: "https://evil.example" }, { host: `evil.example:${servers.api.port}` }, { origin: "null" }];
+    for (const headers of foreign) {
+      const r = await post(body(), headers);
+      expect({ headers, status: r.status }).toEqual({ headers, status: 403 });
+      await r.body?.cancel();
+    }
+    expect(fake.calls.length).toBe(before);
+    // The server's own pages (same origin, loopback host) keep it, and so does a key.
+    const same = await post({ ...body(), update: true }, { origin: base });
+    expect(same.status).toBe(200);
+    expect((await lines(same)).at(-1).result.success).toBe(true);
+    const keyed = await post({ ...body(), update: true }, { origin: "https://evil.example", "x-api-key": KEY });
+    expect(keyed.status).toBe(200);
+    await keyed.text();
+  });
+
   test("documented in OpenAPI", async () => {
     const doc = await (await fetch(`${base}/v1/openapi.json`)).json() as any;
     expect(doc.paths["/v1/deploy"].post.requestBody).toBeDefined();
