@@ -201,7 +201,7 @@ describe("rate limits", () => {
     expect((await get("/v1/health", { "x-api-key": "guess-4" })).status).toBe(429);
   });
 
-  test("X-Forwarded-For is ignored unless TRUST_PROXY, then its left-most entry is the client", async () => {
+  test("X-Forwarded-For is ignored unless TRUST_PROXY, then the client is its right-most public entry", async () => {
     server = await startTestServer({ anonymousLimits: { standard: 2, generate: 1 } });
     for (let i = 0; i < 2; i++) expect((await get("/v1/health", { "x-forwarded-for": `198.51.100.${i}` })).status).toBe(200);
     expect((await get("/v1/health", { "x-forwarded-for": "198.51.100.77" })).status).toBe(429);
@@ -213,6 +213,11 @@ describe("rate limits", () => {
     const other = await get("/v1/health", { "x-forwarded-for": "203.0.113.6, 10.0.0.1" });
     expect(other.status).toBe(200);
     expect(other.headers.get("x-ratelimit-remaining")).toBe("1");
+    // Rotating what it prepends does not give a client new windows.
+    for (let i = 0; i < 3; i++) {
+      const r = await get("/v1/health", { "x-forwarded-for": `198.51.100.${i}, 203.0.113.6` });
+      expect(r.status).toBe(i === 0 ? 200 : 429);
+    }
     // Without a usable header the socket address counts.
     expect((await get("/v1/health", { "x-forwarded-for": "not an ip" })).status).toBe(200);
   });

@@ -93,8 +93,14 @@ describe("keys", () => {
 });
 
 describe("client addresses", () => {
-  test("left-most X-Forwarded-For entry, ports and brackets removed, junk refused", () => {
+  test("the X-Forwarded-For client: right-most public entry, internal hops skipped, ports and brackets removed, junk refused", () => {
     expect(forwardedClient("203.0.113.9, 10.0.0.1")).toBe("203.0.113.9");
+    // A client can only prepend: what it wrote before the address our proxy saw does not count.
+    expect(forwardedClient("198.51.100.1, 203.0.113.9")).toBe("203.0.113.9");
+    expect(forwardedClient("1.2.3.4, 203.0.113.9, 172.20.0.3, 192.168.1.1")).toBe("203.0.113.9");
+    expect(forwardedClient("junk, 2001:db8::7, fd00::1")).toBe("2001:db8::7");
+    // Only internal addresses (a LAN): the left-most.
+    expect(forwardedClient("10.0.0.9, 10.0.0.1")).toBe("10.0.0.9");
     expect(forwardedClient("203.0.113.9:5555")).toBe("203.0.113.9");
     expect(forwardedClient("[2001:db8::1]:443, 10.0.0.1")).toBe("2001:db8::1");
     expect(forwardedClient("<script>")).toBeUndefined();

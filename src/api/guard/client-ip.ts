@@ -1,5 +1,5 @@
-// Who is calling: the socket address (or, behind a trusted proxy, the left-most X-Forwarded-For
-// entry), reduced to the unit a client cannot cheaply multiply (an IPv6 /64).
+// Who is calling: the socket address (or, behind a trusted proxy, the client its X-Forwarded-For
+// chain names), reduced to the unit a client cannot cheaply multiply (an IPv6 /64).
 import type { Server } from "bun";
 
 export type AddressSource = Pick<Server<unknown>, "requestIP">;
@@ -15,9 +15,18 @@ function bareAddress(entry: string): string | undefined {
   return IP_TEXT.test(text) ? text : undefined;
 }
 
-/** Left-most X-Forwarded-For entry when it looks like an address (ports and brackets removed). */
+/** Private, loopback, link-local and shared (CGNAT) ranges: where proxies of one's own network sit. */
+const INTERNAL = /^(10\.|127\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.|::1$|f[cd][0-9a-f]{2}:|fe[89ab][0-9a-f]:|::ffff:(10|127|192\.168)\.)/i;
+
+/** The client an X-Forwarded-For chain names: the right-most public address, since each proxy
+ *  appends the address it saw and a client can only prepend (a left-most entry is whatever the
+ *  client wrote). Internal hops (private ranges) are skipped; a chain of internal addresses
+ *  only gives its left-most. Ports and brackets are removed; undefined when nothing is an address. */
 export function forwardedClient(header: string | null): string | undefined {
-  return header ? bareAddress(header.split(",")[0]) : undefined;
+  if (!header) return undefined;
+  const addresses = header.split(",").map(bareAddress).filter((a): a is string => a !== undefined);
+  for (let i = addresses.length - 1; i >= 0; i--) if (!INTERNAL.test(addresses[i]!)) return addresses[i];
+  return addresses[0];
 }
 
 /** Every hop a request says it was forwarded for (X-Forwarded-For, X-Real-IP, Forwarded `for=`),
