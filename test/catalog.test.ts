@@ -130,9 +130,17 @@ describe("catalog", () => {
     for (const { s, v } of urls) {
       const m = /^https?:\/\/(localhost|127\.0\.0\.1):(\d+)(\/.*)?$/.exec(v.default ?? "");
       expect(m, `${s.id} ${v.name}`).not.toBeNull();
-      expect(s.ports.map((p) => p.host), `${s.id} ${v.name}`).toContain(Number(m![2]));
+      const owner = v.publicUrlOf ? catalog.servicesById.get(v.publicUrlOf) : s;
+      expect(owner, `${s.id} ${v.name}: publicUrlOf names a catalog service`).toBeDefined();
+      expect(owner!.ports.map((p) => p.host), `${s.id} ${v.name}`).toContain(Number(m![2]));
       expect(v.secret, `${s.id} ${v.name}`).toBeFalsy();
     }
+  });
+
+  test("a public URL of an unknown service fails the load", () => {
+    const file = "services/lasuite-meet-backend.yaml";
+    const bad = { ...catalogFiles, [file]: catalogFiles[file].replace("publicUrlOf: livekit", "publicUrlOf: livekat") };
+    expect(() => loadCatalog(bad)).toThrow(/names unknown service livekat/);
   });
 
   test("a dangling dependency or skill fails the load", () => {

@@ -175,6 +175,8 @@ function crossCheck(
       const owner = varOwner.get(v.name);
       if (owner) p.push(`${where}: variable ${v.name} already declared by ${owner}`);
       varOwner.set(v.name, s.id);
+      if (v.publicUrlOf !== undefined && !byId.has(v.publicUrlOf)) p.push(`${where}: variable ${v.name} names unknown service ${v.publicUrlOf}`);
+      if ((v.publicUrlOf !== undefined || v.publicUrlPart !== undefined) && !v.publicUrl) p.push(`${where}: variable ${v.name} has publicUrlOf/publicUrlPart without publicUrl`);
     }
     for (const v of s.volumes) {
       if (v.source.startsWith("/")) continue;

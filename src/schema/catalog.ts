@@ -71,6 +71,9 @@ export const Variable = Type.Object({
    *  (`http://localhost:<host port>`). The generator rewrites it to the proxy's hostname when the
    *  proxy serves that port, or to the port the service got after a clash. */
   publicUrl: Type.Optional(Type.Boolean()),
+  /** With `publicUrl`: the URL of this other service (an app that must know where users reach its
+   *  web frontend or media server); `default` is then that service's address on the host. */
+  publicUrlOf: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$" })),
   /** With `publicUrl`: only this part of that URL (an app that wants its host name or scheme). */
   publicUrlPart: Type.Optional(Type.Union([Type.Literal("host"), Type.Literal("scheme")])),
 });

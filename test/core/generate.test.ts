@@ -243,6 +243,18 @@ describe("input fields take effect", () => {
     expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
   });
 
+  test("a variable can hold another service's public URL (Meet's backend: its frontend and LiveKit)", () => {
+    const values = (body: Record<string, unknown>) => parseEnvValues(gen(body).files[".env"]);
+    const meet = values({ preset: "videoconf", domain: "example.com" });
+    expect(meet.get("LASUITE_MEET_BACKEND_PUBLIC_URL")).toBe("https://lasuite-meet-frontend.example.com");
+    expect(meet.get("LASUITE_MEET_BACKEND_PUBLIC_HOST")).toBe("lasuite-meet-frontend.example.com");
+    expect(meet.get("LASUITE_MEET_BACKEND_LIVEKIT_URL")).toBe("https://livekit.example.com");
+    // The backend without its frontend: the frontend's address as declared; LiveKit on its host port.
+    const alone = values({ services: ["lasuite-meet-backend"] });
+    expect(alone.get("LASUITE_MEET_BACKEND_PUBLIC_URL")).toBe("http://localhost:15885");
+    expect(alone.get("LASUITE_MEET_BACKEND_LIVEKIT_URL")).toBe("http://localhost:7880");
+  });
+
   test("publicUrl: the proxy's hostname, the port a clash moved the service to, or the address as declared", () => {
     const svc = { id: "svc", name: "Svc", ports: [{ container: 80, host: 9000, web: true }, { container: 81, host: 9001 }] };
     const ports = new Map([["svc", [

@@ -38,7 +38,7 @@ export function collectVariables(services: CatalogService[], core: CatalogServic
   ];
   for (const s of [core, ...services]) {
     for (const v of s.variables ?? []) {
-      const declared = v.publicUrl && v.default !== undefined ? urlPart(urlOf(s.id, v.default), v.publicUrlPart) : v.default;
+      const declared = v.publicUrl && v.default !== undefined ? urlPart(urlOf(v.publicUrlOf ?? s.id, v.default), v.publicUrlPart) : v.default;
       const value = v.secret
         ? (options.generateSecrets ? secrets(v.name, v.format ?? "alnum", v.length ?? 32) : "")
         : (declared ?? "");
