@@ -30,9 +30,10 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
 const LOOPBACK_HOST = /^(localhost|[a-z0-9.-]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
 
-/** Whether the request names this machine (Host) and, from a browser, comes from a page of this
- *  server (Origin). Any web page the local user opens can send requests to 127.0.0.1 (CORS is open
- *  by default), and a rebinding DNS name points another site's page at it with its own Host. */
+/** Whether the request names this machine (Host) and, from a browser, comes from a page served by
+ *  this machine (Origin: this server's UI on its other port too). Any web page the local user
+ *  opens can send requests to 127.0.0.1 (CORS is open by default), and a rebinding DNS name
+ *  points another site's page at it with its own Host. */
 function fromLocalPage(request: Request): boolean {
   const host = request.headers.get("host") ?? "";
   let hostname = "";
@@ -45,7 +46,7 @@ function fromLocalPage(request: Request): boolean {
   const origin = request.headers.get("origin");
   if (origin === null) return true;
   try {
-    return new URL(origin).host === host;
+    return LOOPBACK_HOST.test(new URL(origin).hostname);
   } catch {
     return false;
   }

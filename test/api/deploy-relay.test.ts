@@ -195,8 +195,8 @@ describe("POST /v1/deploy", () => {
       await r.body?.cancel();
     }
     expect(fake.calls.length).toBe(before);
-    // The server's own pages (same origin, loopback host) keep it, and so does a key.
-    const same = await post({ ...body(), update: true }, { origin: base });
+    // Pages served by this machine (the UI on its own port too) keep it, and so does a key.
+    const same = await post({ ...body(), update: true }, { origin: "http://localhost:3654" });
     expect(same.status).toBe(200);
     expect((await lines(same)).at(-1).result.success).toBe(true);
     const keyed = await post({ ...body(), update: true }, { origin: "https://evil.example", "x-api-key": KEY });
