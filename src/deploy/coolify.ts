@@ -130,12 +130,20 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     const uuid = serviceUuid;
     steps.skip("Create compose service", `reusing service "${name}" (${uuid})`);
     await steps.run("Update compose service", async () => {
+      let unread = "";
       if (t.keepExistingValues) {
         // Read before the new compose file adds empty rows for the variables it introduces.
-        ({ push: vars, kept } = variablesToPush(t.envVars, await platformEnv(api, uuid), true));
+        try {
+          ({ push: vars, kept } = variablesToPush(t.envVars, await platformEnv(api, uuid), true));
+        } catch (e) {
+          if (!(e instanceof DeployError)) throw e;
+          // Unreadable: every fresh secret counts as set (never replace a running stack's).
+          ({ push: vars, kept } = variablesToPush(t.envVars, new Map([...t.freshSecrets].map((k) => [k, undefined])), true));
+          unread = `; its variables could not be listed (${e.message}), so no generated secret is sent`;
+        }
       }
       await api.call("PATCH", `/services/${encodeURIComponent(uuid)}`, { body: { docker_compose_raw: composeBase64 } });
-      return { value: undefined, detail: `compose file of service ${uuid} replaced` };
+      return { value: undefined, detail: `compose file of service ${uuid} replaced${unread}` };
     });
   } else {
     serviceUuid = await steps.run("Create compose service", async () => {

@@ -131,19 +131,30 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   await steps.run("Set env", async () => {
     // compose.update replaces the whole env text: on a reused stack, what is already there decides
     // what stays (variables added on Dokploy; set values when the bundle is freshly generated).
-    let env = { text: t.envText, kept: [] as string[], carried: [] as string[] };
+    let env: { text: string | undefined; kept: string[]; carried: string[] } = { text: t.envText, kept: [], carried: [] };
+    let unread = "";
     if (reused) {
-      const current = await api.call<{ env?: unknown }>("GET", "/compose.one", { query: { composeId } });
-      env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues);
+      try {
+        const current = await api.call<{ env?: unknown }>("GET", "/compose.one", { query: { composeId } });
+        env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues);
+      } catch (e) {
+        if (!(e instanceof DeployError)) throw e;
+        // Unreadable: the bundle's own values still go in; freshly generated ones never replace a
+        // running stack's, so then the env text is left as it is.
+        if (t.keepExistingValues) env = { text: undefined, kept: [], carried: [] };
+        unread = `current variables not readable (${e.message})`;
+      }
     }
     // One call sets the env text, the source type (default "github" would fail to deploy) and the file.
     await api.call("POST", "/compose.update", {
-      body: { composeId, env: env.text, sourceType: "raw", composeFile: t.composeYaml },
+      body: { composeId, ...(env.text === undefined ? {} : { env: env.text }), sourceType: "raw", composeFile: t.composeYaml },
     });
     const n = t.envVars.length;
     const notes = [
+      env.text === undefined ? "left as they are on Dokploy" : "",
       env.kept.length ? `${env.kept.length} kept as set on Dokploy` : "",
       env.carried.length ? `${env.carried.length} only on Dokploy kept` : "",
+      unread,
     ].filter(Boolean);
     return { value: undefined, detail: `${n} variable${n === 1 ? "" : "s"}${notes.length ? ` (${notes.join(", ")})` : ""}, compose file ${reused ? "replaced" : "set"}` };
   });

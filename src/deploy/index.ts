@@ -43,6 +43,8 @@ export interface DeployOptions {
   /** On update, keep every value the platform has set: for a bundle generated just now, whose
    *  secrets are new (the API relay). The CLI pushes the user's bundle, which wins. */
   keepExistingValues?: boolean;
+  /** With keepExistingValues: the names of the generated secrets (see DeployTarget). */
+  freshSecrets?: ReadonlySet<string>;
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
@@ -64,6 +66,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     envVars: parseEnvText(opts.envText),
     destination: opts.destination?.trim() || undefined,
     keepExistingValues: opts.keepExistingValues === true,
+    freshSecrets: opts.freshSecrets ?? new Set<string>(),
     fetch: opts.fetch,
     timeoutMs: opts.timeoutMs,
   };

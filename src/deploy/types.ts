@@ -52,6 +52,9 @@ export interface DeployTarget {
   /** On update, values the platform has set stay (the bundle was generated just now, its secrets
    *  are new); see existing-env.ts. */
   keepExistingValues: boolean;
+  /** The variables generated just now (with keepExistingValues): when the platform's own values
+   *  cannot be read, these are treated as set there and not sent. */
+  freshSecrets: ReadonlySet<string>;
   fetch?: FetchLike;
   timeoutMs?: number;
 }

@@ -266,6 +266,19 @@ describe("Coolify deployer against a spec-validating fake", () => {
     });
   }
 
+  test("a fresh bundle's update on a Coolify that does not list variables sends no generated secret", async () => {
+    const fake = await startFake();
+    expect((await deployBundle(options(fake))).success).toBe(true);
+    fake.injections.push({ operationId: "list-envs-by-service-uuid", reply: { status: 404, body: { message: "Not found." } } });
+    const fresh = ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret").replace("CORE_VERSION=latest", "CORE_VERSION=2026.11.1");
+    const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true, freshSecrets: new Set(["POSTGRES_PASSWORD"]) }));
+    expect(result.success).toBe(true);
+    const service = fake.services[0]!;
+    expect(service.envs.get("POSTGRES_PASSWORD")!.value).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
+    expect(service.envs.get("CORE_VERSION")!.value).toBe("2026.11.1");
+    expect(result.steps.find((s) => s.step === "Update compose service")!.detail).toContain("could not be listed");
+  });
+
   test("--update on a project without the service creates it once", async () => {
     const fake = await startFake();
     fake.addProject(PROJECT);

@@ -130,6 +130,19 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(result.steps.find((s) => s.step === "Set env")!.detail).toContain("1 only on Dokploy kept");
   });
 
+  test("when Dokploy does not show the current variables: the bundle's go in, freshly generated ones leave them alone", async () => {
+    for (const keepExistingValues of [false, true]) {
+      const fake = await startFake();
+      expect((await deployBundle(options(fake))).success).toBe(true);
+      fake.injections.push({ operationId: "compose-one", reply: { status: 404, body: { message: "Not found", code: "NOT_FOUND" } } });
+      const changed = ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "changed-value");
+      const result = await deployBundle(options(fake, { update: true, envText: changed, keepExistingValues }));
+      expect(result.success).toBe(true);
+      expect(envOf(fake).get("POSTGRES_PASSWORD")).toBe(keepExistingValues ? "Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4" : "changed-value");
+      expect(result.steps.find((s) => s.step === "Set env")!.detail).toContain("not readable");
+    }
+  });
+
   test("an update of a freshly generated bundle (the API relay) keeps every value Dokploy has set", async () => {
     const fake = await startFake();
     expect((await deployBundle(options(fake))).success).toBe(true);

@@ -47,6 +47,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
       // An update through the API never replaces a value the platform has set: these secrets
       // were generated just now, and the running stack's data is locked with the old ones.
       keepExistingValues: true,
+      freshSecrets: generated.secretNames,
       projectName: input.projectName,
       composeYaml: files["docker-compose.yml"],
       envText,
