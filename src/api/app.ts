@@ -54,17 +54,23 @@ function fromLocalPage(request: Request): boolean {
 
 /** Loopback callers, callers with a valid key, or everyone when the operator opted in. A loopback
  *  caller is one whose socket is loopback and whose every forwarded hop (X-Forwarded-For,
- *  X-Real-IP, Forwarded) is loopback too: a proxy on this machine passes on who really called,
- *  and a client can prepend `127.0.0.1` to X-Forwarded-For but cannot remove what the proxy adds.
- *  Forwarding headers can only refuse here, never allow, so TRUST_PROXY does not matter. A
- *  browser on this machine qualifies only from a page of this server (fromLocalPage). */
+ *  X-Real-IP and its kin, Forwarded) is loopback too: a proxy on this machine passes on who really
+ *  called, and a client can prepend `127.0.0.1` to X-Forwarded-For but cannot remove what the
+ *  proxy adds. Forwarding headers only refuse here, except that with TRUST_PROXY a chain must be
+ *  present. A browser qualifies only from a page on this machine (fromLocalPage). */
 export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string, string | undefined> = process.env): DeployPolicy {
   const allowRemote = env.ALLOW_REMOTE_DEPLOY === "true";
   return (request) => {
     if (allowRemote || guard?.hasValidKey(request)) return true;
     // Without a guard (app.handle alone) the caller's address is unknown: never loopback.
     const peer = guard?.peerOf(request);
-    return peer !== undefined && LOOPBACK.test(peer) && forwardedHops(request.headers).every((hop) => LOOPBACK.test(hop)) && fromLocalPage(request);
+    if (peer === undefined || !LOOPBACK.test(peer)) return false;
+    const hops = forwardedHops(request.headers);
+    // TRUST_PROXY says a proxy is in front: a loopback socket is then the proxy's, and only a
+    // forwarded chain of loopback hops shows a local caller (a proxy that forwards no header
+    // would otherwise pass every remote caller as local).
+    if (guard!.config.trustProxy && hops.length === 0) return false;
+    return hops.every((hop) => LOOPBACK.test(hop)) && fromLocalPage(request);
   };
 }
 

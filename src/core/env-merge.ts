@@ -24,18 +24,38 @@ interface EnvEntry {
   comments: string[];
 }
 
-/** KEY -> its entry, in one pass over a dotenv file. */
+/** Whether a raw value opens a quote it does not close on its own line (a multi-line value). */
+function opensQuote(raw: string): string | undefined {
+  const quote = raw[0];
+  if (quote !== '"' && quote !== "'") return undefined;
+  for (let i = 1; i < raw.length; i++) {
+    if (quote === '"' && raw[i] === "\\") i++;
+    else if (raw[i] === quote) return undefined;
+  }
+  return quote;
+}
+
+/** KEY -> its entry, in one pass over a dotenv file. A quoted value may span lines (a key or
+ *  certificate); its raw text keeps them. */
 function readEnvFile(text: string): Map<string, EnvEntry> {
   const out = new Map<string, EnvEntry>();
   let pending: string[] = [];
-  for (const line of text.split("\n")) {
-    const trimmed = line.trim();
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const trimmed = lines[i]!.trim();
     if (trimmed.startsWith("#")) {
       if (trimmed !== KEPT_HEADER) pending.push(trimmed);
       continue;
     }
     const m = USER_LINE.exec(trimmed);
-    if (m) out.set(m[1], { value: m[2], comments: pending });
+    if (m) {
+      let value = m[2]!;
+      if (opensQuote(value)) {
+        // Take following lines up to the one that closes the quote.
+        while (i + 1 < lines.length && opensQuote(value)) value += `\n${lines[++i]}`;
+      }
+      out.set(m[1]!, { value, comments: pending });
+    }
     pending = [];
   }
   return out;

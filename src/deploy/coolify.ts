@@ -137,9 +137,11 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
           ({ push: vars, kept } = variablesToPush(t.envVars, await platformEnv(api, uuid), true));
         } catch (e) {
           if (!(e instanceof DeployError)) throw e;
-          // Unreadable: every fresh secret counts as set (never replace a running stack's).
-          ({ push: vars, kept } = variablesToPush(t.envVars, new Map([...t.freshSecrets].map((k) => [k, undefined])), true));
-          unread = `; its variables could not be listed (${e.message}), so no generated secret is sent`;
+          // Unreadable: send only what cannot replace anything that matters: no generated secret
+          // (a running stack's are in its data) and no empty value (the user may have set it there).
+          vars = t.envVars.filter((v) => v.value !== "" && !t.freshSecrets.has(v.key));
+          kept = t.envVars.filter((v) => !vars.includes(v)).map((v) => v.key);
+          unread = `; its variables could not be listed (${e.message}), so only set values that were not generated now are sent`;
         }
       }
       await api.call("PATCH", `/services/${encodeURIComponent(uuid)}`, { body: { docker_compose_raw: composeBase64 } });
@@ -212,7 +214,8 @@ async function platformEnv(api: JsonClient, serviceUuid: string): Promise<Platfo
   const env: PlatformEnv = new Map();
   for (const row of Array.isArray(rows) ? rows : []) {
     if (typeof row?.key !== "string" || row.is_preview === true) continue;
-    env.set(row.key, typeof row.value === "string" ? row.value : undefined);
+    // A row without `value` is hidden (counts as set); `null` is Laravel's empty string.
+    env.set(row.key, !("value" in row) ? undefined : typeof row.value === "string" ? row.value : "");
   }
   return env;
 }

@@ -139,10 +139,11 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
         env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues);
       } catch (e) {
         if (!(e instanceof DeployError)) throw e;
-        // Unreadable: the bundle's own values still go in; freshly generated ones never replace a
-        // running stack's, so then the env text is left as it is.
+        // Unreadable: the bundle's own values still go in (as before the platform was read, so
+        // variables only on Dokploy are replaced); freshly generated ones never replace a running
+        // stack's, so then the env text is left as it is.
         if (t.keepExistingValues) env = { text: undefined, kept: [], carried: [] };
-        unread = `current variables not readable (${e.message})`;
+        unread = `current variables not readable (${e.message})${t.keepExistingValues ? "" : "; variables set only on Dokploy were not kept"}`;
       }
     }
     // One call sets the env text, the source type (default "github" would fail to deploy) and the file.

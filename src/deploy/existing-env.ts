@@ -20,19 +20,35 @@ export function variablesToPush(ours: EnvVar[], platform: PlatformEnv, keepPlatf
   return { push: ours.filter((v) => !isSet(platform, v.key)), kept };
 }
 
-/** A dotenv value written so `parseEnvText` (and dotenv) read it back unchanged. */
-function envValue(value: string): string {
-  if (/^[A-Za-z0-9_./:@+,=%-]*$/.test(value)) return value;
-  if (!/['\n]/.test(value)) return `'${value}'`;
-  return `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\$/g, "\\$").replace(/\n/g, "\\n")}"`;
+/** One assignment of a dotenv text as written: its whole source (a quoted value may span lines)
+ *  and whether its value is empty. Keys and separators as dotenv reads them (Dokploy's parser):
+ *  `KEY=value`, `KEY: value`, `export KEY=...`, dots and dashes in keys, ', " or ` quotes. */
+interface DotenvEntry {
+  source: string;
+  empty: boolean;
 }
 
-/** The whole env text for a platform that replaces it in one go (Dokploy): the bundle's text with
- *  kept values put back, then the platform-only variables. */
+const DOTENV_ENTRY = /^[ \t]*(?:export[ \t]+)?([\w.-]+)(?:[ \t]*=[ \t]*|:[ \t]+)('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|`(?:\\`|[^`])*`|[^#\r\n]*)?[ \t]*(?:#[^\r\n]*)?$/gm;
+
+function dotenvEntries(text: string): Map<string, DotenvEntry> {
+  const entries = new Map<string, DotenvEntry>();
+  for (const m of text.replace(/\r\n?/g, "\n").matchAll(DOTENV_ENTRY)) {
+    const value = (m[2] ?? "").trim();
+    const unquoted = /^(['"`])([\s\S]*)\1$/.exec(value)?.[2] ?? value;
+    // Later assignments win, as in dotenv.
+    entries.set(m[1]!, { source: m[0].trim(), empty: unquoted.trim() === "" });
+  }
+  return entries;
+}
+
+/** The whole env text for a platform that replaces it in one go (Dokploy): the bundle's text,
+ *  with the platform's own lines for the values it keeps, then the platform-only variables.
+ *  Platform lines are copied as written, never parsed and re-escaped: a value must reach the
+ *  platform's parser exactly as before. */
 export function envTextForUpdate(ourText: string, platformText: string, keepPlatformValues: boolean): { text: string; kept: string[]; carried: string[] } {
-  const platform: PlatformEnv = new Map(parseEnvText(platformText).map((v) => [v.key, v.value]));
-  const ours = parseEnvText(ourText);
-  const { kept } = variablesToPush(ours, platform, keepPlatformValues);
+  const platform = dotenvEntries(platformText);
+  const ours = new Set(parseEnvText(ourText).map((v) => v.key));
+  const kept = keepPlatformValues ? [...ours].filter((k) => platform.has(k) && !platform.get(k)!.empty) : [];
   const keep = new Set(kept);
   let text = ourText;
   if (keep.size) {
@@ -41,14 +57,13 @@ export function envTextForUpdate(ourText: string, platformText: string, keepPlat
       .split("\n")
       .map((line) => {
         const key = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=/.exec(line.trim())?.[1];
-        return key !== undefined && keep.has(key) ? `${key}=${envValue(platform.get(key)!)}` : line;
+        return key !== undefined && keep.has(key) ? platform.get(key)!.source : line;
       })
       .join("\n");
   }
-  const mine = new Set(ours.map((v) => v.key));
-  const carried = [...platform.keys()].filter((k) => !mine.has(k));
+  const carried = [...platform.keys()].filter((k) => !ours.has(k));
   if (carried.length) {
-    text = `${text.replace(/\n*$/, "\n")}\n# Kept from the platform (not in the bundle)\n${carried.map((k) => `${k}=${envValue(platform.get(k)!)}`).join("\n")}\n`;
+    text = `${text.replace(/\n*$/, "\n")}\n# Kept from the platform (not in the bundle)\n${carried.map((k) => platform.get(k)!.source).join("\n")}\n`;
   }
   return { text, kept, carried };
 }

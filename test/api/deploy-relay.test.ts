@@ -167,6 +167,8 @@ describe("POST /v1/deploy", () => {
           { "x-real-ip": "203.0.113.9" },
           { forwarded: 'for=127.0.0.1, for="[2001:db8::7]:4711"' },
           { "x-forwarded-for": "unknown" },
+          { "cf-connecting-ip": "203.0.113.9" },
+          { "true-client-ip": "203.0.113.9" },
         ];
         for (const forwarded of forgedHops) {
           const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...forwarded }, body: JSON.stringify(body()) });
@@ -174,6 +176,11 @@ describe("POST /v1/deploy", () => {
           expect(((await r.json()) as any).error.code).toBe("FORBIDDEN");
         }
         expect(fake.calls.length).toBe(before);
+        // With TRUST_PROXY a proxy is in front: a request without any forwarded chain may come
+        // through one that forwards no header, so it is not taken for a local caller.
+        const bare = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body(), update: true }) });
+        expect(bare.status).toBe(trustProxy === "true" ? 403 : 200);
+        await bare.text();
         // A proxy on this machine forwarding a local caller keeps the relay open to it.
         const local = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "127.0.0.1", forwarded: "for=\"[::1]:5000\"" }, body: JSON.stringify({ ...body(), update: true }) });
         expect(local.status).toBe(200);

@@ -23,6 +23,18 @@ describe("mergeEnv", () => {
     expect(again.text).toBe(merged.text);
   });
 
+  test("a quoted value over several lines (a key, a certificate) is kept whole, and the lines after it too", () => {
+    const cert = '"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"';
+    const old = [`SITE_URL=${cert}`, `TLS_KEY=${cert}`, "SMTP_PASS=p4ss", ""].join("\n");
+    const merged = mergeEnv(old, generated);
+    expect(merged.text).toContain(`SITE_URL=${cert}\n`);
+    expect(merged.text).toContain(`TLS_KEY=${cert}\n`);
+    expect(merged.extra.sort()).toEqual(["SMTP_PASS", "TLS_KEY"]);
+    expect(parseEnvValues(merged.text).get("SMTP_PASS")).toBe("p4ss");
+    // Stable on a second regeneration.
+    expect(mergeEnv(merged.text, generated).text).toBe(merged.text);
+  });
+
   test("an empty secret (from --no-secrets) is filled; an empty setting the user chose stays empty", () => {
     for (const empty of ["", '""', "''"]) {
       const old = [`DB_PASSWORD=${empty}`, `API_TOKEN=${empty}`, `SITE_URL=${empty}`, ""].join("\n");

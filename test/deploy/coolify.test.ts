@@ -249,6 +249,8 @@ describe("Coolify deployer against a spec-validating fake", () => {
       expect((await deployBundle(options(fake))).success).toBe(true);
       const service = fake.services[0]!;
       service.envs.get("CORE_VERSION")!.value = "";
+      // Laravel stores an empty value as null: that is empty too, not hidden.
+      (service.envs.get("GREETING")! as { value: string | null }).value = null;
       const fresh = `${ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret").replace("CORE_VERSION=latest", "CORE_VERSION=2026.11.1")}NEW_SECRET=n3w\n`;
       const callsBefore = fake.calls.length;
       const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true }));
@@ -259,7 +261,7 @@ describe("Coolify deployer against a spec-validating fake", () => {
       // A hidden value cannot be told from an empty one: it counts as set and stays.
       expect(service.envs.get("CORE_VERSION")!.value).toBe(hidesEnvValues ? "" : "2026.11.1");
       const pushed = (fake.calls.slice(callsBefore).find((c) => c.path.endsWith("/envs/bulk"))!.body as { data: { key: string }[] }).data.map((d) => d.key);
-      expect(pushed.sort()).toEqual(hidesEnvValues ? ["NEW_SECRET"] : ["CORE_VERSION", "NEW_SECRET"]);
+      expect(pushed.sort()).toEqual(hidesEnvValues ? ["NEW_SECRET"] : ["CORE_VERSION", "GREETING", "NEW_SECRET"]);
       // Read before the compose file is replaced (which adds empty rows for new references).
       const order = fake.sequence().slice(callsBefore).map((c) => c.replace(service.uuid, "{service}"));
       expect(order.indexOf("GET /services/{service}/envs")).toBeLessThan(order.indexOf("PATCH /services/{service}"));
@@ -270,11 +272,14 @@ describe("Coolify deployer against a spec-validating fake", () => {
     const fake = await startFake();
     expect((await deployBundle(options(fake))).success).toBe(true);
     fake.injections.push({ operationId: "list-envs-by-service-uuid", reply: { status: 404, body: { message: "Not found." } } });
-    const fresh = ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret").replace("CORE_VERSION=latest", "CORE_VERSION=2026.11.1");
+    const service = fake.services[0]!;
+    service.envs.set("OIDC_SECRET", { key: "OIDC_SECRET", value: "set-by-the-user", is_literal: true, is_preview: false, is_multiline: false });
+    const fresh = `${ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret").replace("CORE_VERSION=latest", "CORE_VERSION=2026.11.1")}OIDC_SECRET=\n`;
     const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true, freshSecrets: new Set(["POSTGRES_PASSWORD"]) }));
     expect(result.success).toBe(true);
-    const service = fake.services[0]!;
     expect(service.envs.get("POSTGRES_PASSWORD")!.value).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
+    // An empty placeholder in a fresh bundle never blanks what the user set on Coolify.
+    expect(service.envs.get("OIDC_SECRET")!.value).toBe("set-by-the-user");
     expect(service.envs.get("CORE_VERSION")!.value).toBe("2026.11.1");
     expect(result.steps.find((s) => s.step === "Update compose service")!.detail).toContain("could not be listed");
   });

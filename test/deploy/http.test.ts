@@ -130,6 +130,16 @@ describe("createJsonClient", () => {
 });
 
 describe("envTextForUpdate", () => {
+  test("the platform's lines are copied as written (Dokploy reads them with its own parser)", () => {
+    const platform = [`POSTGRES_PASSWORD="Pa'ss$w0rd"`, `EXTRA_REGEX="^\\d+$"`, "MY-VAR=1", "FOO: bar", "X=`a'b\"c`", `CERT="-----BEGIN-----`, "abc", `-----END-----"`].join("\n");
+    const { text, kept, carried } = envTextForUpdate("POSTGRES_PASSWORD=fresh\nCORE_VERSION=1\n", platform, true);
+    expect(kept).toEqual(["POSTGRES_PASSWORD"]);
+    expect(carried).toEqual(["EXTRA_REGEX", "MY-VAR", "FOO", "X", "CERT"]);
+    for (const line of platform.split("\n")) expect(text).toContain(line);
+    expect(text).not.toContain("fresh");
+    expect(text).toContain("CORE_VERSION=1");
+  });
+
   test("values put back or carried over read back unchanged, however they are written", () => {
     const awkward = ["plain-Value_1", "with space", "it's", 'a "quoted" $HOME', "two\nlines", "back\\slash"];
     const platform = awkward.map((v, i) => `K${i}=${JSON.stringify(v)}`).join("\n").replace(/\\\\/g, "\\\\");

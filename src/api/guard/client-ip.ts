@@ -29,14 +29,20 @@ export function forwardedClient(header: string | null): string | undefined {
   return addresses[0];
 }
 
-/** Every hop a request says it was forwarded for (X-Forwarded-For, X-Real-IP, Forwarded `for=`),
- *  as written; an entry that is not an address (`unknown`, a hidden name) is kept as its text. */
+/** Single-address headers proxies and CDNs set for the client they saw. */
+const CLIENT_HEADERS = ["x-real-ip", "cf-connecting-ip", "true-client-ip", "x-client-ip"];
+
+/** Every hop a request says it was forwarded for (X-Forwarded-For, X-Real-IP and its kin,
+ *  Forwarded `for=`), as written; an entry that is not an address (`unknown`, a hidden name) is
+ *  kept as its text. */
 export function forwardedHops(headers: Headers): string[] {
   const hops: string[] = [];
   const add = (entry: string) => hops.push(bareAddress(entry) ?? entry.trim());
   for (const entry of headers.get("x-forwarded-for")?.split(",") ?? []) add(entry);
-  const real = headers.get("x-real-ip");
-  if (real !== null) add(real);
+  for (const name of CLIENT_HEADERS) {
+    const value = headers.get(name);
+    if (value !== null) add(value);
+  }
   for (const element of headers.get("forwarded")?.split(",") ?? []) {
     for (const pair of element.split(";")) {
       const [name, value] = pair.split("=", 2);
