@@ -35,6 +35,9 @@ export const Port = Type.Object({
   web: Type.Optional(Type.Boolean()),
   /** Published on 127.0.0.1 only (databases, caches, admin ports). */
   local: Type.Optional(Type.Boolean()),
+  /** With `web`: Caddy leaves out X-Forwarded-For, for an app that refuses forwarded requests
+   *  until it is configured to trust its proxy (Home Assistant answers 400). */
+  dropForwardedFor: Type.Optional(Type.Boolean()),
   description: Type.Optional(Type.String()),
 });
 export type Port = Static<typeof Port>;

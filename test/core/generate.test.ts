@@ -192,6 +192,47 @@ describe("input fields take effect", () => {
     expect(g.files["docker-compose.yml"]).toContain("${N8N_DB_PASSWORD:?");
   });
 
+  test("Caddy leaves X-Forwarded-For out for Home Assistant (it answers 400 to forwarded requests) and only there", async () => {
+    const g = gen({ services: ["homeassistant"], proxy: "caddy" });
+    if (!hasTool("caddy")) return;
+    const seen: Record<string, string | null> = {};
+    const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => ((seen[new URL(r.url).pathname] = r.headers.get("x-forwarded-for")), new Response("ok")) });
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const port = probe.port!;
+    await probe.stop(true);
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-caddy-"));
+    // The generated file, pointed at this machine: sites on a free port, upstreams on the echo server.
+    const caddyfile = g.files.Caddyfile!
+      .replace("auto_https off", "auto_https off\n\tadmin off")
+      .replaceAll(/^(http:\/\/[a-z0-9-]+\.localhost) \{/gm, `$1:${port} {`)
+      .replaceAll(/reverse_proxy [a-z0-9-]+:\d+/g, `reverse_proxy 127.0.0.1:${upstream.port}`);
+    writeFileSync(join(dir, "Caddyfile"), caddyfile);
+    const caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], { stdout: "ignore", stderr: "pipe" });
+    try {
+      const ask = async (host: string, path: string) => {
+        for (let i = 0; i < 100; i++) {
+          try {
+            const r = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { host: `${host}:${port}` } });
+            if (r.status === 200) return;
+          } catch {
+            // not listening yet
+          }
+          await Bun.sleep(50);
+        }
+        throw new Error(`caddy did not answer for ${host}`);
+      };
+      await ask("homeassistant.localhost", "/ha");
+      await ask("core.localhost", "/core");
+      expect(seen["/ha"]).toBeNull();
+      expect(seen["/core"]).toBe("127.0.0.1");
+    } finally {
+      caddy.kill();
+      await caddy.exited;
+      await upstream.stop(true);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("with a domain, Caddy gets its ACME email from compose, never empty, and the Caddyfile takes it", async () => {
     const g = gen({ services: ["n8n"], proxy: "caddy", domain: "example.com" });
     expect(parseEnvValues(g.files[".env"]).get("CADDY_ACME_EMAIL")).toBe("");

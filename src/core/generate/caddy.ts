@@ -9,7 +9,10 @@ export function caddyFile(ctx: GenContext): FileMap {
     .filter((w) => w.id !== "caddy")
     .map((w) => {
       const address = ctx.domain ? hostnameOf(ctx, w.id) : `http://${hostnameOf(ctx, w.id)}`;
-      return `# ${w.name}\n${address} {\n\tencode zstd gzip\n\treverse_proxy ${w.id}:${w.port}\n}`;
+      const proxy = w.dropForwardedFor
+        ? `reverse_proxy ${w.id}:${w.port} {\n\t\t# ${w.name} refuses forwarded requests until told to trust its proxy.\n\t\theader_up -X-Forwarded-For\n\t}`
+        : `reverse_proxy ${w.id}:${w.port}`;
+      return `# ${w.name}\n${address} {\n\tencode zstd gzip\n\t${proxy}\n}`;
     });
   const global = ctx.domain
     ? `{\n\t# Certificates for *.${ctx.domain} come from Let's Encrypt; set CADDY_ACME_EMAIL in .env to get expiry mail.\n\temail {$CADDY_ACME_EMAIL:admin@${ctx.domain}}\n}`

@@ -40,12 +40,12 @@ export const allServices = (ctx: GenContext): CatalogService[] => [ctx.stack.cor
 export const has = (ctx: GenContext, id: string) => ctx.stack.resolvedServices.includes(id);
 
 /** Services the reverse proxy serves: those with a `web` port (the core gateway included). */
-export function webServices(ctx: GenContext): { id: string; name: string; port: number }[] {
+export function webServices(ctx: GenContext): { id: string; name: string; port: number; dropForwardedFor: boolean }[] {
   return allServices(ctx)
     .filter((s) => !ctx.nativeIds.has(s.id))
     .flatMap((s) => {
       const web = s.ports.find((p) => p.web);
-      return web ? [{ id: s.id, name: s.name, port: web.container }] : [];
+      return web ? [{ id: s.id, name: s.name, port: web.container, dropForwardedFor: web.dropForwardedFor === true }] : [];
     });
 }
 
