@@ -284,6 +284,12 @@ describe("input fields take effect", () => {
     expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
   });
 
+  test("Synapse's server name, baked into every id on the first start, is the host users reach it at", () => {
+    const name = (body: Record<string, unknown>) => parseEnvValues(gen({ services: ["matrix-synapse"], ...body }).files[".env"]).get("MATRIX_SYNAPSE_SERVER_NAME");
+    expect(name({ proxy: "caddy", domain: "example.com" })).toBe("matrix-synapse.example.com");
+    expect(name({})).toBe("localhost");
+  });
+
   test("a variable can hold another service's public URL (Meet's backend: its frontend and LiveKit)", () => {
     const values = (body: Record<string, unknown>) => parseEnvValues(gen(body).files[".env"]);
     const meet = values({ preset: "videoconf", domain: "example.com" });
