@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync, strFromU8 } from "fflate";
+import { parse as parseYaml } from "yaml";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { cryptoSecrets, fixedSecrets } from "../../src/core/generate/secrets.ts";
@@ -282,6 +283,15 @@ describe("input fields take effect", () => {
     expect([direct.get("NEXTCLOUD_PUBLIC_URL"), direct.get("NEXTCLOUD_PUBLIC_HOST"), direct.get("NEXTCLOUD_PUBLIC_SCHEME")]).toEqual(["http://localhost:14001", "localhost", "http"]);
     const compose = gen({ services: ["nextcloud"], proxy: "caddy", domain: "example.com" }).files["docker-compose.yml"];
     expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
+  });
+
+  test("Headscale gets the configuration file it needs to start, mounted where it reads it", () => {
+    const g = gen({ services: ["headscale"] });
+    const config = parseYaml(g.files["headscale/config.yaml"]!) as Record<string, any>;
+    expect(config.noise.private_key_path).toStartWith("/var/lib/headscale/");
+    expect(config.prefixes.allocation).toBe("sequential");
+    expect(config.unix_socket).toStartWith("/var/lib/headscale/");
+    expect(composeOf(g.files).services.headscale.volumes).toContain("./headscale/config.yaml:/etc/headscale/config.yaml:ro");
   });
 
   test("Synapse's server name, baked into every id on the first start, is the host users reach it at", () => {

@@ -20,6 +20,7 @@ import { traefikFiles } from "./traefik.ts";
 import { prometheusFiles } from "./prometheus.ts";
 import { grafanaFiles } from "./grafana.ts";
 import { postgresInit } from "./postgres-init.ts";
+import { headscaleFiles } from "./headscale.ts";
 import { skillFiles } from "./skills.ts";
 import { readmeFile } from "./readme.ts";
 import { bareMetalFiles } from "./bare-metal.ts";
@@ -193,6 +194,7 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
     ...prometheusFiles(ctx),
     ...grafanaFiles(ctx),
     ...postgresInit(ctx),
+    ...headscaleFiles(ctx),
     ...skillFiles(ctx),
     ...bareMetalFiles(ctx),
     ...readmeFile(ctx),

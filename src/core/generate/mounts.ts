@@ -3,6 +3,7 @@
 // without being written).
 import type { GenContext } from "./context.ts";
 import { has } from "./context.ts";
+import { HEADSCALE_CONFIG } from "./headscale.ts";
 
 export interface BundleMount {
   /** Path inside the bundle, relative (`./Caddyfile`). */
@@ -37,5 +38,6 @@ export function bundleMounts(ctx: GenContext): Map<string, BundleMount[]> {
     add("grafana", "./grafana/dashboards", "/var/lib/grafana/dashboards");
   }
   if (needsPostgresInit(ctx)) add("postgresql", `./${POSTGRES_INIT_DIR}`, POSTGRES_INIT_TARGET);
+  if (has(ctx, "headscale")) add("headscale", `./${HEADSCALE_CONFIG}`, "/etc/headscale/config.yaml");
   return m;
 }
