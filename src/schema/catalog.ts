@@ -65,8 +65,9 @@ export const Variable = Type.Object({
   description: Type.String({ minLength: 1 }),
   /** Generated from a CSPRNG at generate time. */
   secret: Type.Optional(Type.Boolean()),
-  /** Secret alphabet/length; default alnum, 32 characters. */
-  format: Type.Optional(Type.Union([Type.Literal("alnum"), Type.Literal("hex")])),
+  /** Secret alphabet/length; default alnum, 32 characters. `password` adds an upper-case letter, a
+   *  lower-case letter, a digit and a symbol (`-_.`) for apps that enforce password rules. */
+  format: Type.Optional(Type.Union([Type.Literal("alnum"), Type.Literal("hex"), Type.Literal("password")])),
   length: Type.Optional(Type.Integer({ minimum: 32, maximum: 128 })),
   /** Non-secret default written to `.env`. Absent and not secret: left empty for the user. */
   default: Type.Optional(Type.String()),

@@ -187,6 +187,20 @@ describe("input fields take effect", () => {
     expect(first).toBe(copy);
   });
 
+  test("the password format has every character class apps demand, from both sources", () => {
+    const classes = [/[A-Z]/, /[a-z]/, /[0-9]/, /[-_.]/];
+    for (const source of [cryptoSecrets, fixedSecrets("pw")]) {
+      for (const length of [32, 48]) {
+        const value = source("COOLIFY_ROOT_PASSWORD", "password", length);
+        expect(value).toHaveLength(length);
+        expect(value).toMatch(/^[A-Za-z0-9_.-]+$/);
+        for (const re of classes) expect(value).toMatch(re);
+      }
+    }
+    // Coolify's root user takes it (it creates none from a password without each class).
+    expect(parseEnvValues(gen({ services: ["coolify"] }).files[".env"]).get("COOLIFY_ROOT_PASSWORD")).toMatch(/[-_.]/);
+  });
+
   test("generateSecrets false leaves secrets empty and compose fails fast on them", () => {
     const g = gen({ services: ["n8n"], generateSecrets: false });
     expect(parseEnvValues(g.files[".env"]).get("N8N_DB_PASSWORD")).toBe("");

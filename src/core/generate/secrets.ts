@@ -1,10 +1,14 @@
 // Where secret values come from. Production uses the CSPRNG; tests inject a fixed source so
 // golden bundles compare byte for byte.
-export type SecretFormat = "alnum" | "hex";
+export type SecretFormat = "alnum" | "hex" | "password";
 export type SecretSource = (name: string, format: SecretFormat, length: number) => string;
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX = "0123456789abcdef";
+/** `password`: alphanumeric, then one upper-case letter, one lower-case letter, one digit and one
+ *  symbol, for apps that refuse a password without each (Coolify's root user). The symbols need
+ *  no quoting in .env, YAML, JSON or URLs. */
+const PASSWORD_CLASSES = ["ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789", "-_."];
 
 const codesOf = (alphabet: string) => Uint8Array.from(alphabet, (c) => c.charCodeAt(0));
 
@@ -48,20 +52,29 @@ function characterStream(alphabet: string) {
 
 const alnumChars = characterStream(ALNUM);
 const hexChars = characterStream(HEX);
+const classChars = PASSWORD_CLASSES.map(characterStream);
 
 /** Uniform characters from crypto.getRandomValues (rejection sampling, no modulo bias). */
-export const cryptoSecrets: SecretSource = (_name, format, length) => (format === "hex" ? hexChars : alnumChars)(length);
+export const cryptoSecrets: SecretSource = (_name, format, length) => {
+  if (format === "hex") return hexChars(length);
+  if (format === "password") return alnumChars(length - classChars.length) + classChars.map((chars) => chars(1)).join("");
+  return alnumChars(length);
+};
 
 /** Deterministic values derived from the variable name (tests and golden bundles only). */
 export function fixedSecrets(seed = "stackgen"): SecretSource {
-  return (name, format, length) => {
-    const alphabet = format === "hex" ? HEX : ALNUM;
+  const derive = (key: string, alphabet: string, length: number) => {
     let out = "";
     let counter = 0;
     while (out.length < length) {
-      const digest = new Bun.CryptoHasher("sha256").update(`${seed}:${name}:${counter++}`).digest();
+      const digest = new Bun.CryptoHasher("sha256").update(`${seed}:${key}:${counter++}`).digest();
       for (const b of digest) if (out.length < length) out += alphabet[b % alphabet.length];
     }
     return out;
+  };
+  return (name, format, length) => {
+    if (format === "hex") return derive(name, HEX, length);
+    if (format === "password") return derive(name, ALNUM, length - PASSWORD_CLASSES.length) + PASSWORD_CLASSES.map((a, i) => derive(`${name}:${i}`, a, 1)).join("");
+    return derive(name, ALNUM, length);
   };
 }
