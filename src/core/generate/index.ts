@@ -77,7 +77,8 @@ interface Rendered {
   envParts: string[];
   envSecrets: Variable[];
   /** JSON of `{".env": ..., ...files}` split the same way, made on first use: escaping 30 KB of
-   *  text per request would cost more than generating. Secrets need no escaping (alnum/hex). */
+   *  text per request would cost more than generating. Secrets need no escaping (letters, digits,
+   *  `-_.`). */
   filesJsonParts?: string[];
 }
 
