@@ -181,7 +181,8 @@ function crossCheck(
     for (const v of s.volumes) {
       if (v.source.startsWith("/")) continue;
       const owner = volumeOwner.get(v.source);
-      if (owner) p.push(`${where}: volume ${v.source} already used by ${owner}`);
+      // One service may mount its volume at two paths (an app that moved its files).
+      if (owner && owner !== s.id) p.push(`${where}: volume ${v.source} already used by ${owner}`);
       volumeOwner.set(v.source, s.id);
     }
   }

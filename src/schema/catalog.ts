@@ -102,6 +102,8 @@ export const Sidecar = Type.Object({
   name: Id,
   image: Type.String({ minLength: 3 }),
   command: Type.Optional(Type.Array(Type.String())),
+  /** User the container runs as, when the image's own cannot write its volumes. */
+  user: Type.Optional(Type.String()),
   env: Type.Optional(Type.Record(Type.String(), Type.String())),
   volumes: Type.Optional(Type.Array(Volume)),
   healthCheck: Type.Optional(HealthCheck),

@@ -80,6 +80,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         ...(ctx.platform ? { platform: ctx.platform } : {}),
         restart: "unless-stopped",
         ...(sc.command ? { command: sc.command.map((a) => interpolate(ctx, a)) } : {}),
+        ...(sc.user ? { user: sc.user } : {}),
         ...(sc.env && Object.keys(sc.env).length ? { environment: envOf(ctx, sc.env) } : {}),
         ...(sc.volumes?.length ? { volumes: volumeSpecs(sc.volumes) } : {}),
         ...(sc.healthCheck ? { healthcheck: healthcheck(sc.healthCheck, ctx) } : {}),
