@@ -155,6 +155,9 @@ export const CatalogService = Type.Object({
   sidecars: Type.Optional(Type.Array(Sidecar)),
   metrics: Type.Optional(MetricsEndpoint),
   native: Type.Optional(NativeRecipe),
+  /** What to do right after the first start, when the app hands its admin account to whoever
+   *  comes first or ships a default login (the bundle's README lists these). */
+  firstStart: Type.Optional(Type.String({ minLength: 20 })),
   /** What the core gateway is told about this service (hosts, ports, credentials as `${NAME}`). */
   coreEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }), Type.String())),
   skills: Type.Array(Id),

@@ -299,6 +299,13 @@ describe("input fields take effect", () => {
     expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
   });
 
+  test("the README says which apps hand their admin account to the first visitor, with their URL", () => {
+    const readme = gen({ services: ["portainer", "redis"], proxy: "caddy", domain: "example.com" }).files["README.md"]!;
+    expect(readme).toContain("## Right after the first start");
+    expect(readme).toContain("- **Portainer CE** (https://portainer.example.com): Open it within five minutes");
+    expect(gen({ services: ["redis"] }).files["README.md"]).not.toContain("Right after the first start");
+  });
+
   test("Headscale gets the configuration file it needs to start, mounted where it reads it", () => {
     const g = gen({ services: ["headscale"] });
     const config = parseYaml(g.files["headscale/config.yaml"]!) as Record<string, any>;

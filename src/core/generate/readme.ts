@@ -12,6 +12,11 @@ export function readmeFile(ctx: GenContext): FileMap {
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
   });
   const warnings = ctx.stack.warnings.map((w) => `- **${w.code}**: ${w.message}`);
+  // Apps that give their admin account to the first visitor, or start with a default login.
+  const firstStart = allServices(ctx).filter((s) => s.firstStart).map((s) => {
+    const url = web.has(s.id) && proxied ? ` (${proxiedUrl(ctx, s.id)})` : "";
+    return `- **${s.name}**${url}: ${s.firstStart}`;
+  });
   const start = ctx.deployment === "bare-metal"
     ? "```sh\nsudo ./install.sh        # installs the native services, then starts the containers\n```"
     : "```sh\ndocker compose up -d\ndocker compose ps        # or: stackgen status\n```";
@@ -32,7 +37,7 @@ Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web se
 
 ${start}
 
-## Secrets and settings
+${firstStart.length ? `## Right after the first start\n\nThese apps hand their admin account to whoever comes first, or start with a known login:\n\n${firstStart.join("\n")}\n\n` : ""}## Secrets and settings
 
 All passwords, keys and tokens are in \`.env\` (mode 0600), one per service and purpose${ctx.generateSecrets ? ", generated for this stack" : "; they were not generated, so fill in every empty secret first"}.
 \`.env.example\` lists the same variables without secret values. Database passwords are applied on the first start,
