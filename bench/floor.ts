@@ -13,7 +13,7 @@ import { generateBundle } from "../src/core/generate/index.ts";
 import { cpuPinning, load, readyPort, stop, SEVEN } from "./lib.ts";
 
 const VARIANTS = {
-  "/static": "trivial handler, the 33 KiB answer made once",
+  "/static": "trivial handler, the generate answer made once",
   "/generate-static": "+ the hot route reads the body and generates (answer still made once)",
   "/generate-fresh": "+ the fresh answer carrying the new secrets",
   "/hot-headers": "+ the guard's nine response headers",
