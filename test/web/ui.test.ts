@@ -183,6 +183,17 @@ describe.skipIf(!haveChromium)("web UI", () => {
     for (const id of packs.find((p) => p.id === "devops").services) expect(await resolved(page)).toContain(id);
   }, TEST_TIMEOUT_MS);
 
+  test("apps that hand their admin account to the first visitor are named in Your stack", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    expect(await page.locator("#first-start-list").count()).toBe(0);
+    await page.locator("#svc-portainer").check();
+    await settled(page);
+    const item = page.locator('#first-start-list [data-service="portainer"]');
+    expect(await item.textContent()).toContain("within five minutes");
+  }, TEST_TIMEOUT_MS);
+
   test("conflicting services are explained and block generation", async () => {
     const page = await openPage();
     await page.locator("#svc-redis").check();

@@ -85,6 +85,12 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
       );
     })));
   }
+  // Apps that hand their admin account to whoever opens them first (or ship a known login).
+  const firstStart = result.resolvedServices.map((id) => store.catalog.servicesById.get(id)).filter((s) => s?.firstStart);
+  if (firstStart.length) {
+    out.push(h("h3", {}, "Right after the first start"), h("ul", { id: "first-start-list", class: "issues" }, ...firstStart.map((s) =>
+      h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.firstStart!)))));
+  }
   if (result.addedDependencies.length) {
     out.push(h("h3", {}, "Added automatically"), h("ul", { id: "dependency-list", class: "deps" }, ...result.addedDependencies.map((d) =>
       h("li", { "data-service": d.service }, h("strong", {}, name(d.service)), ` for ${name(d.requiredBy)}: `, d.reason))));
