@@ -1,6 +1,6 @@
 // The page's shared state: the form (user input), the loaded catalog and the latest validation.
 import type { CatalogService, Category, CompleteDocument, Preset, SkillPack, ValidateResponse } from "./api.ts";
-import type { FormState } from "./model.ts";
+import { fieldErrors, isEmptySelection, type FormState } from "./model.ts";
 
 export interface CatalogData {
   services: CatalogService[];
@@ -59,6 +59,18 @@ export class Store {
 
   onValidation(listener: Listener): void {
     this.validationListeners.add(listener);
+  }
+
+  /** Why the bundle cannot be generated or deployed yet (`whenEmpty` for an empty selection), or
+   *  undefined when it can. */
+  outputBlocker(whenEmpty: string): string | undefined {
+    if (isEmptySelection(this.form)) return whenEmpty;
+    if (Object.keys(fieldErrors(this.form)).length) return "Fix the options marked in step 3 first.";
+    const v = this.validation;
+    if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
+    // A failed check (server away, rate limit) blocks nothing: generate and deploy check again.
+    if (v.kind !== "done" && v.kind !== "error") return "Waiting for the stack check…";
+    return undefined;
   }
 
   /** Runs the stack check again now (set by the live validation; the summary's "Check again"). */

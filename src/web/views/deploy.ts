@@ -2,7 +2,7 @@
 // The API key stays in memory unless the user ticks "remember" (then localStorage, on this device).
 import { h, replaceChildren, byId } from "../dom.ts";
 import * as api from "../api.ts";
-import { fieldErrors, generateBody, isEmptySelection } from "../model.ts";
+import { generateBody } from "../model.ts";
 import type { Store } from "../store.ts";
 
 const REMEMBER_KEY = "stackgen.deploy";
@@ -40,15 +40,7 @@ export function mountDeploy(store: Store): void {
     if (!remember.checked) localStorage.removeItem(REMEMBER_KEY);
   });
 
-  const blocker = (): string | undefined => {
-    if (isEmptySelection(store.form)) return "Choose what to deploy first.";
-    if (Object.keys(fieldErrors(store.form)).length) return "Fix the options marked in step 3 first.";
-    const v = store.validation;
-    if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
-    // A failed check (server away, rate limit) blocks nothing: generate and deploy check again.
-    if (v.kind !== "done" && v.kind !== "error") return "Waiting for the stack check…";
-    return undefined;
-  };
+  const blocker = () => store.outputBlocker("Choose what to deploy first.");
   const sync = () => {
     const reason = blocker();
     submit.disabled = running || reason !== undefined;

@@ -3,7 +3,7 @@
 import { h, replaceChildren, byId, saveFile } from "../dom.ts";
 import { formatMB } from "../explain.ts";
 import * as api from "../api.ts";
-import { fieldErrors, generateBody, inputOfDocument, isEmptySelection, stateFromInput } from "../model.ts";
+import { generateBody, inputOfDocument, stateFromInput } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
 import type { Store } from "../store.ts";
 import { announce } from "./catalog.ts";
@@ -28,16 +28,7 @@ export function mountFiles(store: Store): void {
   let busy = false;
 
   const currentKey = () => JSON.stringify(generateBody(store.form));
-  const blocker = (): string | undefined => {
-    if (isEmptySelection(store.form)) return "Choose a preset, a skill pack or a service first.";
-    const errors = Object.values(fieldErrors(store.form));
-    if (errors.length) return "Fix the options marked in step 3 first.";
-    const v = store.validation;
-    if (v.kind === "done" && !v.result.valid) return "Fix the conflicts shown in Your stack first.";
-    // A failed check (server away, rate limit) blocks nothing: generate and deploy check again.
-    if (v.kind !== "done" && v.kind !== "error") return "Waiting for the stack check…";
-    return undefined;
-  };
+  const blocker = () => store.outputBlocker("Choose a preset, a skill pack or a service first.");
 
   const say = (text: string, kind: "info" | "error" = "info") => {
     message.textContent = text;
