@@ -24,16 +24,18 @@ interface EnvEntry {
   comments: string[];
 }
 
-/** Whether a raw value opens a quote it does not close on its own line (a multi-line value). */
-function opensQuote(raw: string): string | undefined {
-  const quote = raw[0];
-  if (quote !== '"' && quote !== "'") return undefined;
-  for (let i = 1; i < raw.length; i++) {
-    if (quote === '"' && raw[i] === "\\") i++;
-    else if (raw[i] === quote) return undefined;
+/** Index in `text` (what follows an opening quote) of the quote that closes it, or -1. In double
+ *  quotes a backslash escapes the next character. */
+export function findClosingQuote(text: string, quote: string): number {
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "\\" && quote === '"') i++;
+    else if (text[i] === quote) return i;
   }
-  return quote;
+  return -1;
 }
+
+/** Whether a raw value opens a quote it does not close on its own line (a multi-line value). */
+const opensQuote = (raw: string) => (raw[0] === '"' || raw[0] === "'") && findClosingQuote(raw.slice(1), raw[0]) < 0;
 
 /** KEY -> its entry, in one pass over a dotenv file. A quoted value may span lines (a key or
  *  certificate); its raw text keeps them. */
@@ -50,10 +52,8 @@ function readEnvFile(text: string): Map<string, EnvEntry> {
     const m = USER_LINE.exec(trimmed);
     if (m) {
       let value = m[2]!;
-      if (opensQuote(value)) {
-        // Take following lines up to the one that closes the quote.
-        while (i + 1 < lines.length && opensQuote(value)) value += `\n${lines[++i]}`;
-      }
+      // A quote left open takes the following lines up to the one that closes it.
+      while (i + 1 < lines.length && opensQuote(value)) value += `\n${lines[++i]}`;
       out.set(m[1]!, { value, comments: pending });
     }
     pending = [];

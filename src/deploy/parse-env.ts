@@ -1,5 +1,6 @@
 // Dotenv text as Compose and the platforms read it, for the variables a deploy pushes.
 import type { EnvVar } from "./types.ts";
+import { findClosingQuote } from "../core/env-merge.ts";
 
 /**
  * Parse dotenv text: `KEY=value`, `export KEY=value`, comments, single quotes (literal),
@@ -32,12 +33,4 @@ export function parseEnvText(text: string): EnvVar[] {
     vars.set(key, rest);
   }
   return [...vars].map(([key, value]) => ({ key, value }));
-}
-
-function findClosingQuote(text: string, quote: string): number {
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === "\\" && quote === '"') i++;
-    else if (text[i] === quote) return i;
-  }
-  return -1;
 }
