@@ -5,7 +5,7 @@
 //   pushing them would lock services out of the data their old passwords protect. Then every
 //   value the platform has set stays, and only variables it lacks (or holds empty) are pushed.
 import type { EnvVar } from "./types.ts";
-import { parseEnvText } from "./parse-env.ts";
+import { ENV_ASSIGNMENT, parseEnvText } from "./parse-env.ts";
 
 /** A platform's variable: its value, or undefined when the platform does not show it (a token
  *  without the right to read secrets). A hidden value counts as set. */
@@ -56,7 +56,7 @@ export function envTextForUpdate(ourText: string, platformText: string, keepPlat
     text = ourText
       .split("\n")
       .map((line) => {
-        const key = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=/.exec(line.trim())?.[1];
+        const key = ENV_ASSIGNMENT.exec(line.trim())?.[1];
         return key !== undefined && keep.has(key) ? platform.get(key)!.source : line;
       })
       .join("\n");

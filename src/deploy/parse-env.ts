@@ -2,6 +2,9 @@
 import type { EnvVar } from "./types.ts";
 import { findClosingQuote } from "../core/env-merge.ts";
 
+/** One `KEY=value` (or `export KEY=value`) line, trimmed: the key and the raw rest. */
+export const ENV_ASSIGNMENT = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/;
+
 /**
  * Parse dotenv text: `KEY=value`, `export KEY=value`, comments, single quotes (literal),
  * double quotes (with \n escapes, may span lines). Later keys win, like docker compose.
@@ -12,7 +15,7 @@ export function parseEnvText(text: string): EnvVar[] {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
     if (line === "" || line.startsWith("#")) continue;
-    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/.exec(line);
+    const m = ENV_ASSIGNMENT.exec(line);
     if (!m) continue;
     const key = m[1]!;
     let rest = m[2]!;
