@@ -2,7 +2,7 @@
 // UI and answers the same /v1 routes so the page can use relative URLs.
 import type { Server } from "bun";
 import { createApp, type AppOptions } from "./app.ts";
-import { createGuard, readGuardConfig, transportBodyLimit, type GuardConfig, type Next } from "./guard/index.ts";
+import { createGuard, readGuardConfig, TRANSPORT_BODY_LIMIT, type GuardConfig, type Next } from "./guard/index.ts";
 import { hotRoutes } from "./hot-routes.ts";
 import { getCatalog } from "../catalog/index.ts";
 import { startUiPageServer } from "./guard/ui-page.ts";
@@ -25,7 +25,7 @@ export function startServers(options: ServeOptions) {
   const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
   // The app never sees the socket: the guard reads the caller's address from the server.
   const handle = (req: Request, server: Server<unknown>) => guard.handle(req, server, next);
-  const maxRequestBodySize = transportBodyLimit(guard.config);
+  const maxRequestBodySize = TRANSPORT_BODY_LIMIT;
   const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });
   let page: ReturnType<typeof startUiPageServer> | undefined;
   let ui: Server<unknown> | undefined;

@@ -45,7 +45,7 @@ export interface Guard {
  *  request. Left open: the guard refuses any declared size over the limit with the JSON 413 before
  *  a byte of the body is read, and a body without a declared size is read only up to the limit
  *  (../json-body.ts). Bun streams bodies, so an unread one costs nothing. */
-export const transportBodyLimit = (_config: GuardConfig) => Number.MAX_SAFE_INTEGER;
+export const TRANSPORT_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
 type GuardServer = AddressSource | null;
 /** The app behind the guard: a Response, or a Reply the guard builds into one with its headers. */
