@@ -1,0 +1,96 @@
+// Start scripts that catalog entries put in front of an image's own entrypoint, run with the host's
+// POSIX shell against a directory laid out like the container (its paths moved into a temporary
+// directory, the image's entrypoint replaced by a stand-in that does what the app does).
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, lstatSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { getCatalog } from "../src/catalog/index.ts";
+import { generateBundle } from "../src/core/generate/index.ts";
+
+const roots: string[] = [];
+afterEach(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** The generated compose entrypoint of one service. */
+function entrypointOf(service: string): string[] {
+  const compose = parse(generateBundle({ projectName: "scripts", services: [service] }, getCatalog()).files["docker-compose.yml"]!);
+  return compose.services[service].entrypoint;
+}
+
+describe("AnythingLLM keeps the settings its UI writes to /app/server/.env", () => {
+  const [shell, flag, script] = entrypointOf("anything-llm");
+  const IMAGE_ENTRYPOINT = "exec /bin/bash /usr/local/bin/docker-entrypoint.sh";
+
+  /** A fresh container filesystem (the image's own .env) over the storage volume of `root`. */
+  function freshContainer(root: string, imageEnv: string | undefined) {
+    const app = join(root, "container", "app", "server");
+    rmSync(join(root, "container"), { recursive: true, force: true });
+    mkdirSync(app, { recursive: true });
+    if (imageEnv !== undefined) writeFileSync(join(app, ".env"), imageEnv);
+    const storage = join(root, "volume");
+    mkdirSync(storage, { recursive: true });
+    // The storage volume is mounted inside the app directory, as in the compose file.
+    rmSync(join(app, "storage"), { force: true });
+    Bun.spawnSync(["ln", "-s", storage, join(app, "storage")]);
+    return { app, storage };
+  }
+
+  /** Runs the start script; the stand-in entrypoint prints the .env the app reads, then writes
+   *  `write` into it the way the app's settings page does (a whole-file write through the path). */
+  function start(root: string, app: string, write?: string) {
+    const standIn = join(root, "image-entrypoint.sh");
+    writeFileSync(standIn, `cd ${app}\ncat .env\n${write === undefined ? "" : `printf '%s\\n' '${write}' > .env\n`}`);
+    expect(script).toContain("cd /app/server");
+    expect(script).toEndWith(IMAGE_ENTRYPOINT);
+    const local = script!.replace("cd /app/server", `cd ${app}`).replace(IMAGE_ENTRYPOINT, `exec sh ${standIn}`);
+    const run = Bun.spawnSync([shell!, flag!, local]);
+    return { code: run.exitCode, read: run.stdout.toString() };
+  }
+
+  test("the compose entrypoint is a shell script handing over to the image's entrypoint", () => {
+    expect([shell, flag]).toEqual(["/bin/sh", "-c"]);
+  });
+
+  test("a setting chosen in the UI survives a recreated container", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-anythingllm-"));
+    roots.push(root);
+    const first = freshContainer(root, "SERVER_PORT=3001\n");
+    const firstRun = start(root, first.app, "LLM_PROVIDER=ollama");
+    expect(firstRun.code).toBe(0);
+    // First start: the app read the image's defaults, seeded into the volume.
+    expect(firstRun.read).toBe("SERVER_PORT=3001\n");
+    expect(lstatSync(join(first.app, ".env")).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(first.storage, ".env"), "utf8")).toBe("LLM_PROVIDER=ollama\n");
+
+    // `stackgen update` recreates the container: the image's .env is back, the volume stays.
+    const second = freshContainer(root, "SERVER_PORT=3001\n");
+    const secondRun = start(root, second.app);
+    expect(secondRun.code).toBe(0);
+    expect(secondRun.read).toBe("LLM_PROVIDER=ollama\n");
+  });
+
+  test("an image without its .env still starts, with an empty settings file in the volume", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-anythingllm-"));
+    roots.push(root);
+    const { app, storage } = freshContainer(root, undefined);
+    const run = start(root, app, "EMBEDDING_ENGINE=native");
+    expect(run.code).toBe(0);
+    expect(run.read).toBe("");
+    expect(readFileSync(join(storage, ".env"), "utf8")).toBe("EMBEDDING_ENGINE=native\n");
+  });
+
+  test("when the link cannot be made, the app still starts", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-anythingllm-"));
+    roots.push(root);
+    const { app } = freshContainer(root, "SERVER_PORT=3001\n");
+    // No storage volume at all: seeding fails, the image's entrypoint runs regardless.
+    rmSync(join(app, "storage"), { force: true });
+    const run = start(root, app);
+    expect(run.code).toBe(0);
+    expect(run.read).toBe("SERVER_PORT=3001\n");
+    expect(existsSync(join(app, "storage"))).toBe(false);
+  });
+});
