@@ -94,3 +94,41 @@ describe("AnythingLLM keeps the settings its UI writes to /app/server/.env", () 
     expect(existsSync(join(app, "storage"))).toBe(false);
   });
 });
+
+/** Named volumes mounted into `service` in the generated compose file, by container path. */
+function mountsOf(service: string): { env: Record<string, string>; mounted: (path: string) => boolean } {
+  const compose = parse(generateBundle({ projectName: "state", services: [service.split("/")[0]!] }, getCatalog()).files["docker-compose.yml"]!);
+  const definition = compose.services[service.replace("/", "-")];
+  const targets: string[] = (definition.volumes ?? [])
+    .map((v: string | { type: string; source: string; target: string }) => (typeof v === "string" ? v : `${v.source}:${v.target}`))
+    .filter((v: string) => !v.startsWith("/") && !v.startsWith("."))
+    .map((v: string) => v.split(":")[1]);
+  return { env: definition.environment ?? {}, mounted: (path) => targets.some((t) => path === t || path.startsWith(`${t}/`)) };
+}
+
+// Where apps write state at runtime, found by auditing upstream code and docs: each must land in
+// a named volume, or an update (which recreates containers) loses it.
+describe("state an app writes at runtime lands in a volume", () => {
+  const cases: { service: string; path: string; why: string; env?: [string, string] }[] = [
+    { service: "anything-llm", path: "/app/server/storage/.env", why: "settings saved in the UI (linked by the start script)" },
+    { service: "authentik", path: "/media", why: "uploaded icons and backgrounds (2025.10)" },
+    { service: "authentik/worker", path: "/media", why: "the worker writes the same uploads" },
+    { service: "claude-code", path: "/root/.claude/.claude.json", why: "account and trusted projects", env: ["CLAUDE_CONFIG_DIR", "/root/.claude"] },
+    { service: "comfyui", path: "/workspace/ComfyUI", why: "models, custom nodes, outputs", env: ["WORKSPACE", "/workspace"] },
+    { service: "stable-diffusion", path: "/workspace/stable-diffusion-webui", why: "models, outputs, settings", env: ["WORKSPACE", "/workspace"] },
+    { service: "dozzle", path: "/data", why: "alert rules and user settings" },
+    { service: "coolify", path: "/var/www/html/storage/app/webhooks-during-maintenance", why: "webhooks held during an upgrade" },
+    { service: "mattermost", path: "/mattermost/client/plugins", why: "web-app halves of plugins" },
+    { service: "opencode", path: "/root/.config/opencode", why: "global settings, agents, plugins" },
+    { service: "opencode", path: "/root/.local/state/opencode", why: "history" },
+    { service: "supabase", path: "/app/snippets", why: "saved SQL queries", env: ["SNIPPETS_MANAGEMENT_FOLDER", "/app/snippets"] },
+    { service: "xyops", path: "/opt/xyops/data/overrides.json", why: "Configuration page changes", env: ["XYOPS_config_overrides_file", "/opt/xyops/data/overrides.json"] },
+  ];
+  for (const { service, path, why, env } of cases) {
+    test(`${service}: ${why} (${path})`, () => {
+      const { env: environment, mounted } = mountsOf(service);
+      if (env) expect(environment[env[0]]).toBe(env[1]);
+      expect(mounted(path)).toBe(true);
+    });
+  }
+});
