@@ -132,3 +132,8 @@ describe("state an app writes at runtime lands in a volume", () => {
     });
   }
 });
+
+test("Dokploy shares the host's /etc/dokploy: the containers it starts bind-mount host paths there", () => {
+  const compose = parse(generateBundle({ projectName: "state", services: ["dokploy"] }, getCatalog()).files["docker-compose.yml"]!);
+  expect(compose.services.dokploy.volumes).toContain("/etc/dokploy:/etc/dokploy");
+});
