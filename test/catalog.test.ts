@@ -143,6 +143,19 @@ describe("catalog", () => {
     expect(() => loadCatalog(bad)).toThrow(/names unknown service livekat/);
   });
 
+  test("a key the schema does not know fails the load (an unquoted comma in a flow mapping makes one)", () => {
+    const text = catalogFiles["services/redis.yaml"];
+    const port = /- \{ container: 6379, [^\n]*\}/.exec(text)![0];
+    const bad = { ...catalogFiles, "services/redis.yaml": text.replace(port, "- { container: 6379, host: 6379, local: true, description: Cache, queues and locks }") };
+    expect(() => loadCatalog(bad)).toThrow(/services\/redis.yaml: \/ports\/0\/queues and locks Unexpected property/);
+  });
+
+  test("a value the user must fill in before the start cannot also have one", () => {
+    const text = catalogFiles["services/tailscale.yaml"];
+    const bad = { ...catalogFiles, "services/tailscale.yaml": text.replace("name: TAILSCALE_AUTHKEY, beforeStart: true,", "name: TAILSCALE_AUTHKEY, beforeStart: true, default: tskey,") };
+    expect(() => loadCatalog(bad)).toThrow(/variable TAILSCALE_AUTHKEY is beforeStart but has a value/);
+  });
+
   test("a dangling dependency or skill fails the load", () => {
     const bad = { ...catalogFiles, "services/n8n.yaml": catalogFiles["services/n8n.yaml"].replace("dependencies: [postgresql]", "dependencies: [postgresql, mongodb]") };
     expect(() => loadCatalog(bad)).toThrow(/unknown dependency mongodb/);

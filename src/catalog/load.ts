@@ -177,6 +177,7 @@ function crossCheck(
       varOwner.set(v.name, s.id);
       if (v.publicUrlOf !== undefined && !byId.has(v.publicUrlOf)) p.push(`${where}: variable ${v.name} names unknown service ${v.publicUrlOf}`);
       if ((v.publicUrlOf !== undefined || v.publicUrlPart !== undefined) && !v.publicUrl) p.push(`${where}: variable ${v.name} has publicUrlOf/publicUrlPart without publicUrl`);
+      if (v.beforeStart && (v.secret || v.default !== undefined)) p.push(`${where}: variable ${v.name} is beforeStart but has a value (secret or default)`);
     }
     for (const v of s.volumes) {
       if (v.source.startsWith("/")) continue;

@@ -27,6 +27,10 @@ const Id = Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", maxLength: 64 });
 const VarName = Type.String({ pattern: "^[A-Z][A-Z0-9_]*$", maxLength: 128 });
 const Duration = Type.String({ pattern: "^[0-9]+(ms|s|m|h)$" });
 
+/** Catalog files are written by hand: a key the schema does not know is a mistake (in a YAML flow
+ *  mapping an unquoted comma silently ends a description and starts a new key). */
+const STRICT = { additionalProperties: false } as const;
+
 export const Port = Type.Object({
   container: Type.Integer({ minimum: 1, maximum: 65535 }),
   host: Type.Integer({ minimum: 1, maximum: 65535 }),
@@ -39,7 +43,7 @@ export const Port = Type.Object({
    *  until it is configured to trust its proxy (Home Assistant answers 400). */
   dropForwardedFor: Type.Optional(Type.Boolean()),
   description: Type.Optional(Type.String()),
-});
+}, STRICT);
 export type Port = Static<typeof Port>;
 
 export const Volume = Type.Object({
@@ -47,7 +51,7 @@ export const Volume = Type.Object({
   source: Type.String({ minLength: 1 }),
   target: Type.String({ pattern: "^/" }),
   readOnly: Type.Optional(Type.Boolean()),
-});
+}, STRICT);
 export type Volume = Static<typeof Volume>;
 
 export const HealthCheck = Type.Object({
@@ -56,7 +60,7 @@ export const HealthCheck = Type.Object({
   timeout: Duration,
   retries: Type.Integer({ minimum: 1 }),
   startPeriod: Type.Optional(Duration),
-});
+}, STRICT);
 export type HealthCheck = Static<typeof HealthCheck>;
 
 /** A variable the service needs in `.env`. Names are namespaced by the service id (`N8N_...`). */
@@ -80,7 +84,10 @@ export const Variable = Type.Object({
   publicUrlOf: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$" })),
   /** With `publicUrl`: only this part of that URL (an app that wants its host name or scheme). */
   publicUrlPart: Type.Optional(Type.Union([Type.Literal("host"), Type.Literal("scheme")])),
-});
+  /** Left empty for the user (no default, not secret), and the service does not start or cannot
+   *  do its job until it is filled in: the bundle's README and `.env` say so. */
+  beforeStart: Type.Optional(Type.Boolean()),
+}, STRICT);
 export type Variable = Static<typeof Variable>;
 
 /** A database the relational database must create for this service at first start. */
@@ -94,7 +101,7 @@ export const Database = Type.Object({
   extensions: Type.Optional(Type.Array(Type.String({ pattern: "^[a-z_][a-z0-9_]*$" }))),
   /** `C` when the application insists on C collation (Synapse does). */
   collation: Type.Optional(Type.Literal("C")),
-});
+}, STRICT);
 export type Database = Static<typeof Database>;
 
 /** A helper container that belongs to one catalog entry (e.g. its own MongoDB). Compose name `<id>-<name>`. */
@@ -108,7 +115,7 @@ export const Sidecar = Type.Object({
   volumes: Type.Optional(Type.Array(Volume)),
   healthCheck: Type.Optional(HealthCheck),
   estimatedMemoryMB: Type.Optional(Type.Number({ minimum: 0 })),
-});
+}, STRICT);
 export type Sidecar = Static<typeof Sidecar>;
 
 /** How bare-metal deployment installs this service natively on Debian/Ubuntu. */
@@ -117,13 +124,13 @@ export const NativeRecipe = Type.Object({
   systemdUnit: Type.String({ pattern: "^[a-z0-9@._-]+$" }),
   /** Shell lines run after install (no user input is ever interpolated into them). */
   configure: Type.Optional(Type.Array(Type.String())),
-});
+}, STRICT);
 export type NativeRecipe = Static<typeof NativeRecipe>;
 
 export const MetricsEndpoint = Type.Object({
   port: Type.Integer({ minimum: 1, maximum: 65535 }),
   path: Type.String({ pattern: "^/" }),
-});
+}, STRICT);
 
 export const CatalogService = Type.Object({
   id: Id,
@@ -162,7 +169,7 @@ export const CatalogService = Type.Object({
   coreEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }), Type.String())),
   skills: Type.Array(Id),
   docsUrl: Type.String({ pattern: "^https://" }),
-});
+}, STRICT);
 export type CatalogService = Static<typeof CatalogService>;
 
 export const Preset = Type.Object({
@@ -174,7 +181,7 @@ export const Preset = Type.Object({
   estimatedMemoryMB: Type.Number({ minimum: 0 }),
   proxy: Type.Union([Type.Literal("caddy"), Type.Literal("traefik"), Type.Null()]),
   gpu: Type.Boolean(),
-});
+}, STRICT);
 export type Preset = Static<typeof Preset>;
 
 export const SkillPack = Type.Object({
@@ -184,7 +191,7 @@ export const SkillPack = Type.Object({
   services: Type.Array(Id, { minItems: 1 }),
   skills: Type.Array(Id, { minItems: 1 }),
   tags: Type.Array(Type.String()),
-});
+}, STRICT);
 export type SkillPack = Static<typeof SkillPack>;
 
 export const Category = Type.Object({ id: CategoryId, name: Type.String(), count: Type.Integer({ minimum: 0 }) });

@@ -306,6 +306,26 @@ describe("input fields take effect", () => {
     expect(gen({ services: ["redis"] }).files["README.md"]).not.toContain("Right after the first start");
   });
 
+  test("the README and .env name the values only the user can supply: before the first start, and keys for later", () => {
+    const g = gen({ services: ["tailscale", "n8n"] });
+    const readme = g.files["README.md"]!;
+    const before = readme.indexOf("## Before the first start");
+    expect(before).toBeGreaterThan(-1);
+    expect(before).toBeLessThan(readme.indexOf("## Start"));
+    const beforeSection = readme.slice(before, readme.indexOf("## Start"));
+    expect(beforeSection).toContain("- `TAILSCALE_AUTHKEY` (Tailscale): Auth key");
+    expect(beforeSection).not.toContain("N8N_API_KEY");
+    const secrets = readme.slice(readme.indexOf("## Secrets and settings"), readme.indexOf("## Day-2"));
+    expect(secrets).toContain("- `N8N_API_KEY` (n8n): API key for the agent");
+    expect(secrets).not.toContain("TAILSCALE_AUTHKEY");
+    expect(g.files[".env"]).toContain("(required: fill in before the first start)\nTAILSCALE_AUTHKEY=\n");
+    expect(g.files[".env"]).toContain("(optional, fill in if you use it)\nN8N_API_KEY=\n");
+    // Nothing to supply: neither list.
+    const plain = gen({ services: ["redis"] }).files["README.md"]!;
+    expect(plain).not.toContain("Before the first start");
+    expect(plain).not.toContain("Values only you can supply");
+  });
+
   test("Headscale gets the configuration file it needs to start, mounted where it reads it", () => {
     const g = gen({ services: ["headscale"] });
     const config = parseYaml(g.files["headscale/config.yaml"]!) as Record<string, any>;

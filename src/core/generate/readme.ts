@@ -1,6 +1,6 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
-import { allServices, hasProxy, proxiedUrl, webServices, type FileMap, type GenContext } from "./context.ts";
+import { allServices, hasProxy, proxiedUrl, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
@@ -17,6 +17,11 @@ export function readmeFile(ctx: GenContext): FileMap {
     const url = web.has(s.id) && proxied ? ` (${proxiedUrl(ctx, s.id)})` : "";
     return `- **${s.name}**${url}: ${s.firstStart}`;
   });
+  // Values only the user can supply: those a service needs to start, and keys created in the apps.
+  const userValue = (v: EnvVariable) => `- \`${v.name}\` (${ctx.catalog.servicesById.get(v.owner)?.name ?? v.owner}): ${v.description}`;
+  const toFill = ctx.variables.filter((v) => !v.secret && v.default === undefined && v.value === "");
+  const beforeStart = toFill.filter((v) => v.beforeStart).map(userValue);
+  const afterStart = toFill.filter((v) => !v.beforeStart).map(userValue);
   const start = ctx.deployment === "bare-metal"
     ? "```sh\nsudo ./install.sh        # installs the native services, then starts the containers\n```"
     : "```sh\ndocker compose up -d\ndocker compose ps        # or: stackgen status\n```";
@@ -33,7 +38,7 @@ ${rows.join("\n")}
 
 Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${ctx.domain ? ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host` : " (browsers resolve *.localhost to this machine)"}.` : ""}
 
-## Start
+${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
 ${start}
 
@@ -43,7 +48,7 @@ All passwords, keys and tokens are in \`.env\` (mode 0600), one per service and 
 \`.env.example\` lists the same variables without secret values. Database passwords are applied on the first start,
 so keep \`.env\` with your backups and do not change them afterwards. To run another gateway version, set
 \`CORE_VERSION\` in \`.env\` and run \`stackgen update\`.
-
+${afterStart.length ? `\nValues only you can supply, most of them keys you create in the apps after the first start. Fill them in\nwhere you use them, then run \`docker compose up -d\` again so the services and the gateway read them:\n\n${afterStart.join("\n")}\n` : ""}
 ## Day-2 operations
 
 \`\`\`sh
