@@ -194,6 +194,18 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await item.textContent()).toContain("within five minutes");
   }, TEST_TIMEOUT_MS);
 
+  test("values a service cannot start without are named in Your stack", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    expect(await page.locator("#before-start-list").count()).toBe(0);
+    await page.locator("#svc-tailscale").check();
+    await settled(page);
+    const item = page.locator('#before-start-list [data-variable="TAILSCALE_AUTHKEY"]');
+    expect(await item.getAttribute("data-service")).toBe("tailscale");
+    expect(await item.textContent()).toContain("fill in TAILSCALE_AUTHKEY in .env");
+  }, TEST_TIMEOUT_MS);
+
   test("conflicting services are explained and block generation", async () => {
     const page = await openPage();
     await page.locator("#svc-redis").check();

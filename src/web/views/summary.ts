@@ -85,6 +85,14 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
       );
     })));
   }
+  // Values a service cannot start (or work) without, which only the user can supply.
+  const services = result.resolvedServices.map((id) => store.catalog.servicesById.get(id));
+  const toFill = services.flatMap((s) => (s?.variables ?? []).filter((v) => v.beforeStart).map((v) => ({ service: s!, variable: v })));
+  if (toFill.length) {
+    out.push(h("h3", {}, "Before the first start"), h("ul", { id: "before-start-list", class: "issues" }, ...toFill.map(({ service, variable }) =>
+      h("li", { class: "issue warning", "data-service": service.id, "data-variable": variable.name },
+        h("strong", {}, service.name), ": fill in ", h("code", {}, variable.name), " in .env", h("p", {}, variable.description)))));
+  }
   // Apps that hand their admin account to whoever opens them first (or ship a known login).
   const firstStart = result.resolvedServices.map((id) => store.catalog.servicesById.get(id)).filter((s) => s?.firstStart);
   if (firstStart.length) {
