@@ -137,3 +137,38 @@ test("Dokploy shares the host's /etc/dokploy: the containers it starts bind-moun
   const compose = parse(generateBundle({ projectName: "state", services: ["dokploy"] }, getCatalog()).files["docker-compose.yml"]!);
   expect(compose.services.dokploy.volumes).toContain("/etc/dokploy:/etc/dokploy");
 });
+
+// Variables each pinned app reads under that exact name (found by auditing upstream settings
+// code): a setting under another name is silently ignored, a secret then falls back to a default.
+describe("apps get their settings under the names they read", () => {
+  const composeOf = (services: string[]) => parse(generateBundle({ projectName: "names", services }, getCatalog()).files["docker-compose.yml"]!);
+  const cases: { service: string; container?: string; name: string; value: string; why: string }[] = [
+    { service: "appflowy", container: "appflowy-cloud", name: "APPFLOWY_WEB_URL", value: "${APPFLOWY_BASE_URL}", why: "the server refuses to start without it" },
+    { service: "codex", name: "CODEX_API_KEY", value: "${CODEX_OPENAI_API_KEY}", why: "codex exec reads only this key" },
+    { service: "kimi", name: "KIMI_MODEL_NAME", value: "${KIMI_MODEL_NAME}", why: "without a model the CLI creates no LLM" },
+    { service: "docsgpt", name: "ENCRYPTION_SECRET_KEY", value: "${DOCSGPT_ENCRYPTION_KEY}", why: "else a key every install shares" },
+    { service: "docsgpt", container: "docsgpt-worker", name: "ENCRYPTION_SECRET_KEY", value: "${DOCSGPT_ENCRYPTION_KEY}", why: "the worker decrypts the same credentials" },
+    { service: "lasuite-meet-agents", name: "DEEPGRAM_API_KEY", value: "${LASUITE_MEET_AGENTS_DEEPGRAM_API_KEY}", why: "the transcriber's default provider" },
+    { service: "coolify", name: "PUSHER_BACKEND_HOST", value: "coolify-realtime", why: "the server's own route to the realtime server" },
+    { service: "matomo", name: "MATOMO_DATABASE_ADAPTER", value: "PDO\\MYSQL", why: "one of the installer's adapter names" },
+  ];
+  for (const { service, container, name, value, why } of cases) {
+    test(`${container ?? service}: ${name} (${why})`, () => {
+      const compose = composeOf([service]);
+      const environment = compose.services[container ?? service].environment ?? {};
+      expect(environment[name]).toBe(value);
+      // A host name in a setting is a service of the same file.
+      if (name.endsWith("_HOST")) expect(Object.keys(compose.services)).toContain(value);
+    });
+  }
+
+  test("DocsGPT's encryption key is a generated secret of its own", () => {
+    const env = generateBundle({ projectName: "names", services: ["docsgpt"] }, getCatalog()).files[".env"]!;
+    expect(env).toMatch(/\nDOCSGPT_ENCRYPTION_KEY=[A-Za-z0-9]{32}\n/);
+  });
+
+  test("Mission Control is not handed Convex's admin key, which its image never reads", () => {
+    const compose = composeOf(["mission-control"]);
+    expect(JSON.stringify(compose.services["mission-control"].environment)).not.toContain("CONVEX_ADMIN_KEY");
+  });
+});
