@@ -172,3 +172,28 @@ describe("apps get their settings under the names they read", () => {
     expect(JSON.stringify(compose.services["mission-control"].environment)).not.toContain("CONVEX_ADMIN_KEY");
   });
 });
+
+// Connection strings name other containers as host:port; a typo or a port the service does not
+// listen on only shows up when the stack runs, so every generated bundle is checked here.
+test("every host:port an environment value names is a service of the bundle, at a port it declares", () => {
+  const catalog = getCatalog();
+  const declared = new Map([catalog.core, ...catalog.services].map((s) => [s.id, s.ports.map((p) => p.container)]));
+  // Open WebUI is told where Ollama would be; it runs without it (documented in its entry).
+  const optional = new Set(["open-webui OLLAMA_BASE_URL ollama"]);
+  const selections = [...catalog.services.map((s) => ({ services: [s.id] })), ...catalog.presets.map((p) => ({ preset: p.id }))];
+  const problems: string[] = [];
+  for (const selection of selections) {
+    const compose = parse(generateBundle({ projectName: "wiring", ...selection }, catalog).files["docker-compose.yml"]!);
+    const names = new Set(Object.keys(compose.services));
+    for (const [service, definition] of Object.entries<{ environment?: Record<string, string> }>(compose.services)) {
+      for (const [name, value] of Object.entries(definition.environment ?? {})) {
+        for (const [, host, port] of String(value).matchAll(/(?:\/\/|@|^)([a-z0-9][a-z0-9-]*):(\d{2,5})\b/g)) {
+          if (host === "localhost" || optional.has(`${service} ${name} ${host}`)) continue;
+          if (!names.has(host!)) problems.push(`${JSON.stringify(selection)} ${service} ${name}: no service ${host}`);
+          else if (declared.has(host!) && !declared.get(host!)!.includes(Number(port))) problems.push(`${service} ${name}: ${host} declares no port ${port}`);
+        }
+      }
+    }
+  }
+  expect([...new Set(problems)]).toEqual([]);
+});
