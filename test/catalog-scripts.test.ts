@@ -197,3 +197,23 @@ test("every host:port an environment value names is a service of the bundle, at 
   }
   expect([...new Set(problems)]).toEqual([]);
 });
+
+test("every PostgreSQL URL in a generated environment names a database, user and password the init script creates", () => {
+  const catalog = getCatalog();
+  const created = catalog.services.flatMap((s) => (s.databases ?? []).map((d) => `${d.user}:\${${d.passwordVar}}/${d.name}`));
+  const problems: string[] = [];
+  let urls = 0;
+  for (const service of catalog.services) {
+    const compose = parse(generateBundle({ projectName: "databases", services: [service.id] }, catalog).files["docker-compose.yml"]!);
+    for (const [name, definition] of Object.entries<{ environment?: Record<string, string> }>(compose.services)) {
+      for (const value of Object.values(definition.environment ?? {})) {
+        for (const [, user, password, database] of String(value).matchAll(/postgres(?:ql)?:\/\/([^:@/]+):([^@]+)@postgresql:5432\/([A-Za-z0-9_]+)/g)) {
+          urls++;
+          if (!created.includes(`${user}:${password}/${database}`)) problems.push(`${name}: ${user}@${database}`);
+        }
+      }
+    }
+  }
+  expect(urls).toBeGreaterThan(5);
+  expect(problems).toEqual([]);
+});
