@@ -217,3 +217,65 @@ test("every PostgreSQL URL in a generated environment names a database, user and
   expect(urls).toBeGreaterThan(5);
   expect(problems).toEqual([]);
 });
+
+describe("Synapse's first start writes a config for running behind the stack's proxy", () => {
+  const compose = parse(generateBundle({ projectName: "synapse", services: ["matrix-synapse", "caddy"], domain: "example.com" }, getCatalog()).files["docker-compose.yml"]!);
+  const [shell, flag, script] = compose.services["matrix-synapse"].entrypoint as string[];
+  // Compose hands the container `$` for each `$$` in the file.
+  const containerScript = script!.replaceAll("$$", "$");
+
+  function run(root: string) {
+    // A stand-in for the image's /start.py: migrate_config renders the image's template (whose
+    // listener does not trust forwarded headers); without arguments it "runs" the server.
+    const start = join(root, "start.py");
+    writeFileSync(start, `#!/bin/sh\nif [ "$1" = migrate_config ]; then printf 'listeners:\\n  - port: 8008\\n    x_forwarded: false\\n' > ${root}/data/homeserver.yaml; else echo started; fi\n`);
+    Bun.spawnSync(["chmod", "+x", start]);
+    const local = containerScript.replaceAll("/data/", `${root}/data/`).replaceAll("/start.py", start);
+    return Bun.spawnSync([shell!, flag!, local], { env: { PATH: process.env.PATH!, SYNAPSE_PUBLIC_BASEURL: "https://matrix-synapse.example.com" } });
+  }
+
+  test("trusts the proxy's X-Forwarded-For, knows its public URL and serves the federation well-known", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-synapse-"));
+    roots.push(root);
+    mkdirSync(join(root, "data"));
+    expect([shell, flag]).toEqual(["/bin/sh", "-c"]);
+    expect(compose.services["matrix-synapse"].environment.SYNAPSE_PUBLIC_BASEURL).toBe("${MATRIX_SYNAPSE_PUBLIC_URL}");
+    const first = run(root);
+    expect(first.exitCode).toBe(0);
+    expect(first.stdout.toString()).toBe("started\n");
+    const config = parse(readFileSync(join(root, "data", "homeserver.yaml"), "utf8"));
+    expect(config.listeners[0].x_forwarded).toBe(true);
+    expect(config.public_baseurl).toBe("https://matrix-synapse.example.com");
+    expect(config.serve_server_wellknown).toBe(true);
+  });
+
+  test("a later start leaves the user's config as it is", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-synapse-"));
+    roots.push(root);
+    mkdirSync(join(root, "data"));
+    writeFileSync(join(root, "data", "homeserver.yaml"), "server_name: mine\n");
+    const again = run(root);
+    expect(again.exitCode).toBe(0);
+    expect(readFileSync(join(root, "data", "homeserver.yaml"), "utf8")).toBe("server_name: mine\n");
+  });
+});
+
+// Behind the proxy an app builds links, redirects, origin checks and clone URLs from what it is
+// told, not from the request (found by auditing each web app's reverse-proxy documentation).
+test("behind the proxy with a domain, apps are told the address users reach them at", () => {
+  const cases: [service: string, container: string, name: string, value: string][] = [
+    ["grafana", "grafana", "GF_SERVER_ROOT_URL", "https://grafana.example.com"],
+    ["litellm", "litellm", "PROXY_BASE_URL", "https://litellm.example.com"],
+    ["dify", "dify-api", "SERVICE_API_URL", "https://dify.example.com"],
+    ["dify", "dify-api", "APP_WEB_URL", "https://dify.example.com"],
+    ["dify", "dify-worker", "ENDPOINT_URL_TEMPLATE", "https://dify.example.com/e/{hook_id}"],
+    ["gitea", "gitea", "GITEA__server__SSH_DOMAIN", "gitea.example.com"],
+    ["matrix-synapse", "matrix-synapse", "SYNAPSE_PUBLIC_BASEURL", "https://matrix-synapse.example.com"],
+  ];
+  for (const [service, container, name, value] of cases) {
+    const files = generateBundle({ projectName: "proxied", services: [service], proxy: "caddy", domain: "example.com" }, getCatalog()).files;
+    const env = new Map(files[".env"]!.split("\n").filter((l) => /^[A-Z0-9_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const raw = String(parse(files["docker-compose.yml"]!).services[container].environment[name]);
+    expect(raw.replace(/\$\{([A-Z0-9_]+)\}/g, (_, v: string) => env.get(v) ?? `<${v} undefined>`), `${container} ${name}`).toBe(value);
+  }
+});

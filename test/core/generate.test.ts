@@ -207,11 +207,17 @@ describe("input fields take effect", () => {
     expect(g.files["docker-compose.yml"]).toContain("${N8N_DB_PASSWORD:?");
   });
 
-  test("Caddy leaves X-Forwarded-For out for Home Assistant (it answers 400 to forwarded requests) and only there", async () => {
+  test("Caddy leaves X-Forwarded-For out for Home Assistant (it answers 400 to forwarded requests) and only there; others get the client in X-Real-IP", async () => {
     const g = gen({ services: ["homeassistant"], proxy: "caddy" });
     if (!hasTool("caddy")) return;
     const seen: Record<string, string | null> = {};
-    const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => ((seen[new URL(r.url).pathname] = r.headers.get("x-forwarded-for")), new Response("ok")) });
+    const realIp: Record<string, string | null> = {};
+    const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => {
+      const path = new URL(r.url).pathname;
+      seen[path] = r.headers.get("x-forwarded-for");
+      realIp[path] = r.headers.get("x-real-ip");
+      return new Response("ok");
+    } });
     const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
     const port = probe.port!;
     await probe.stop(true);
@@ -227,7 +233,8 @@ describe("input fields take effect", () => {
       const ask = async (host: string, path: string) => {
         for (let i = 0; i < 100; i++) {
           try {
-            const r = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { host: `${host}:${port}` } });
+            // A client's own X-Real-IP is replaced, not passed on.
+            const r = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { host: `${host}:${port}`, "x-real-ip": "203.0.113.9" } });
             if (r.status === 200) return;
           } catch {
             // not listening yet
@@ -240,6 +247,7 @@ describe("input fields take effect", () => {
       await ask("core.localhost", "/core");
       expect(seen["/ha"]).toBeNull();
       expect(seen["/core"]).toBe("127.0.0.1");
+      expect(realIp["/core"]).toBe("127.0.0.1");
     } finally {
       caddy.kill();
       await caddy.exited;
@@ -421,7 +429,10 @@ describe("input fields take effect", () => {
   test("traefik gets static + dynamic config and router labels", () => {
     const g = gen({ services: ["n8n"], proxy: "traefik", domain: "example.com" });
     expect(g.files["traefik/traefik.yml"]).toContain("letsencrypt");
-    expect(g.files["traefik/dynamic/middlewares.yml"]).toContain("security-headers");
+    const middlewares = parseYaml(g.files["traefik/dynamic/middlewares.yml"]!) as any;
+    // nosniff and HSTS for every app; framing and referrer policy stay each app's own (Traefik
+    // would replace what the app sends: a blanket DENY blanks same-origin previews and embeds).
+    expect(middlewares.http.middlewares["security-headers"].headers).toEqual({ contentTypeNosniff: true, stsSeconds: 31536000 });
     const labels = composeOf(g.files).services.n8n.labels as Record<string, string>;
     expect(labels["traefik.http.routers.n8n.rule"]).toBe("Host(`n8n.example.com`)");
     expect(labels["traefik.http.services.n8n.loadbalancer.server.port"]).toBe("5678");

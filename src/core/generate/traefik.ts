@@ -33,8 +33,11 @@ export function traefikFiles(ctx: GenContext): FileMap {
   const dynamicConfig = {
     http: {
       middlewares: {
+        // Framing and referrer policy stay each app's own: Traefik replaces what the app sends, and
+        // a blanket DENY blanked code-server's webviews, Ghost's previews and n8n's execution
+        // previews (same-origin iframes) and every embed widget.
         "security-headers": {
-          headers: { contentTypeNosniff: true, frameDeny: true, referrerPolicy: "strict-origin-when-cross-origin", ...(ctx.domain ? { stsSeconds: 31536000 } : {}) },
+          headers: { contentTypeNosniff: true, ...(ctx.domain ? { stsSeconds: 31536000 } : {}) },
         },
       },
     },
