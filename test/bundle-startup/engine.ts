@@ -66,29 +66,29 @@ export interface EngineEvent {
 }
 
 /** Container events of a project between two unix times (seconds); returns at once since `until` is past. */
-export async function projectEvents(project: string, sinceSeconds: number, untilSeconds: number): Promise<EngineEvent[]> {
-  const out = await dockerOk([
-    "events",
-    "--since",
-    sinceSeconds.toFixed(3),
-    "--until",
-    untilSeconds.toFixed(3),
-    "--filter",
-    "type=container",
-    "--filter",
-    `label=com.docker.compose.project=${project}`,
-    "--format",
-    "{{json .}}",
-  ]);
-  return out
-    .trim()
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const nanos = /"timeNano":(\d+)/.exec(line)?.[1];
-      if (!nanos) throw new Error(`event without timeNano: ${line}`);
-      return { ...JSON.parse(line), nanos: BigInt(nanos) };
-    });
+/** Container events of a compose project from now until `stop()`, read as they happen. Asking
+ *  afterwards (`--since/--until`) reads the engine's short in-memory log instead, which a larger
+ *  stack's health-check executions overrun within seconds. */
+export function watchProjectEvents(project: string): { stop(): Promise<EngineEvent[]> } {
+  const proc = Bun.spawn(
+    ["docker", "events", "--filter", "type=container", "--filter", `label=com.docker.compose.project=${project}`, "--format", "{{json .}}"],
+    { stdin: "ignore", stdout: "pipe", stderr: "ignore" },
+  );
+  const text = new Response(proc.stdout).text();
+  return {
+    async stop() {
+      if (proc.exitCode === null && !proc.killed) {
+        await Bun.sleep(500); // the last events reach the stream slightly after the actions return
+        proc.kill();
+      }
+      const lines = (await text).split("\n").filter((line) => line.startsWith("{") && line.endsWith("}"));
+      return lines.map((line) => {
+        const nanos = /"timeNano":(\d+)/.exec(line)?.[1];
+        if (!nanos) throw new Error(`event without timeNano: ${line}`);
+        return { ...JSON.parse(line), nanos: BigInt(nanos) };
+      });
+    },
+  };
 }
 
 /** The stand-in image: the busybox base plus standin.sh, labelled so TestStack.cleanup finds leftovers. */

@@ -38,7 +38,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 for dir in $volumes; do
-  env > "$dir/.standin-env" || fail "cannot write the environment into the volume at $dir"
+  # NUL-separated, as the kernel keeps it: a value may span lines (LiveKit's config does).
+  cat /proc/self/environ > "$dir/.standin-env" || fail "cannot write the environment into the volume at $dir"
   echo "standin project=$project service=$service target=$dir" > "$dir/.standin-marker" || fail "cannot write the marker into $dir"
 done
 echo "standin[$service]: checks passed, ready in ${delay}s"

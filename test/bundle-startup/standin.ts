@@ -210,9 +210,10 @@ export function expectedEnvironment(svc: ComposeService, dotEnv: Record<string, 
 }
 
 /** `env` output (one KEY=VALUE per line) as a record. */
+/** `NAME=value` entries, NUL-separated as in /proc/<pid>/environ (values may span lines). */
 export function parseEnvOutput(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const line of text.split("\n")) {
+  for (const line of text.split("\0")) {
     const eq = line.indexOf("=");
     if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
   }
