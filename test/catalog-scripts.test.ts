@@ -279,3 +279,48 @@ test("behind the proxy with a domain, apps are told the address users reach them
     expect(raw.replace(/\$\{([A-Z0-9_]+)\}/g, (_, v: string) => env.get(v) ?? `<${v} undefined>`), `${container} ${name}`).toBe(value);
   }
 });
+
+describe("Home Assistant's first start trusts the stack's proxy", () => {
+  const compose = parse(generateBundle({ projectName: "ha", services: ["homeassistant", "traefik"] }, getCatalog()).files["docker-compose.yml"]!);
+  const [shell, flag, script] = compose.services.homeassistant.entrypoint as string[];
+  const includeTag = { tag: "!include", resolve: (file: string) => ({ include: file }) };
+
+  function run(root: string) {
+    const init = join(root, "init");
+    writeFileSync(init, "#!/bin/sh\necho s6-started\n");
+    Bun.spawnSync(["chmod", "+x", init]);
+    const local = script!.replaceAll("/config/", `${root}/config/`).replace("exec /init", `exec ${init}`);
+    return Bun.spawnSync([shell!, flag!, local]);
+  }
+
+  test("writes a configuration with its includes and an http: block trusting Docker's networks", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-ha-"));
+    roots.push(root);
+    mkdirSync(join(root, "config"));
+    const first = run(root);
+    expect(first.exitCode).toBe(0);
+    expect(first.stdout.toString()).toBe("s6-started\n");
+    const config = parse(readFileSync(join(root, "config", "configuration.yaml"), "utf8"), { customTags: [includeTag] });
+    expect(config).toEqual({
+      default_config: null,
+      automation: { include: "automations.yaml" },
+      script: { include: "scripts.yaml" },
+      scene: { include: "scenes.yaml" },
+      http: { use_x_forwarded_for: true, trusted_proxies: ["172.16.0.0/12"] },
+    });
+    // Every included file exists, as Home Assistant's own first start would leave them.
+    expect(readFileSync(join(root, "config", "automations.yaml"), "utf8")).toBe("[]\n");
+    expect(readFileSync(join(root, "config", "scripts.yaml"), "utf8")).toBe("");
+    expect(readFileSync(join(root, "config", "scenes.yaml"), "utf8")).toBe("");
+  });
+
+  test("an existing configuration is left as it is", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-ha-"));
+    roots.push(root);
+    mkdirSync(join(root, "config"));
+    writeFileSync(join(root, "config", "configuration.yaml"), "homeassistant:\n  name: Mine\n");
+    expect(run(root).exitCode).toBe(0);
+    expect(readFileSync(join(root, "config", "configuration.yaml"), "utf8")).toBe("homeassistant:\n  name: Mine\n");
+    expect(existsSync(join(root, "config", "automations.yaml"))).toBe(false);
+  });
+});
