@@ -324,3 +324,24 @@ describe("Home Assistant's first start trusts the stack's proxy", () => {
     expect(existsSync(join(root, "config", "automations.yaml"))).toBe(false);
   });
 });
+
+// Skills run in the gateway: a `.env` or gateway variable a skill's calls use must reach the
+// gateway in a bundle with that service (else the agent's call goes out with an empty value).
+test("every catalog variable a skill's calls use reaches the gateway", () => {
+  const catalog = getCatalog();
+  const known = new Set(catalog.services.flatMap((s) => [...(s.variables ?? []).map((v) => v.name), ...Object.keys(s.coreEnv ?? {})]));
+  const skillsDir = join(import.meta.dir, "..", "catalog", "skills");
+  const problems: string[] = [];
+  for (const service of catalog.services) {
+    const compose = parse(generateBundle({ projectName: "skills", services: [service.id] }, catalog).files["docker-compose.yml"]!);
+    const gateway = new Set(Object.keys(compose.services.core.environment ?? {}));
+    for (const skill of service.skills) {
+      const text = readFileSync(join(skillsDir, skill, "SKILL.md"), "utf8");
+      const calls = [...text.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1]).join("\n");
+      for (const [, name] of calls.matchAll(/\$\{?([A-Z][A-Z0-9_]+)/g)) {
+        if (known.has(name!) && !gateway.has(name!)) problems.push(`${skill}: ${name}`);
+      }
+    }
+  }
+  expect([...new Set(problems)]).toEqual([]);
+});
