@@ -345,3 +345,20 @@ test("every catalog variable a skill's calls use reaches the gateway", () => {
   }
   expect([...new Set(problems)]).toEqual([]);
 });
+
+test("every service address a skill names is that service at a port it serves", () => {
+  const catalog = getCatalog();
+  const served = new Map([catalog.core, ...catalog.services].map((s) => [s.id, [...s.ports.map((p) => p.container), ...(s.metrics ? [s.metrics.port] : [])]]));
+  const sidecars = new Set(catalog.services.flatMap((s) => (s.sidecars ?? []).map((c) => `${s.id}-${c.name}`)));
+  const skillsDir = join(import.meta.dir, "..", "catalog", "skills");
+  const problems: string[] = [];
+  for (const skill of new Set(catalog.services.flatMap((s) => s.skills))) {
+    const text = readFileSync(join(skillsDir, skill, "SKILL.md"), "utf8");
+    for (const [, host, port] of text.matchAll(/\/\/([a-z0-9][a-z0-9-]*):(\d{2,5})\b/g)) {
+      if (host === "localhost" || sidecars.has(host!)) continue;
+      if (!served.has(host!)) problems.push(`${skill}: no service ${host}`);
+      else if (!served.get(host!)!.includes(Number(port))) problems.push(`${skill}: ${host} serves no port ${port}`);
+    }
+  }
+  expect(problems).toEqual([]);
+});
