@@ -2,7 +2,7 @@
 // POSIX shell against a directory laid out like the container (its paths moved into a temporary
 // directory, the image's entrypoint replaced by a stand-in that does what the app does).
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, lstatSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, lstatSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -352,7 +352,8 @@ test("every service address a skill names is that service at a port it serves", 
   const sidecars = new Set(catalog.services.flatMap((s) => (s.sidecars ?? []).map((c) => `${s.id}-${c.name}`)));
   const skillsDir = join(import.meta.dir, "..", "catalog", "skills");
   const problems: string[] = [];
-  for (const skill of new Set(catalog.services.flatMap((s) => s.skills))) {
+  // Service skills and the packs' workflow skills alike.
+  for (const skill of readdirSync(skillsDir)) {
     const text = readFileSync(join(skillsDir, skill, "SKILL.md"), "utf8");
     for (const [, host, port] of text.matchAll(/\/\/([a-z0-9][a-z0-9-]*):(\d{2,5})\b/g)) {
       if (host === "localhost" || sidecars.has(host!)) continue;
