@@ -151,6 +151,8 @@ describe("apps get their settings under the names they read", () => {
     { service: "lasuite-meet-agents", name: "DEEPGRAM_API_KEY", value: "${LASUITE_MEET_AGENTS_DEEPGRAM_API_KEY}", why: "the transcriber's default provider" },
     { service: "coolify", name: "PUSHER_BACKEND_HOST", value: "coolify-realtime", why: "the server's own route to the realtime server" },
     { service: "matomo", name: "MATOMO_DATABASE_ADAPTER", value: "PDO\\MYSQL", why: "one of the installer's adapter names" },
+    { service: "stable-diffusion", name: "WEB_TOKEN", value: "${STABLE_DIFFUSION_TOKEN}", why: "browsers sign in with ?token= (the login page is not published)" },
+    { service: "comfyui", name: "WEB_TOKEN", value: "${COMFYUI_TOKEN}", why: "browsers sign in with ?token= (the login page is not published)" },
   ];
   for (const { service, container, name, value, why } of cases) {
     test(`${container ?? service}: ${name} (${why})`, () => {

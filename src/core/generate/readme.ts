@@ -42,7 +42,7 @@ ${beforeStart.length ? `## Before the first start\n\nThese services do not start
 
 ${start}
 
-${firstStart.length ? `## Right after the first start\n\nThese apps hand their admin account to whoever comes first, or start with a known login:\n\n${firstStart.join("\n")}\n\n` : ""}## Secrets and settings
+${firstStart.length ? `## Right after the first start\n\nThese apps need a step of yours right away; most hand their admin account to whoever comes first, or start with a known login:\n\n${firstStart.join("\n")}\n\n` : ""}## Secrets and settings
 
 All passwords, keys and tokens are in \`.env\` (mode 0600), one per service and purpose${ctx.generateSecrets ? ", generated for this stack" : "; they were not generated, so fill in every empty secret first"}.
 \`.env.example\` lists the same variables without secret values. Database passwords are applied on the first start,
