@@ -8,20 +8,28 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { getCatalog } from "../src/catalog/index.ts";
 import { generateBundle } from "../src/core/generate/index.ts";
+import { parseEnvValues } from "../src/core/env-merge.ts";
 
 const roots: string[] = [];
 afterEach(() => {
   for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
 });
 
-/** The generated compose entrypoint of one service. */
-function entrypointOf(service: string): string[] {
-  const compose = parse(generateBundle({ projectName: "scripts", services: [service] }, getCatalog()).files["docker-compose.yml"]!);
-  return compose.services[service].entrypoint;
+/** The generated compose file of a selection, parsed (tests read whichever keys they check). */
+const composeFor = (body: Record<string, unknown>): any => parse(generateBundle({ projectName: "scripts", ...body }, getCatalog()).files["docker-compose.yml"]!);
+
+/** Runs a compose entrypoint `[shell, "-c", script]` as the container would (compose hands it `$`
+ *  for each `$$`), with container paths replaced by local ones. */
+function runStartScript(entrypoint: string[], replacements: [from: string, to: string][], env?: Record<string, string>) {
+  const [shell, flag, script] = entrypoint;
+  let local = script!.replaceAll("$$", "$");
+  for (const [from, to] of replacements) local = local.replaceAll(from, to);
+  return Bun.spawnSync([shell!, flag!, local], env ? { env } : {});
 }
 
 describe("AnythingLLM keeps the settings its UI writes to /app/server/.env", () => {
-  const [shell, flag, script] = entrypointOf("anything-llm");
+  const entrypoint: string[] = composeFor({ services: ["anything-llm"] }).services["anything-llm"].entrypoint;
+  const [shell, flag, script] = entrypoint;
   const IMAGE_ENTRYPOINT = "exec /bin/bash /usr/local/bin/docker-entrypoint.sh";
 
   /** A fresh container filesystem (the image's own .env) over the storage volume of `root`. */
@@ -45,8 +53,7 @@ describe("AnythingLLM keeps the settings its UI writes to /app/server/.env", () 
     writeFileSync(standIn, `cd ${app}\ncat .env\n${write === undefined ? "" : `printf '%s\\n' '${write}' > .env\n`}`);
     expect(script).toContain("cd /app/server");
     expect(script).toEndWith(IMAGE_ENTRYPOINT);
-    const local = script!.replace("cd /app/server", `cd ${app}`).replace(IMAGE_ENTRYPOINT, `exec sh ${standIn}`);
-    const run = Bun.spawnSync([shell!, flag!, local]);
+    const run = runStartScript(entrypoint, [["cd /app/server", `cd ${app}`], [IMAGE_ENTRYPOINT, `exec sh ${standIn}`]]);
     return { code: run.exitCode, read: run.stdout.toString() };
   }
 
@@ -97,7 +104,7 @@ describe("AnythingLLM keeps the settings its UI writes to /app/server/.env", () 
 
 /** Named volumes mounted into `service` in the generated compose file, by container path. */
 function mountsOf(service: string): { env: Record<string, string>; mounted: (path: string) => boolean } {
-  const compose = parse(generateBundle({ projectName: "state", services: [service.split("/")[0]!] }, getCatalog()).files["docker-compose.yml"]!);
+  const compose = composeFor({ services: [service.split("/")[0]!] });
   const definition = compose.services[service.replace("/", "-")];
   const targets: string[] = (definition.volumes ?? [])
     .map((v: string | { type: string; source: string; target: string }) => (typeof v === "string" ? v : `${v.source}:${v.target}`))
@@ -134,14 +141,13 @@ describe("state an app writes at runtime lands in a volume", () => {
 });
 
 test("Dokploy shares the host's /etc/dokploy: the containers it starts bind-mount host paths there", () => {
-  const compose = parse(generateBundle({ projectName: "state", services: ["dokploy"] }, getCatalog()).files["docker-compose.yml"]!);
+  const compose = composeFor({ services: ["dokploy"] });
   expect(compose.services.dokploy.volumes).toContain("/etc/dokploy:/etc/dokploy");
 });
 
 // Variables each pinned app reads under that exact name (found by auditing upstream settings
 // code): a setting under another name is silently ignored, a secret then falls back to a default.
 describe("apps get their settings under the names they read", () => {
-  const composeOf = (services: string[]) => parse(generateBundle({ projectName: "names", services }, getCatalog()).files["docker-compose.yml"]!);
   const cases: { service: string; container?: string; name: string; value: string; why: string }[] = [
     { service: "appflowy", container: "appflowy-cloud", name: "APPFLOWY_WEB_URL", value: "${APPFLOWY_BASE_URL}", why: "the server refuses to start without it" },
     { service: "codex", name: "CODEX_API_KEY", value: "${CODEX_OPENAI_API_KEY}", why: "codex exec reads only this key" },
@@ -156,7 +162,7 @@ describe("apps get their settings under the names they read", () => {
   ];
   for (const { service, container, name, value, why } of cases) {
     test(`${container ?? service}: ${name} (${why})`, () => {
-      const compose = composeOf([service]);
+      const compose = composeFor({ services: [service] });
       const environment = compose.services[container ?? service].environment ?? {};
       expect(environment[name]).toBe(value);
       // A host name in a setting is a service of the same file.
@@ -170,7 +176,7 @@ describe("apps get their settings under the names they read", () => {
   });
 
   test("Mission Control is not handed Convex's admin key, which its image never reads", () => {
-    const compose = composeOf(["mission-control"]);
+    const compose = composeFor({ services: ["mission-control"] });
     expect(JSON.stringify(compose.services["mission-control"].environment)).not.toContain("CONVEX_ADMIN_KEY");
   });
 });
@@ -185,7 +191,7 @@ test("every host:port an environment value names is a service of the bundle, at 
   const selections = [...catalog.services.map((s) => ({ services: [s.id] })), ...catalog.presets.map((p) => ({ preset: p.id }))];
   const problems: string[] = [];
   for (const selection of selections) {
-    const compose = parse(generateBundle({ projectName: "wiring", ...selection }, catalog).files["docker-compose.yml"]!);
+    const compose = composeFor(selection);
     const names = new Set(Object.keys(compose.services));
     for (const [service, definition] of Object.entries<{ environment?: Record<string, string> }>(compose.services)) {
       for (const [name, value] of Object.entries(definition.environment ?? {})) {
@@ -206,7 +212,7 @@ test("every PostgreSQL URL in a generated environment names a database, user and
   const problems: string[] = [];
   let urls = 0;
   for (const service of catalog.services) {
-    const compose = parse(generateBundle({ projectName: "databases", services: [service.id] }, catalog).files["docker-compose.yml"]!);
+    const compose = composeFor({ services: [service.id] });
     for (const [name, definition] of Object.entries<{ environment?: Record<string, string> }>(compose.services)) {
       for (const value of Object.values(definition.environment ?? {})) {
         for (const [, user, password, database] of String(value).matchAll(/postgres(?:ql)?:\/\/([^:@/]+):([^@]+)@postgresql:5432\/([A-Za-z0-9_]+)/g)) {
@@ -221,10 +227,8 @@ test("every PostgreSQL URL in a generated environment names a database, user and
 });
 
 describe("Synapse's first start writes a config for running behind the stack's proxy", () => {
-  const compose = parse(generateBundle({ projectName: "synapse", services: ["matrix-synapse", "caddy"], domain: "example.com" }, getCatalog()).files["docker-compose.yml"]!);
-  const [shell, flag, script] = compose.services["matrix-synapse"].entrypoint as string[];
-  // Compose hands the container `$` for each `$$` in the file.
-  const containerScript = script!.replaceAll("$$", "$");
+  const compose = composeFor({ services: ["matrix-synapse", "caddy"], domain: "example.com" });
+  const entrypoint: string[] = compose.services["matrix-synapse"].entrypoint;
 
   function run(root: string) {
     // A stand-in for the image's /start.py: migrate_config renders the image's template (whose
@@ -232,15 +236,14 @@ describe("Synapse's first start writes a config for running behind the stack's p
     const start = join(root, "start.py");
     writeFileSync(start, `#!/bin/sh\nif [ "$1" = migrate_config ]; then printf 'listeners:\\n  - port: 8008\\n    x_forwarded: false\\n' > ${root}/data/homeserver.yaml; else echo started; fi\n`);
     Bun.spawnSync(["chmod", "+x", start]);
-    const local = containerScript.replaceAll("/data/", `${root}/data/`).replaceAll("/start.py", start);
-    return Bun.spawnSync([shell!, flag!, local], { env: { PATH: process.env.PATH!, SYNAPSE_PUBLIC_BASEURL: "https://matrix-synapse.example.com" } });
+    return runStartScript(entrypoint, [["/data/", `${root}/data/`], ["/start.py", start]], { PATH: process.env.PATH!, SYNAPSE_PUBLIC_BASEURL: "https://matrix-synapse.example.com" });
   }
 
   test("trusts the proxy's X-Forwarded-For, knows its public URL and serves the federation well-known", () => {
     const root = mkdtempSync(join(tmpdir(), "stackgen-synapse-"));
     roots.push(root);
     mkdirSync(join(root, "data"));
-    expect([shell, flag]).toEqual(["/bin/sh", "-c"]);
+    expect(entrypoint.slice(0, 2)).toEqual(["/bin/sh", "-c"]);
     expect(compose.services["matrix-synapse"].environment.SYNAPSE_PUBLIC_BASEURL).toBe("${MATRIX_SYNAPSE_PUBLIC_URL}");
     const first = run(root);
     expect(first.exitCode).toBe(0);
@@ -276,23 +279,22 @@ test("behind the proxy with a domain, apps are told the address users reach them
   ];
   for (const [service, container, name, value] of cases) {
     const files = generateBundle({ projectName: "proxied", services: [service], proxy: "caddy", domain: "example.com" }, getCatalog()).files;
-    const env = new Map(files[".env"]!.split("\n").filter((l) => /^[A-Z0-9_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = parseEnvValues(files[".env"]!);
     const raw = String(parse(files["docker-compose.yml"]!).services[container].environment[name]);
     expect(raw.replace(/\$\{([A-Z0-9_]+)\}/g, (_, v: string) => env.get(v) ?? `<${v} undefined>`), `${container} ${name}`).toBe(value);
   }
 });
 
 describe("Home Assistant's first start trusts the stack's proxy", () => {
-  const compose = parse(generateBundle({ projectName: "ha", services: ["homeassistant", "traefik"] }, getCatalog()).files["docker-compose.yml"]!);
-  const [shell, flag, script] = compose.services.homeassistant.entrypoint as string[];
+  const compose = composeFor({ services: ["homeassistant", "traefik"] });
+  const entrypoint: string[] = compose.services.homeassistant.entrypoint;
   const includeTag = { tag: "!include", resolve: (file: string) => ({ include: file }) };
 
   function run(root: string) {
     const init = join(root, "init");
     writeFileSync(init, "#!/bin/sh\necho s6-started\n");
     Bun.spawnSync(["chmod", "+x", init]);
-    const local = script!.replaceAll("/config/", `${root}/config/`).replace("exec /init", `exec ${init}`);
-    return Bun.spawnSync([shell!, flag!, local]);
+    return runStartScript(entrypoint, [["/config/", `${root}/config/`], ["exec /init", `exec ${init}`]]);
   }
 
   test("writes a configuration with its includes and an http: block trusting Docker's networks", () => {
@@ -335,7 +337,7 @@ test("every catalog variable a skill's calls use reaches the gateway", () => {
   const skillsDir = join(import.meta.dir, "..", "catalog", "skills");
   const problems: string[] = [];
   for (const service of catalog.services) {
-    const compose = parse(generateBundle({ projectName: "skills", services: [service.id] }, catalog).files["docker-compose.yml"]!);
+    const compose = composeFor({ services: [service.id] });
     const gateway = new Set(Object.keys(compose.services.core.environment ?? {}));
     for (const skill of service.skills) {
       const text = readFileSync(join(skillsDir, skill, "SKILL.md"), "utf8");
