@@ -65,7 +65,6 @@ export interface EngineEvent {
   Actor: { ID: string; Attributes: Record<string, string> };
 }
 
-/** Container events of a project between two unix times (seconds); returns at once since `until` is past. */
 /** Container events of a compose project from now until `stop()`, read as they happen. Asking
  *  afterwards (`--since/--until`) reads the engine's short in-memory log instead, which a larger
  *  stack's health-check executions overrun within seconds. */

@@ -209,7 +209,6 @@ export function expectedEnvironment(svc: ComposeService, dotEnv: Record<string, 
   return Object.fromEntries(pairs.filter((p): p is [string, string] => p[1] !== undefined).map(([k, v]) => [k, interpolate(v, dotEnv)]));
 }
 
-/** `env` output (one KEY=VALUE per line) as a record. */
 /** `NAME=value` entries, NUL-separated as in /proc/<pid>/environ (values may span lines). */
 export function parseEnvOutput(text: string): Record<string, string> {
   const out: Record<string, string> = {};

@@ -94,7 +94,7 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
         h("strong", {}, service.name), ": fill in ", h("code", {}, variable.name), " in .env", h("p", {}, variable.description)))));
   }
   // Apps that hand their admin account to whoever opens them first (or ship a known login).
-  const firstStart = result.resolvedServices.map((id) => store.catalog.servicesById.get(id)).filter((s) => s?.firstStart);
+  const firstStart = services.filter((s) => s?.firstStart);
   if (firstStart.length) {
     out.push(h("h3", {}, "Right after the first start"), h("ul", { id: "first-start-list", class: "issues" }, ...firstStart.map((s) =>
       h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.firstStart!)))));
