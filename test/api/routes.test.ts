@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { unzipSync, strFromU8 } from "fflate";
 import { createApp } from "../../src/api/app.ts";
 import { startServers } from "../../src/api/server.ts";
+import { hotRoutes } from "../../src/api/hot-routes.ts";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { getCatalog } from "../../src/catalog/index.ts";
 
@@ -15,6 +16,15 @@ const call = (method: string, path: string, body?: unknown, headers: Record<stri
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
   }));
 const json = async (r: Response) => (await r.json()) as any;
+const hot = hotRoutes(catalog, 1 << 20);
+/** The same request answered as the server answers it: by the hot routes where they take it. */
+const hotCall = async (method: string, path: string, body: unknown) => {
+  const request = new Request(`http://localhost${path}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const reply = hot(request, path.split("?")[0]);
+  if (!reply) return app.handle(request);
+  const { status, type, body: text } = await reply;
+  return new Response(text, { status, headers: { "content-type": type } });
+};
 
 function expectError(body: any, code: string) {
   expect(body).toEqual({ error: { code, message: expect.any(String), ...(body.error.details ? { details: expect.any(Array) } : {}) } });
@@ -64,6 +74,19 @@ describe("read endpoints", () => {
     const b = await json(r);
     expectError(b, "NOT_FOUND");
     expect(b.error.message).toContain("mongodb");
+  });
+
+  test("a 404 names an id that is not valid percent-encoding as it was sent, shortened when long", async () => {
+    for (const [path, named] of [["/v1/services/%ff", "%ff"], ["/v1/presets/%E0%A4", "%E0%A4"], ["/v1/services/a%22b", 'a\\"b']]) {
+      const r = await call("GET", path);
+      expect(r.status).toBe(404);
+      const b = await json(r);
+      expectError(b, "NOT_FOUND");
+      expect(b.error.message).toContain(named);
+      expect(b.error.message).not.toContain("null");
+    }
+    const long = await json(await call("GET", `/v1/services/${"z".repeat(5000)}`));
+    expect(long.error.message.length).toBeLessThan(200);
   });
 
   test("GET /v1/presets and /v1/presets/{id}", async () => {
@@ -272,6 +295,56 @@ describe("POST /v1/generate", () => {
       const entries = unzipSync(new Uint8Array(await r.arrayBuffer()));
       expect(Object.keys(entries).every((k) => k.startsWith("zz/"))).toBe(true);
       expect(strFromU8(entries["zz/docker-compose.yml"])).toContain("name: zz");
+    }
+  });
+
+  test("a complete export whose formatVersion is not the string \"1\" is refused naming formatVersion only", async () => {
+    for (const formatVersion of [1, "2", null]) {
+      const r = await call("POST", "/v1/generate", { formatVersion, input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} });
+      expect(r.status).toBe(400);
+      const b = await json(r);
+      expect(b.error.details).toEqual([{ field: "formatVersion", message: expect.stringContaining("Unsupported format version") }]);
+    }
+  });
+
+  test("one answer names every offending field: shape errors and unknown ids together", async () => {
+    const cases: [string, unknown, string[]][] = [
+      ["/v1/validate", { services: ["redis", 5, "nope"] }, ["services.1", "services.2"]],
+      ["/v1/validate", { services: ["redis"], gpu: "y", skillPacks: ["nope3"], preset: "nope4" }, ["gpu", "skillPacks.0", "preset"]],
+      ["/v1/generate", { projectName: "BAD", services: ["nope"] }, ["projectName", "services.0"]],
+      ["/v1/generate?format=zip", { projectName: "ok", services: ["redis", 7, "nope"] }, ["services.1", "services.2"]],
+    ];
+    for (const [path, body, fields] of cases) {
+      for (const send of [call, hotCall]) {
+        const r = await send("POST", path, body);
+        expect(r.status, path).toBe(400);
+        const b = await json(r);
+        expectError(b, "VALIDATION_ERROR");
+        expect(b.error.details.map((d: any) => d.field).sort(), `${path} ${JSON.stringify(body)}`).toEqual([...fields].sort());
+      }
+    }
+    // A list over the limit is refused as a whole, not id by id.
+    const many = await json(await call("POST", "/v1/validate", { services: Array.from({ length: 500 }, (_, i) => `x${i}`) }));
+    expect(many.error.details).toHaveLength(1);
+  });
+
+  test("Accept is negotiated by quality: q=0 refuses the archive, a higher JSON quality wins, a wildcard never asks for it", async () => {
+    const body = { projectName: "zz", services: ["redis"] };
+    const cases: [string, string][] = [
+      ["application/zip;q=0, application/json", "application/json"],
+      ["application/json, application/zip;q=0.5", "application/json"],
+      ["application/zip;q=0.5, */*", "application/json"],
+      ["*/*", "application/json"],
+      ["application/*", "application/json"],
+      ["application/json;q=0.4, application/zip;q=0.9", "application/zip"],
+      ["APPLICATION/ZIP", "application/zip"],
+      ["application/zip;q=bogus", "application/zip"],
+      ["text/html, application/zip", "application/zip"],
+    ];
+    for (const [accept, type] of cases) {
+      const r = await call("POST", "/v1/generate", body, { accept });
+      expect(r.status, accept).toBe(200);
+      expect(r.headers.get("content-type"), accept).toStartWith(type);
     }
   });
 

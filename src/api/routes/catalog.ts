@@ -7,6 +7,14 @@ import {
   ErrorBody, FlatErrorBody,
 } from "../../schema/api.ts";
 import { notFound } from "../../errors.ts";
+import { pathOf } from "../guard/request-log.ts";
+
+/** The id a request named, for a 404 message: the decoded path parameter, or the raw path segment
+ *  when it is not valid percent-encoding (Elysia then gives null); long ids are shortened. */
+function namedId(id: string | null, request: Request): string {
+  const named = id ?? pathOf(request.url).slice(pathOf(request.url).lastIndexOf("/") + 1);
+  return named.length > 100 ? `${named.slice(0, 100)}…` : named;
+}
 
 export const catalogRoutes = (catalog: Catalog) =>
   new Elysia({ name: "catalog-routes" })
@@ -21,9 +29,9 @@ export const catalogRoutes = (catalog: Catalog) =>
       response: { 200: ServicesResponse, 400: ErrorBody },
       detail: { summary: "List services", description: "All 94 catalog services, optionally filtered by category and maturity.", tags: ["catalog"] },
     })
-    .get("/services/:id", ({ params }) => {
+    .get("/services/:id", ({ params, request }) => {
       const service = catalog.servicesById.get(params.id);
-      if (!service) throw notFound(`Service "${params.id}" not found`);
+      if (!service) throw notFound(`Service ${JSON.stringify(namedId(params.id, request))} not found`);
       return { service };
     }, {
       response: { 200: ServiceResponse, 404: ErrorBody },
@@ -33,9 +41,9 @@ export const catalogRoutes = (catalog: Catalog) =>
       response: { 200: PresetsResponse },
       detail: { summary: "List presets", tags: ["catalog"] },
     })
-    .get("/presets/:id", ({ params }) => {
+    .get("/presets/:id", ({ params, request }) => {
       const preset = catalog.presetsById.get(params.id);
-      if (!preset) throw notFound(`Preset "${params.id}" not found`);
+      if (!preset) throw notFound(`Preset ${JSON.stringify(namedId(params.id, request))} not found`);
       return { preset, services: preset.services.map((id) => catalog.servicesById.get(id)!) };
     }, {
       response: { 200: PresetResponse, 404: ErrorBody },

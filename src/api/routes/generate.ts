@@ -9,9 +9,28 @@ import { Type } from "@sinclair/typebox";
 
 export const GENERATE_JSON_TYPE = "application/json; charset=utf-8";
 
-/** Whether a generate request asks for the ZIP archive (`format=zip`, or `Accept: application/zip` without a format). */
-export const wantsZip = (format: string | undefined, accept: string | null | undefined) =>
-  format === "zip" || (format === undefined && (accept ?? "").includes("application/zip"));
+/** Whether a generate request asks for the ZIP archive: `format=zip`, or without a format an
+ *  `Accept` that names application/zip and ranks it at least as high as JSON (RFC 9110 quality
+ *  values; `q=0` means "not acceptable", and a wildcard alone never asks for the archive). */
+export function wantsZip(format: string | undefined, accept: string | null | undefined): boolean {
+  if (format !== undefined) return format === "zip";
+  if (!accept || !/zip/i.test(accept)) return false;
+  let zip = 0;
+  // JSON's quality comes from its most specific range: application/json, then application/*, then */*.
+  let json = 0;
+  let jsonSpecificity = -1;
+  for (const entry of accept.split(",")) {
+    const [range, ...params] = entry.split(";");
+    const type = range.trim().toLowerCase();
+    const qParam = params.map((p) => p.split("=")).find(([name]) => name.trim().toLowerCase() === "q");
+    const parsed = qParam ? Number(qParam[1]?.trim()) : 1;
+    const q = Number.isFinite(parsed) && parsed >= 0 && parsed <= 1 ? parsed : 1;
+    if (type === "application/zip") zip = Math.max(zip, q);
+    const specificity = ["*/*", "application/*", "application/json"].indexOf(type);
+    if (specificity > jsonSpecificity) [json, jsonSpecificity] = [q, specificity];
+  }
+  return zip > 0 && zip >= json;
+}
 
 /** The JSON answer of a generation: `{files, metadata}`, or the complete export document. */
 export function generateJson(body: Record<string, unknown>, catalog: Catalog, complete = false): string {
