@@ -1,6 +1,8 @@
 // The HTTP API: one Elysia app, every route under /v1. Shells (serve, tests, the UI listener)
 // call `createApp()` and hand requests to `app.handle` or listen with it.
-import { Elysia } from "elysia";
+import { Elysia, ValidationError } from "elysia";
+import { unknownIdIssues, withUnknownIds } from "../core/check-input.ts";
+import type { FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
 import { Health } from "../schema/api.ts";
@@ -74,6 +76,20 @@ export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string
   };
 }
 
+/** Shape-check issues of a selection body plus its unknown ids (under `input` and `complete.input`
+ *  for a deploy request). */
+function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog: Catalog): FieldIssue[] {
+  const route = path.replace(/\/+$/, "");
+  if (route === "/v1/validate" || route === "/v1/generate") return withUnknownIds(issues, body, catalog);
+  if (route !== "/v1/deploy" || typeof body !== "object" || body === null) return issues;
+  const { input, complete } = body as { input?: unknown; complete?: { input?: unknown } };
+  const under = (prefix: string, part: unknown) =>
+    unknownIdIssues(part, catalog).map((i) => ({ ...i, field: `${prefix}.${i.field}` }));
+  const named = new Set(issues.map((i) => i.field));
+  const ids = [...under("input", input), ...under("complete.input", typeof complete === "object" && complete !== null ? complete.input : undefined)];
+  return [...issues, ...ids.filter((i) => !named.has(i.field))];
+}
+
 export function createApp(options: AppOptions = {}) {
   const catalog = options.catalog ?? getCatalog();
   const maxBodyBytes = options.guard?.config.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -91,6 +107,10 @@ export function createApp(options: AppOptions = {}) {
   return new Elysia()
     .onError(({ code, error, path, set }) => {
       const reply = toErrorReply(code, error, path);
+      // The body failed its shape check before the route ran: name its unknown ids too.
+      if (error instanceof ValidationError && error.type === "body" && reply.body.error.details) {
+        reply.body.error.details = withBodyIds(reply.body.error.details, path, error.value, catalog);
+      }
       set.status = reply.status;
       set.headers["content-type"] = "application/json";
       return errorBodyFor(path, reply.body.error);

@@ -1,9 +1,11 @@
 // Turns a request body (already shape-checked) into a normalized selection: config migration,
 // preset expansion, pack aliases, and every unknown id reported with the field that holds it.
 import type { Catalog } from "../catalog/index.ts";
-import type { GenerateRequest, ValidateRequest } from "../schema/api.ts";
+import { MAX_IDS, type GenerateRequest, type ValidateRequest } from "../schema/api.ts";
 import type { Platform } from "../schema/catalog.ts";
-import { validationError, type FieldIssue } from "../errors.ts";
+import type { TSchema } from "@sinclair/typebox";
+import { StackgenError, validationError, type FieldIssue } from "../errors.ts";
+import { assertValid } from "../schema/issues.ts";
 
 /** The message of a validate request's VALIDATION_ERROR (SPEC §7). */
 export const VALIDATE_MESSAGE = "Invalid request body";
@@ -25,20 +27,50 @@ export function hostPlatform(): Platform {
   return process.arch === "arm64" ? "linux/arm64" : "linux/amd64";
 }
 
+/** The unknown preset, service and skill pack ids of a body, each with the field that holds it.
+ *  Safe on a body that failed its shape check: entries that are not strings are skipped (the
+ *  shape check names those). */
+export function unknownIdIssues(body: unknown, catalog: Catalog): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  if (typeof body !== "object" || body === null) return issues;
+  const { preset, services, skillPacks } = body as Record<string, unknown>;
+  if (typeof preset === "string" && !catalog.presetsById.has(preset)) issues.push({ field: "preset", message: `Unknown preset id "${preset}"` });
+  const each = (list: unknown, field: string, known: (id: string) => boolean, kind: string) => {
+    // A longer list is refused by the shape check as a whole; naming each of its ids would make
+    // the answer as large as the body.
+    if (!Array.isArray(list) || list.length > MAX_IDS) return;
+    list.forEach((id, i) => {
+      if (typeof id === "string" && !known(id)) issues.push({ field: `${field}.${i}`, message: `Unknown ${kind} id "${id}"` });
+    });
+  };
+  each(services, "services", (id) => catalog.servicesById.has(id), "service");
+  each(skillPacks, "skillPacks", (id) => catalog.packsById.has(PACK_ALIASES[id] ?? id), "skill pack");
+  return issues;
+}
+
+/** A shape check's issues plus the body's unknown ids they do not already name: one answer then
+ *  lists every offending field. */
+export function withUnknownIds(issues: FieldIssue[], body: unknown, catalog: Catalog): FieldIssue[] {
+  const named = new Set(issues.map((i) => i.field));
+  return [...issues, ...unknownIdIssues(body, catalog).filter((i) => !named.has(i.field))];
+}
+
+/** `assertValid` for a request body: a VALIDATION_ERROR also names the body's unknown ids. */
+export function checkRequest<T>(schema: TSchema, body: unknown, catalog: Catalog, message: string): T {
+  try {
+    return assertValid<T>(schema, body, message);
+  } catch (error) {
+    if (error instanceof StackgenError && error.details) throw validationError(message, withUnknownIds(error.details, body, catalog));
+    throw error;
+  }
+}
+
 /** Validate ids and merge preset + explicit fields. Throws VALIDATION_ERROR naming each unknown id. */
 export function toSelection(body: ValidateRequest | GenerateRequest, catalog: Catalog, message = VALIDATE_MESSAGE): Selection {
-  const issues: FieldIssue[] = [];
-  const preset = body.preset === undefined ? undefined : catalog.presetsById.get(body.preset);
-  if (body.preset !== undefined && !preset) issues.push({ field: "preset", message: `Unknown preset id "${body.preset}"` });
-  (body.services ?? []).forEach((id, i) => {
-    if (!catalog.servicesById.has(id)) issues.push({ field: `services.${i}`, message: `Unknown service id "${id}"` });
-  });
-  const packs = (body.skillPacks ?? []).map((id, i) => {
-    const real = PACK_ALIASES[id] ?? id;
-    if (!catalog.packsById.has(real)) issues.push({ field: `skillPacks.${i}`, message: `Unknown skill pack id "${id}"` });
-    return real;
-  });
+  const issues = unknownIdIssues(body, catalog);
   if (issues.length) throw validationError(message, issues);
+  const preset = body.preset === undefined ? undefined : catalog.presetsById.get(body.preset);
+  const packs = (body.skillPacks ?? []).map((id) => PACK_ALIASES[id] ?? id);
   const proxy = body.proxy === undefined ? (preset?.proxy ?? null) : body.proxy === "none" ? null : body.proxy;
   // A request's proxy replaces the preset's, and the preset's proxy service (which `full-stack`
   // lists among its services) goes with it; asked for by name in `services`, it stays.

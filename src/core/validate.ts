@@ -1,14 +1,13 @@
 // validate = migrate a config document if needed, check ids, resolve.
 import type { Catalog } from "../catalog/index.ts";
 import { ValidateRequest, type ValidateResponse } from "../schema/api.ts";
-import { assertValid } from "../schema/issues.ts";
-import { toSelection, VALIDATE_MESSAGE } from "./check-input.ts";
+import { checkRequest, toSelection, VALIDATE_MESSAGE } from "./check-input.ts";
 
 export { VALIDATE_MESSAGE };
 import { migrateConfig } from "./migrate.ts";
 import { resolve, toValidateResponse } from "./resolve.ts";
 
 export function validateSelection(body: unknown, catalog: Catalog): ValidateResponse {
-  const migrated = assertValid<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>, VALIDATE_MESSAGE), VALIDATE_MESSAGE);
+  const migrated = checkRequest<ValidateRequest>(ValidateRequest, migrateConfig(body as Record<string, unknown>, VALIDATE_MESSAGE), catalog, VALIDATE_MESSAGE);
   return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
 }

@@ -49,8 +49,7 @@ const NAME_PATTERN = /^[\p{L}\p{M}\p{N}\s\-_.@/&()#,:+]+$/u;
 export const coolify: DeployProvider = {
   name: "coolify",
   label: "Coolify",
-  checkInput(target) {
-    const name = target.projectName;
+  checkProjectName(name) {
     if (name.length < 3 || name.length > 255) return `Coolify project names need 3 to 255 characters; "${name}" has ${name.length}`;
     if (!NAME_PATTERN.test(name)) return `Coolify does not accept the project name "${name}" (letters, digits, spaces and - _ . @ / & ( ) # , : + only)`;
     return null;

@@ -39,8 +39,8 @@ interface DokployCreatedProject extends Partial<DokployProject> {
 export const dokploy: DeployProvider = {
   name: "dokploy",
   label: "Dokploy",
-  checkInput(target) {
-    return target.projectName.trim() === "" ? "The project name is empty" : null;
+  checkProjectName(name) {
+    return name === "" ? "The project name is empty" : null;
   },
   deploy: deployToDokploy,
 };

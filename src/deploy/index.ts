@@ -26,6 +26,10 @@ export { DESTINATION_ENV } from "./coolify.ts";
 export const PROVIDERS: Record<ProviderName, DeployProvider> = { coolify, dokploy };
 export const PROVIDER_NAMES = Object.keys(PROVIDERS) as ProviderName[];
 
+/** Why `provider` would refuse this project name, or null (deployBundle checks it too). */
+export const projectNameProblem = (provider: ProviderName, name: string): string | null =>
+  PROVIDERS[provider].checkProjectName?.(name.trim()) ?? null;
+
 export interface DeployOptions {
   provider: string;
   /** Instance URL, e.g. `https://coolify.example.com`. */
@@ -70,7 +74,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     fetch: opts.fetch,
     timeoutMs: opts.timeoutMs,
   };
-  const problem = provider.checkInput?.(target);
+  const problem = provider.checkProjectName?.(target.projectName);
   if (problem) throw usageError(problem);
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };

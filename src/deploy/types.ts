@@ -87,7 +87,7 @@ export interface DeployProvider {
   readonly name: ProviderName;
   /** Display name used in messages: `Coolify API 401: Unauthorized`. */
   readonly label: string;
-  /** Input the platform would refuse (checked before any call): a one-line problem, or null. */
-  checkInput?(target: DeployTarget): string | null;
+  /** A project name the platform would refuse (checked before any call): a one-line problem, or null. */
+  checkProjectName?(name: string): string | null;
   deploy(target: DeployTarget, steps: StepContext): Promise<void>;
 }

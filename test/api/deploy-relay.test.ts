@@ -55,6 +55,28 @@ describe("POST /v1/deploy", () => {
     expect(fake.projects.filter((p) => p.name === "relay-demo")).toHaveLength(1);
   });
 
+  test("bad input is a 400 naming the field from the body's root, before any call to the platform", async () => {
+    const before = fake.calls.length;
+    const cases: [unknown, string, string][] = [
+      [{ ...body(), input: { projectName: "a", services: ["redis"] } }, "input.projectName", "3 to 255 characters"],
+      [{ ...body(), input: { projectName: "relay-x", services: ["nope"] } }, "input.services.0", "nope"],
+      [{ ...body(), input: undefined, complete: { formatVersion: "1", input: { projectName: "ab", services: ["redis"] } } }, "complete.input.projectName", "3 to 255 characters"],
+      [{ ...body(), input: undefined, complete: { formatVersion: "99", input: { projectName: "relay-x", services: ["redis"] } } }, "complete.formatVersion", "Unsupported format version"],
+      [{ ...body(), input: undefined, complete: { formatVersion: 1, input: { projectName: "relay-x", services: ["redis"] } } }, "complete.formatVersion", "Unsupported format version"],
+    ];
+    for (const [request, field, message] of cases) {
+      const r = await post(request);
+      expect(r.status, field).toBe(400);
+      const error = ((await r.json()) as any).error;
+      expect(error.code).toBe("VALIDATION_ERROR");
+      expect(error.details, field).toContainEqual({ field, message: expect.stringContaining(message) });
+    }
+    const conflict = await post({ ...body(), input: { projectName: "relay-x", services: ["redis", "valkey"] } });
+    expect(conflict.status).toBe(409);
+    expect(((await conflict.json()) as any).error.details[0].field).toBe("input.services");
+    expect(fake.calls.length).toBe(before);
+  });
+
   test("an update never replaces the secrets a running stack has; a document's .env is what gets deployed", async () => {
     const own = await new CoolifyFake().start();
     try {

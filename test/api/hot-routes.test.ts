@@ -60,6 +60,7 @@ const generateCases: [string, string][] = [
   ["no secrets", JSON.stringify({ projectName: "p", services: ["redis"], generateSecrets: false })],
   ["a complete export posted back", JSON.stringify({ formatVersion: "1", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
   ["a complete export of a later format version", JSON.stringify({ formatVersion: "2", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
+  ["a complete export whose format version is a number", JSON.stringify({ formatVersion: 1, input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
   ["a v1 config document", JSON.stringify({ configVersion: 1, projectName: "m", services: ["redis"] })],
   ["an unknown config version", JSON.stringify({ configVersion: 99, projectName: "m", services: ["redis"] })],
   ["a config version that is not an integer", JSON.stringify({ configVersion: "two", projectName: "m", services: ["redis"] })],

@@ -2,10 +2,9 @@
 import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
-import { assertValid } from "../../schema/issues.ts";
 import { conflictError, validationError } from "../../errors.ts";
 import { VERSION } from "../../version.ts";
-import { toSelection, type Selection } from "../check-input.ts";
+import { checkRequest, toSelection, type Selection } from "../check-input.ts";
 import { migrateConfig } from "../migrate.ts";
 import { resolve, type ResolvedStack } from "../resolve.ts";
 import { catalogMemo } from "../memo.ts";
@@ -48,7 +47,8 @@ export interface Generated {
 
 /** The generation input of a body: itself, or the `input` of a whole `complete` export posted back. */
 export function requestInput(doc: Record<string, unknown>): Record<string, unknown> {
-  if (!(typeof doc.formatVersion === "string" && typeof doc.input === "object" && doc.input !== null && !("projectName" in doc))) return doc;
+  // Any formatVersion marks an export (a number is a wrong version, not a field to ignore).
+  if (!("formatVersion" in doc && typeof doc.input === "object" && doc.input !== null && !Array.isArray(doc.input) && !("projectName" in doc))) return doc;
   // A later format may mean something else by the same fields: refuse it rather than guess.
   if (doc.formatVersion !== COMPLETE_FORMAT_VERSION) {
     throw validationError(GENERATE_MESSAGE, [{ field: "formatVersion", message: `Unsupported format version ${JSON.stringify(doc.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"` }]);
@@ -57,12 +57,12 @@ export function requestInput(doc: Record<string, unknown>): Record<string, unkno
 }
 
 /** Parse and migrate a body (generation input or config document) into a checked GenerateRequest. */
-export function parseGenerateInput(body: unknown): GenerateRequest {
+export function parseGenerateInput(body: unknown, catalog: Catalog): GenerateRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
   }
   const migrated = migrateConfig(requestInput(body as Record<string, unknown>), GENERATE_MESSAGE);
-  const input = assertValid<GenerateRequest>(GenerateRequest, migrated, GENERATE_MESSAGE);
+  const input = checkRequest<GenerateRequest>(GenerateRequest, migrated, catalog, GENERATE_MESSAGE);
   if (!input.services?.length && !input.skillPacks?.length && !input.preset) {
     throw validationError(GENERATE_MESSAGE, [{ field: "services", message: "Select at least one service, skill pack or preset" }]);
   }
@@ -102,7 +102,7 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
 
 /** Check the body and render (or reuse) everything but `.env`; throws 400 / 409 errors. */
 export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGeneration {
-  const input = parseGenerateInput(body);
+  const input = parseGenerateInput(body, catalog);
   const selection = toSelection(input, catalog, GENERATE_MESSAGE);
   const opts: GenOptions = {
     projectName: input.projectName,
