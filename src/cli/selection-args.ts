@@ -1,5 +1,5 @@
 // Flags shared by `validate` and `generate`, turned into the same body the API takes.
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { usageError } from "../errors.ts";
 import { COMPLETE_FORMAT_VERSION } from "../schema/versions.ts";
 
@@ -29,15 +29,37 @@ export function selectionFromArgs(args: Record<string, unknown>): Record<string,
   return body;
 }
 
+/** Input files are request bodies: the API's body limit applies. */
+const MAX_INPUT_BYTES = 1024 * 1024;
+
+/** At most `limit + 1` bytes of `path`: enough to tell an oversized file (or /dev/zero, a FIFO
+ *  that never ends) from one within the limit without reading it all. */
+async function readCapped(path: string, limit: number): Promise<Buffer> {
+  const file = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(limit + 1);
+    let size = 0;
+    while (size < buffer.length) {
+      const { bytesRead } = await file.read(buffer, size, buffer.length - size, null);
+      if (bytesRead === 0) break;
+      size += bytesRead;
+    }
+    return buffer.subarray(0, size);
+  } finally {
+    await file.close();
+  }
+}
+
 /** Read a JSON input file: a `complete` document (its `input`), a stackgen.json or a plain body. */
 export async function readInputFile(path: string): Promise<Record<string, unknown>> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(path, "utf8");
+    bytes = await readCapped(path, MAX_INPUT_BYTES);
   } catch (e) {
     throw usageError(`Cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  if (text.length > 1024 * 1024) throw usageError(`${path} is larger than 1 MiB`);
+  if (bytes.length > MAX_INPUT_BYTES) throw usageError(`${path} is larger than 1 MiB`);
+  const text = bytes.toString("utf8");
   let doc: unknown;
   try {
     doc = JSON.parse(text);

@@ -1,13 +1,13 @@
 // Bad command lines end with exit 2 before anything runs, and regenerating into a directory
 // refuses or repairs exactly as a real run would: subprocesses and files on disk.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
-import { cli, expectOk } from "../support/tools.ts";
+import { BUN, cli, expectOk, MAIN } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-usage-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -74,6 +74,42 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     expect(jsonError(r.stdout).message).toContain('format version "2"');
     expect(existsSync(at("fut"))).toBe(false);
   });
+
+  test("an input file over 1 MiB is refused after reading just past the limit: /dev/zero, a huge sparse file", async () => {
+    const big = at("huge.json");
+    writeFileSync(big, "");
+    truncateSync(big, 512 * 1024 * 1024); // sparse: no disk used
+    for (const args of [["generate", "--from", "/dev/zero", "--dir", at("zero")], ["validate", "--file", big], ["generate", "--from", big, "--dir", at("huge")]]) {
+      // Killed at the time limit, a run that reads the whole input fails here rather than hanging.
+      const proc = Bun.spawn([BUN, MAIN, ...args, "--json"], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: 10_000, killSignal: "SIGKILL" });
+      const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+      expect(code, args.join(" ")).toBe(2);
+      expect(jsonError(stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("larger than 1 MiB") });
+      // The runtime alone takes ~100 MB; a read of the whole file would add its 512 MB.
+      expect(proc.resourceUsage()!.maxRSS, args.join(" ")).toBeLessThan(300 * 1024 * 1024);
+    }
+    expect(existsSync(at("zero"))).toBe(false);
+  }, 60_000);
+
+  test("--json=true asks for a JSON error as it asks for JSON output; --no-json turns both off", async () => {
+    const r = await cli(["generate", "--json=true", "--name", "Bad", "--services", "redis", "--dir", at("bad")], { env });
+    expect(r.code).toBe(2);
+    expect(jsonError(r.stdout)).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "projectName" }] });
+    // citty's rule: the last --json[=value] wins, and --no-json wins over any of them.
+    const cases: [string[], boolean][] = [[["--json", "--no-json"], false], [["--no-json", "--json"], false], [["--json=false"], false], [["--json=false", "--json"], true], [["--json=true", "--json=false"], false]];
+    for (const [flags, json] of cases) {
+      const [ok, bad] = await Promise.all([cli(["services", "--category", "database", ...flags], { env }), cli(["services", "--category", "bogus", ...flags], { env })]);
+      expect(bad.code, flags.join(" ")).toBe(2);
+      if (json) {
+        expect(JSON.parse(ok.stdout).services.length).toBeGreaterThan(0);
+        expect(jsonError(bad.stdout).message).toContain("bogus");
+      } else {
+        expect(ok.stdout, flags.join(" ")).not.toStartWith("{");
+        expect(bad.stdout, flags.join(" ")).toBe("");
+        expect(bad.stderr).toContain("bogus");
+      }
+    }
+  }, 30_000);
 
   test("--dir naming a file, or a path under a file, is bad input", async () => {
     writeFileSync(at("afile"), "mine\n");
