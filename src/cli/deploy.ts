@@ -7,6 +7,7 @@ import { createInterface } from "node:readline/promises";
 import { defineCommand } from "citty";
 import { parse as parseYaml } from "yaml";
 import { usageError } from "../errors.ts";
+import { migrateConfig } from "../core/migrate.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
 import { deployBundle, DESTINATION_ENV, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
@@ -90,6 +91,9 @@ function readProjectName(dir: string, composeYaml: string): string {
     } catch (e) {
       throw usageError(`stackgen.json is not valid JSON: ${(e as Error).message}`);
     }
+    // SPEC §9: an unknown configVersion is refused here as on every other load (exit 2).
+    const isObject = typeof config === "object" && config !== null && !Array.isArray(config);
+    if (isObject) config = migrateConfig(config as Record<string, unknown>, "stackgen.json has an invalid configVersion");
     const name = (config as { projectName?: unknown })?.projectName;
     if (typeof name === "string" && name.trim()) return name.trim();
   }

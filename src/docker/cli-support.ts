@@ -10,9 +10,14 @@ export const jsonArg = { type: "boolean", description: "Print one JSON document 
 /** The stack and a reachable engine (one-line errors otherwise). */
 export async function openStack(dir: string | undefined): Promise<{ stack: Stack; engine: Engine }> {
   const stack = loadStack(dir);
+  return { stack, engine: await connectEngine() };
+}
+
+/** A reachable engine (DOCKER_UNAVAILABLE, exit 1, otherwise). */
+export async function connectEngine(): Promise<Engine> {
   const engine = new Engine();
   await engine.ping();
-  return { stack, engine };
+  return engine;
 }
 
 export async function openCompose(stack: Stack): Promise<Compose> {

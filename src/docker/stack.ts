@@ -4,6 +4,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import YAML from "yaml";
 import { StackgenError } from "../errors.ts";
+import { migrateConfig } from "../core/migrate.ts";
 
 export interface Stack {
   dir: string;
@@ -52,6 +53,9 @@ export function loadStack(dirArg: string | undefined): Stack {
     } catch (e) {
       throw badInput(`${configPath} is not valid JSON: ${(e as Error).message}`);
     }
+    if (typeof config !== "object" || config === null || Array.isArray(config)) throw badInput(`${configPath} must hold a JSON object.`);
+    // SPEC §9: an older configVersion is migrated on load, an unknown one refused (exit 2).
+    config = migrateConfig(config, `${configPath} has an invalid configVersion`);
   }
   let compose: Record<string, unknown> = {};
   const composeFile = join(dir, composeName);

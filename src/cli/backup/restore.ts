@@ -1,11 +1,12 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
 import { createInterface } from "node:readline/promises";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { StackgenError } from "../../errors.ts";
+import { StackgenError, usageError } from "../../errors.ts";
 import { defaultBackupDir, loadVerifiedBackup, restoreBackup } from "../../docker/backup-ops.ts";
-import { dirArg, jsonArg, openCompose, openStack, timeoutMs } from "../../docker/cli-support.ts";
+import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
+import { loadStack } from "../../docker/stack.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 
 async function confirm(question: string): Promise<boolean> {
@@ -16,6 +17,19 @@ async function confirm(question: string): Promise<boolean> {
   } finally {
     rl.close();
   }
+}
+
+/** The backup file must be a readable regular file (exit 2 otherwise). */
+function checkReadable(file: string): void {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+    accessSync(file, constants.R_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw usageError(code === "ENOENT" || code === "ENOTDIR" ? `Backup file ${file} does not exist.` : `Cannot read backup file ${file}: ${code ?? (e as Error).message}`);
+  }
+  if (!isFile) throw usageError(`Backup file ${file} is not a regular file.`);
 }
 
 export default defineCommand({
@@ -30,7 +44,10 @@ export default defineCommand({
   async run({ args }) {
     const wait = timeoutMs(args.timeout);
     const file = resolve(String(args.file));
-    const { stack, engine } = await openStack(args.dir);
+    // The user's input (stack, file, --yes) is checked before the engine is asked: a wrong
+    // file is exit 2 whether Docker runs or not.
+    const stack = loadStack(args.dir);
+    checkReadable(file);
     // Verify everything before asking or touching anything.
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
     // backups, and streamed into the volumes from there.
@@ -40,10 +57,12 @@ export default defineCommand({
     let result;
     try {
       const backup = await loadVerifiedBackup(file, stack.project, work);
+      if (!args.yes && !process.stdin.isTTY) {
+        throw new StackgenError("CONFIRMATION_REQUIRED", "Restore replaces the stack's volumes and config; pass --yes to run it without a terminal.", 400);
+      }
+      const engine = await connectEngine();
+      // Asked only once the restore can run.
       if (!args.yes) {
-        if (!process.stdin.isTTY) {
-          throw new StackgenError("CONFIRMATION_REQUIRED", "Restore replaces the stack's volumes and config; pass --yes to run it without a terminal.", 400);
-        }
         const ok = await confirm(`Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`);
         if (!ok) throw new StackgenError("ABORTED", "Restore cancelled; nothing was changed.", 400);
       }

@@ -1,0 +1,98 @@
+// The day-2 commands (status, update, backup, deploy) check what the user gave them (the stack's
+// stackgen.json, a backup file, --yes) before they talk to Docker: bad input is exit 2 whether an
+// engine runs or not. No engine is needed: DOCKER_HOST points at a socket that does not exist.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeArchive } from "../../src/docker/backup.ts";
+import { cli } from "../support/tools.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "stackgen-stack-input-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const env = { ...process.env, NO_COLOR: "1", DOCKER_HOST: "unix:///nonexistent.sock" };
+const jsonError = (stdout: string) => JSON.parse(stdout).error as { code: string; message: string };
+
+/** A stack directory as generate leaves it, with the stackgen.json fields given. */
+function stackDir(name: string, config: Record<string, unknown>): string {
+  const dir = join(tmp, name);
+  mkdirSync(dir);
+  writeFileSync(join(dir, "docker-compose.yml"), `name: ${name}\nservices:\n  redis:\n    image: redis:7\n`);
+  writeFileSync(join(dir, ".env"), "REDIS_PASSWORD=x\n");
+  writeFileSync(join(dir, "stackgen.json"), JSON.stringify({ projectName: name, services: ["redis"], ...config }));
+  return dir;
+}
+
+describe("stackgen.json configVersion on load (SPEC §9.5, §9.9)", () => {
+  test("an unknown version is refused by every command that loads the stack, before Docker", async () => {
+    const dir = stackDir("future", { configVersion: 9, deploymentType: "docker" });
+    writeFileSync(join(tmp, "any.tar.gz"), "not an archive");
+    for (const args of [
+      ["status"],
+      ["update"],
+      ["backup", "create"],
+      ["backup", "list"],
+      ["backup", "restore", join(tmp, "any.tar.gz"), "--yes"],
+      ["deploy", "--provider", "coolify", "--url", "http://127.0.0.1:9", "--api-key", "k"],
+    ]) {
+      const r = await cli([...args, "--dir", dir, "--json"], { env });
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
+      expect(jsonError(r.stdout).message, args.join(" ")).toStartWith("No migration path from config version 9");
+    }
+    const text = await cli(["status", "--dir", dir], { env });
+    expect(text.code).toBe(2);
+    expect(text.stdout).toBe("");
+    expect(text.stderr).toContain("No migration path from config version 9");
+  });
+
+  test("an older version is migrated and the command goes on", async () => {
+    const dir = stackDir("older", { configVersion: 1 });
+    const list = await cli(["backup", "list", "--dir", dir, "--json"], { env });
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout).backups).toEqual([]);
+    // Past the config: it is the missing engine that stops status.
+    const status = await cli(["status", "--dir", dir, "--json"], { env });
+    expect(status.code).toBe(1);
+    expect(jsonError(status.stdout).code).toBe("DOCKER_UNAVAILABLE");
+  });
+});
+
+describe("backup restore checks its own arguments before connecting to Docker", () => {
+  const dir = stackDir("shop", { configVersion: 2, deploymentType: "docker" });
+  const archive = async (name: string, project: string) => {
+    const file = join(tmp, name);
+    await writeArchive(file, { project, hot: false, services: [{ name: "redis", image: "redis:7" }], files: [{ path: "stackgen.json", data: new TextEncoder().encode("{}"), mode: 0o644 }], volumes: [] });
+    return file;
+  };
+  const restore = (...args: string[]) => cli(["backup", "restore", ...args, "--dir", dir, "--json"], { env });
+
+  test("a missing file, a directory or a file that is not a backup: exit 2, nothing changed", async () => {
+    const config = readFileSync(join(dir, "stackgen.json"), "utf8");
+    writeFileSync(join(tmp, "notes.txt"), "just text\n");
+    const cases: [string, string][] = [
+      [join(tmp, "missing.tar.gz"), "USAGE_ERROR"],
+      [tmp, "USAGE_ERROR"],
+      [join(tmp, "notes.txt"), "BACKUP_INVALID"],
+      [await archive("other.tar.gz", "other"), "BACKUP_FOREIGN"],
+    ];
+    for (const [file, code] of cases) {
+      const r = await restore(file, "--yes");
+      expect(r.code, `${file}: ${r.stderr}`).toBe(2);
+      expect(jsonError(r.stdout).code, file).toBe(code);
+    }
+    expect(readFileSync(join(dir, "stackgen.json"), "utf8")).toBe(config);
+    // No restore work folder is left behind.
+    const backups = join(dir, "backups");
+    expect(existsSync(backups) ? readdirSync(backups) : []).toEqual([]);
+  });
+
+  test("without a terminal and without --yes it refuses (exit 2); with --yes it gets as far as the engine", async () => {
+    const file = await archive("shop.tar.gz", "shop");
+    const refused = await restore(file);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(jsonError(refused.stdout)).toMatchObject({ code: "CONFIRMATION_REQUIRED", message: expect.stringContaining("--yes") });
+    const unreachable = await restore(file, "--yes");
+    expect(unreachable.code).toBe(1);
+    expect(jsonError(unreachable.stdout).code).toBe("DOCKER_UNAVAILABLE");
+  });
+});
