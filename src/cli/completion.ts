@@ -3,7 +3,7 @@ import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS } from "../schema/catalog.ts";
 import { usageError } from "../errors.ts";
-import { printText } from "./output.ts";
+import { printJson, printText } from "./output.ts";
 
 const COMMANDS: Record<string, string[]> = {
   serve: ["--port", "--ui-port", "--host"],
@@ -16,7 +16,7 @@ const COMMANDS: Record<string, string[]> = {
   status: ["--dir", "--json"],
   update: ["--dir", "--dry-run", "--timeout", "--json"],
   backup: ["--dir", "--output", "--hot", "--yes", "--timeout", "--json"],
-  completion: [],
+  completion: ["--json"],
   healthcheck: ["--port", "--host", "--timeout"],
 };
 /** Flags whose value is a file (directories offered to descend into), or a directory. */
@@ -126,8 +126,13 @@ compdef _stackgen stackgen
 
 export default defineCommand({
   meta: { name: "completion", description: "Print a shell completion script (bash, zsh or fish)" },
-  args: { shell: { type: "positional", required: true, description: "bash, zsh or fish" } },
+  args: {
+    shell: { type: "positional", required: true, description: "bash, zsh or fish" },
+    json: { type: "boolean", description: "Print one JSON document ({shell, script}) on stdout" },
+  },
   run({ args }) {
-    printText(completionScript(args.shell));
+    const script = completionScript(args.shell);
+    if (args.json) printJson({ shell: args.shell, script });
+    else printText(script);
   },
 });

@@ -5,7 +5,7 @@ import { basename, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { failure, StackgenError } from "../errors.ts";
-import { log, printJson, printText, yellow } from "./output.ts";
+import { log, plural, printJson, printText, yellow } from "./output.ts";
 import { readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
 
@@ -52,9 +52,10 @@ export default defineCommand({
     if (args.json) return printJson(summary);
     const changed = plan.filter((f) => f.action !== "unchanged").length;
     printText([
-      `Generated ${input.projectName} in ${dir} (${metadata.totalServices} services, ~${metadata.estimatedMemoryMB} MB, ${changed} files written).`,
+      `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written).`,
       ...(plan.some((f) => f.action === "keep-values") ? [yellow("Kept the existing .env values.")] : []),
-      `Next: cd ${dir} && docker compose up -d`,
+      // A bare-metal bundle installs its native services first; its install.sh then starts compose.
+      `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : "docker compose up -d"}`,
     ].join("\n"));
   },
 });

@@ -36,37 +36,53 @@ type Subcommands = Record<string, () => Promise<CommandDef<any>>>;
 const subcommandsOf = async (cmd: CommandDef<any>) =>
   (typeof cmd.subCommands === "function" ? await cmd.subCommands() : cmd.subCommands) as Subcommands | undefined;
 
-/** Find the deepest command named by argv, its parent and the words that name it. */
-async function resolveCommand(argv: string[]): Promise<[CommandDef<any>, CommandDef<any> | undefined, string[]]> {
+/** Find the deepest command named by argv and the words that name it. */
+async function resolveCommand(argv: string[]): Promise<[CommandDef<any>, string[]]> {
   let cmd: CommandDef<any> = main;
-  let parent: CommandDef<any> | undefined;
   const path: string[] = [];
   for (const a of argv) {
     if (a.startsWith("-")) break;
     const next = (await subcommandsOf(cmd))?.[a];
     if (!next) break;
-    parent = cmd;
     cmd = await (typeof next === "function" ? next() : next);
     path.push(a);
   }
-  return [cmd, parent, path];
+  return [cmd, path];
+}
+
+/** Whether argv asks for JSON, decided as citty's parser decides `args.json`: the last
+ *  `--json[=value]` wins (only `=false` turns it off), a `--no-json` anywhere overrides it, and
+ *  words after `--` are arguments. Errors thrown before or outside that parser use this. */
+export function jsonRequested(argv: string[]): boolean {
+  let json = false;
+  for (const word of argv) {
+    if (word === "--") break;
+    if (word === "--no-json") return false;
+    if (word === "--json") json = true;
+    else if (word.startsWith("--json=")) json = word !== "--json=false";
+  }
+  return json;
 }
 
 export async function run(argv: string[]): Promise<number> {
+  const json = jsonRequested(argv);
   if (argv[0] === "--version" || argv[0] === "-v") {
-    process.stdout.write(`stackgen ${VERSION} (${COMMIT})\n`);
+    if (json) printJson({ name: "stackgen", version: VERSION, commit: COMMIT });
+    else printText(`stackgen ${VERSION} (${COMMIT})`);
     return 0;
   }
   if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
-    const [cmd, parent] = await resolveCommand(argv.filter((a) => a !== "--help" && a !== "-h"));
+    const [cmd, path] = await resolveCommand(argv.filter((a) => a !== "--help" && a !== "-h"));
+    // citty names a command after its parent only (`backup create`): give it the whole path.
+    const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
     const usage = await renderUsage(cmd, parent);
+    if (json) printJson({ command: ["stackgen", ...path].join(" "), usage: Bun.stripANSI(usage) });
     // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
-    printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
+    else printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
     return 0;
   }
-  const json = argv.includes("--json");
   try {
-    const [cmd, , path] = await resolveCommand(argv);
+    const [cmd, path] = await resolveCommand(argv);
     if (cmd === main) throw new StackgenError("USAGE_ERROR", `Unknown command "${argv[0]}". Run stackgen --help.`, 400);
     const name = path.join(" ");
     const subcommands = await subcommandsOf(cmd);

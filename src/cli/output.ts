@@ -40,6 +40,9 @@ export function printText(text: string): void {
   process.stdout.write(text.endsWith("\n") ? text : text + "\n");
 }
 
+/** "1 service", "2 services": a count with its noun. */
+export const plural = (count: number, noun: string) => `${count} ${count === 1 ? noun : `${noun}s`}`;
+
 /** A step of a long operation, on stderr. */
 export function progress(message: string): void {
   log.info(message);

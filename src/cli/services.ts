@@ -3,7 +3,7 @@ import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS } from "../schema/catalog.ts";
 import { usageError } from "../errors.ts";
 import { categorySummary } from "../core/listings.ts";
-import { printJson, printText, dim } from "./output.ts";
+import { plural, printJson, printText, dim } from "./output.ts";
 
 export default defineCommand({
   meta: { name: "services", description: "List catalog services" },
@@ -19,6 +19,6 @@ export default defineCommand({
     const services = catalog.services.filter((s) => (!args.category || s.category === args.category) && (!args.maturity || s.maturity === args.maturity));
     if (args.json) return printJson({ services, categories: categorySummary(catalog, services, !args.category && !args.maturity), total: services.length });
     const width = Math.max(...services.map((s) => s.id.length), 2);
-    printText(services.map((s) => `${s.id.padEnd(width)}  ${s.category.padEnd(13)} ${s.maturity.padEnd(12)} ${String(s.estimatedMemoryMB).padStart(5)} MB  ${dim(s.name)}`).join("\n") + `\n${services.length} services`);
+    printText(services.map((s) => `${s.id.padEnd(width)}  ${s.category.padEnd(13)} ${s.maturity.padEnd(12)} ${String(s.estimatedMemoryMB).padStart(5)} MB  ${dim(s.name)}`).join("\n") + `\n${plural(services.length, "service")}`);
   },
 });

@@ -20,6 +20,26 @@ describe("basics", () => {
     expect(v.stdout).toMatch(/^stackgen \d+\.\d+\.\d+/);
   });
 
+  test("--version, --help and completion print one JSON document with --json", async () => {
+    const v = await cli(["--version", "--json"], { env });
+    expectOk(v);
+    expect(JSON.parse(v.stdout)).toMatchObject({ name: "stackgen", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    const help = await cli(["backup", "create", "--help", "--json"], { env });
+    expectOk(help);
+    expect(JSON.parse(help.stdout)).toMatchObject({ command: "stackgen backup create", usage: expect.stringContaining("--output") });
+    const c = await cli(["completion", "fish", "--json"], { env });
+    expectOk(c);
+    expect(JSON.parse(c.stdout)).toEqual({ shell: "fish", script: (await cli(["completion", "fish"], { env })).stdout.replace(/\n$/, "") + "\n" });
+  });
+
+  test("a nested command's help names it in full", async () => {
+    for (const sub of ["create", "list", "restore"]) {
+      const r = await cli(["backup", sub, "--help"], { env });
+      expectOk(r);
+      expect(r.stdout).toMatch(new RegExp(`^USAGE stackgen backup ${sub} `, "m"));
+    }
+  });
+
   test("help carries no colour codes into a pipe, whatever NO_COLOR holds, nor on a terminal with NO_COLOR", async () => {
     // No CI/TEST/NO_COLOR here: citty alone would colour it.
     const { CI: _ci, TEST: _test, NO_COLOR: _nc, ...plain } = process.env;
@@ -215,6 +235,24 @@ describe("generate", () => {
     expect(statSync(join(dir, "install.sh")).mode & 0o777).toBe(0o755);
     expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("name: g1");
   });
+
+  test("the text summary counts in the singular for one, and a bare-metal bundle's next step is install.sh", async () => {
+    const one = await cli(["generate", "--name", "one", "--services", "redis", "--dir", join(tmp, "one")], { env });
+    expectOk(one);
+    expect(one.stdout).toContain("(1 service, ");
+    expect(one.stdout).toContain("Next: cd ");
+    expect(one.stdout).toContain("&& docker compose up -d");
+    // Regenerated as it was: only .env is rewritten (its values kept), one file.
+    const again = await cli(["generate", "--name", "one", "--services", "redis", "--dir", join(tmp, "one")], { env });
+    expect(again.stdout).toMatch(/, 1 file written\)/);
+    const bare = await cli(["generate", "--name", "bare", "--services", "redis", "--deployment", "bare-metal", "--dir", join(tmp, "bare")], { env });
+    expectOk(bare);
+    expect(existsSync(join(tmp, "bare", "install.sh"))).toBe(true);
+    expect(bare.stdout).toContain("&& sudo ./install.sh");
+    expect(bare.stdout).not.toContain("docker compose up");
+    // A category of one service.
+    expect((await cli(["services", "--category", "streaming"], { env })).stdout).toEndWith("\n1 service\n");
+  }, 30_000);
 
   test("regenerating keeps .env values and adds new keys", async () => {
     const dir = join(tmp, "g2");
