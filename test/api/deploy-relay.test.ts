@@ -71,6 +71,10 @@ describe("POST /v1/deploy", () => {
       expect(error.code).toBe("VALIDATION_ERROR");
       expect(error.details, field).toContainEqual({ field, message: expect.stringContaining(message) });
     }
+    // A shape error and an unknown id in one body: both named, from the body's root.
+    const both = await post({ ...body(), input: { projectName: "BAD", services: ["nope"] } });
+    expect(both.status).toBe(400);
+    expect(((await both.json()) as any).error.details.map((d: any) => d.field).sort()).toEqual(["input.projectName", "input.services.0"]);
     const conflict = await post({ ...body(), input: { projectName: "relay-x", services: ["redis", "valkey"] } });
     expect(conflict.status).toBe(409);
     expect(((await conflict.json()) as any).error.details[0].field).toBe("input.services");
