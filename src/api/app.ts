@@ -1,7 +1,7 @@
 // The HTTP API: one Elysia app, every route under /v1. Shells (serve, tests, the UI listener)
 // call `createApp()` and hand requests to `app.handle` or listen with it.
 import { Elysia, ValidationError } from "elysia";
-import { unknownIdIssues, withUnknownIds } from "../core/check-input.ts";
+import { withUnknownIds } from "../core/check-input.ts";
 import type { FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
@@ -82,12 +82,8 @@ function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog:
   const route = path.replace(/\/+$/, "");
   if (route === "/v1/validate" || route === "/v1/generate") return withUnknownIds(issues, body, catalog);
   if (route !== "/v1/deploy" || typeof body !== "object" || body === null) return issues;
-  const { input, complete } = body as { input?: unknown; complete?: { input?: unknown } };
-  const under = (prefix: string, part: unknown) =>
-    unknownIdIssues(part, catalog).map((i) => ({ ...i, field: `${prefix}.${i.field}` }));
-  const named = new Set(issues.map((i) => i.field));
-  const ids = [...under("input", input), ...under("complete.input", typeof complete === "object" && complete !== null ? complete.input : undefined)];
-  return [...issues, ...ids.filter((i) => !named.has(i.field))];
+  const { input, complete } = body as { input?: unknown; complete?: { input?: unknown } | null };
+  return withUnknownIds(withUnknownIds(issues, input, catalog, "input"), complete?.input, catalog, "complete.input");
 }
 
 export function createApp(options: AppOptions = {}) {

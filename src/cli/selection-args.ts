@@ -1,6 +1,7 @@
 // Flags shared by `validate` and `generate`, turned into the same body the API takes.
 import { open } from "node:fs/promises";
 import { usageError } from "../errors.ts";
+import { MAX_BODY_BYTES } from "../api/guard/config.ts";
 import { COMPLETE_FORMAT_VERSION } from "../schema/versions.ts";
 
 export const selectionArgs = {
@@ -29,9 +30,6 @@ export function selectionFromArgs(args: Record<string, unknown>): Record<string,
   return body;
 }
 
-/** Input files are request bodies: the API's body limit applies. */
-const MAX_INPUT_BYTES = 1024 * 1024;
-
 /** At most `limit + 1` bytes of `path`: enough to tell an oversized file (or /dev/zero, a FIFO
  *  that never ends) from one within the limit without reading it all. */
 async function readCapped(path: string, limit: number): Promise<Buffer> {
@@ -54,11 +52,12 @@ async function readCapped(path: string, limit: number): Promise<Buffer> {
 export async function readInputFile(path: string): Promise<Record<string, unknown>> {
   let bytes: Buffer;
   try {
-    bytes = await readCapped(path, MAX_INPUT_BYTES);
+    // Input files are request bodies: the API's body limit applies.
+    bytes = await readCapped(path, MAX_BODY_BYTES);
   } catch (e) {
     throw usageError(`Cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  if (bytes.length > MAX_INPUT_BYTES) throw usageError(`${path} is larger than 1 MiB`);
+  if (bytes.length > MAX_BODY_BYTES) throw usageError(`${path} is larger than 1 MiB`);
   const text = bytes.toString("utf8");
   let doc: unknown;
   try {

@@ -49,10 +49,11 @@ export function unknownIdIssues(body: unknown, catalog: Catalog): FieldIssue[] {
 }
 
 /** A shape check's issues plus the body's unknown ids they do not already name: one answer then
- *  lists every offending field. */
-export function withUnknownIds(issues: FieldIssue[], body: unknown, catalog: Catalog): FieldIssue[] {
+ *  lists every offending field. `prefix` places a selection nested in a larger body (`input`). */
+export function withUnknownIds(issues: FieldIssue[], body: unknown, catalog: Catalog, prefix = ""): FieldIssue[] {
   const named = new Set(issues.map((i) => i.field));
-  return [...issues, ...unknownIdIssues(body, catalog).filter((i) => !named.has(i.field))];
+  const ids = unknownIdIssues(body, catalog).map((i) => (prefix ? { ...i, field: `${prefix}.${i.field}` } : i));
+  return [...issues, ...ids.filter((i) => !named.has(i.field))];
 }
 
 /** `assertValid` for a request body: a VALIDATION_ERROR also names the body's unknown ids. */

@@ -12,7 +12,7 @@ import { pathOf } from "../guard/request-log.ts";
 /** The id a request named, for a 404 message: the decoded path parameter, or the raw path segment
  *  when it is not valid percent-encoding (Elysia then gives null); long ids are shortened. */
 function namedId(id: string | null, request: Request): string {
-  const named = id ?? pathOf(request.url).slice(pathOf(request.url).lastIndexOf("/") + 1);
+  const named = id ?? pathOf(request.url).split("/").pop()!;
   return named.length > 100 ? `${named.slice(0, 100)}…` : named;
 }
 
