@@ -4,6 +4,7 @@ import type { Server } from "bun";
 import { createApp, type AppOptions } from "./app.ts";
 import { createGuard, readGuardConfig, TRANSPORT_BODY_LIMIT, type GuardConfig, type Next } from "./guard/index.ts";
 import { hotRoutes } from "./hot-routes.ts";
+import { pathOf } from "./guard/request-log.ts";
 import { getCatalog } from "../catalog/index.ts";
 import { startUiPageServer } from "./guard/ui-page.ts";
 import uiPage from "../web/index.html";
@@ -32,16 +33,16 @@ export function startServers(options: ServeOptions) {
   try {
     page = options.uiPort === 0 && !options.uiAnyPort ? undefined : startUiPageServer(uiPage);
     const relay = page;
+    const pageNext: Next = async (request, path) => (await relay?.fetch(request)) ?? next(request, path);
     ui = relay && Bun.serve({
       port: options.uiPort,
       hostname: options.host,
       maxRequestBodySize,
-      fetch: async (req, server) => {
-        if (!new URL(req.url).pathname.startsWith("/v1/")) {
-          const answer = await relay.fetch(req);
-          if (answer) return answer;
-        }
-        return handle(req, server);
+      // The page and its assets go through the guard too (request id, limiter headers, log line),
+      // uncounted; a path the bundle does not have is the app's 404.
+      fetch: (req, server) => {
+        const isPage = (req.method === "GET" || req.method === "HEAD") && !pathOf(req.url).startsWith("/v1/");
+        return isPage ? guard.handle(req, server, pageNext, false) : handle(req, server);
       },
     });
   } catch (error) {

@@ -61,18 +61,32 @@ describe("headers on every response", () => {
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 
-  test("the UI listener's page and its /v1 answers carry the headers too", async () => {
-    server = await startTestServer({}, true);
-    const page = await fetch(server.uiBase + "/");
+  test("the UI listener's page, its assets and its /v1 answers carry the headers too; page loads are logged but not counted", async () => {
+    server = await startTestServer({ anonymousLimits: { standard: 5, generate: 5 } }, true);
+    const page = await fetch(server.uiBase + "/", { headers: { "x-request-id": "page-load-1" } });
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toContain("text/html");
     expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
-    expect(page.headers.get("x-frame-options")).toBe("DENY");
-    expect(page.headers.get("x-content-type-options")).toBe("nosniff");
-    await page.text();
+    expectGuardHeaders(page);
+    expect(page.headers.get("x-request-id")).toBe("page-load-1");
+    const html = await page.text();
+    const script = /<script[^>]+src="([^"]+)"/.exec(html)?.[1];
+    expect(script).toBeTruthy();
+    const asset = await fetch(new URL(script!, server.uiBase + "/"));
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get("content-type")).toContain("javascript");
+    expectGuardHeaders(asset);
+    await asset.text();
+    // Many page loads later the caller still has its whole standard window for the API.
+    for (let i = 0; i < 8; i++) expect((await fetch(server.uiBase + "/")).status).toBe(200);
+    expect((await fetch(server.uiBase + "/")).headers.get("x-ratelimit-remaining")).toBe("5");
     const api = await fetch(server.uiBase + "/v1/health");
     expect(api.status).toBe(200);
     expectGuardHeaders(api);
+    expect(api.headers.get("x-ratelimit-remaining")).toBe("4");
+    await Bun.sleep(50);
+    const pageLine = server.logs.map((l) => JSON.parse(l)).find((l) => l.requestId === "page-load-1");
+    expect(pageLine).toMatchObject({ msg: "request", method: "GET", path: "/", status: 200 });
     const missing = await fetch(server.uiBase + "/no-such-page");
     expect(missing.status).toBe(404);
     expectErrorShape(await missing.json());

@@ -30,8 +30,10 @@ export interface Guard {
   readonly config: GuardConfig;
   readonly store: CounterStore;
   readonly log: GuardLog;
-  /** Runs one request through the guard around `next` (the app): headers, limits, keys, log. */
-  handle(request: Request, server: GuardServer | undefined, next: Next): Response | Promise<Response>;
+  /** Runs one request through the guard around `next` (the app): headers, limits, keys, log.
+   *  With `counted` false (the UI's page and assets) the request only shows the caller's
+   *  standard window: loading the page must not spend the quota the page then calls the API with. */
+  handle(request: Request, server: GuardServer | undefined, next: Next, counted?: boolean): Response | Promise<Response>;
   /** Fields for /v1/health (`rateLimitStore`, `redis`). */
   health(): Record<string, string>;
   close(): Promise<void>;
@@ -69,14 +71,17 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     new Response(JSON.stringify(errorBodyFor(path, { code, message })), { status, headers: { "content-type": "application/json" } });
 
   /** Keys, limits and declared size; a Response when the request is refused, else undefined. */
-  const admit = (request: Request, path: string, client: string, headers: Record<string, string>): Response | undefined | Promise<Response | undefined> => {
-    if (request.method === "OPTIONS") {
-      // Preflights carry no key and are not counted; they show the caller's standard window.
+  const admit = (request: Request, path: string, client: string, headers: Record<string, string>, counted: boolean): Response | undefined | Promise<Response | undefined> => {
+    const preflight = request.method === "OPTIONS";
+    if (preflight || !counted) {
+      // Preflights and page loads carry no key and are not counted; they show the caller's standard window.
       const quota = quotaFor(config, "standard", client, { kind: "none" });
       return settle(store.peek(quota.counterKey, config.windowMs), (window) => {
         const verdict = verdictOf(window, quota.limit, Date.now());
         delete verdict.headers["retry-after"];
-        Object.assign(headers, verdict.headers, preflightHeaders());
+        Object.assign(headers, verdict.headers);
+        if (!preflight) return undefined;
+        Object.assign(headers, preflightHeaders());
         return new Response(null, { status: 204 });
       });
     }
@@ -101,7 +106,7 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
   // Runs around the app rather than as Elysia hooks: request hooks would take Elysia off its
   // fastest path and cost more than the guard's own work.
   // Synchronous wherever the store and the app are, so a request costs no extra ticks.
-  const handle = (request: Request, server: GuardServer | undefined, next: Next) => {
+  const handle = (request: Request, server: GuardServer | undefined, next: Next, counted = true) => {
     const started = performance.now();
     const path = pathOf(request.url);
     const id = requestIdFrom(request.headers.get("x-request-id"));
@@ -134,7 +139,7 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
       }
       return response;
     };
-    return settle(admit(request, path, clientKey(address ?? "unknown"), headers), (refused) =>
+    return settle(admit(request, path, clientKey(address ?? "unknown"), headers, counted), (refused) =>
       refused ? finish(refused) : settle(next(request, path), finish));
   };
 
