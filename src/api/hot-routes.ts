@@ -55,7 +55,7 @@ export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
     message: GENERATE_MESSAGE,
     type: GENERATE_JSON_TYPE,
     // A whole `complete` export posted back is read through its `input`, as on the Elysia route.
-    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(parseJsonObject(text, GENERATE_MESSAGE, requestInput), catalog)))),
+    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(parseJsonObject(text, GENERATE_MESSAGE, (doc) => requestInput(doc, GENERATE_MESSAGE)), catalog)))),
   };
   return (request, path) => {
     // A query string (format=zip|complete, or anything Elysia should judge) goes to the app.

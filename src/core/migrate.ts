@@ -1,6 +1,7 @@
-// Config-file migrations (SPEC §9): run one step at a time, in order, never skipping.
+// Documents clients send back: a whole `complete` export (its `input` is read) and config files
+// of older versions (SPEC §9: migrated one step at a time, in order, never skipping).
 import { validationError } from "../errors.ts";
-import { CURRENT_CONFIG_VERSION } from "../schema/versions.ts";
+import { COMPLETE_FORMAT_VERSION, CURRENT_CONFIG_VERSION } from "../schema/versions.ts";
 
 type Doc = Record<string, unknown>;
 
@@ -32,4 +33,16 @@ export function migrateConfig(doc: Doc, message: string): Doc {
     throw validationError(noPath, [{ field: "configVersion", message: noPath }]);
   }
   return out;
+}
+
+/** The input of a body: itself, or the `input` of a whole `complete` export posted back.
+ *  `message` is the caller's VALIDATION_ERROR message for an export of another format version. */
+export function requestInput(doc: Doc, message: string): Doc {
+  // Any formatVersion marks an export (a number is a wrong version, not a field to ignore).
+  if (!("formatVersion" in doc && typeof doc.input === "object" && doc.input !== null && !Array.isArray(doc.input) && !("projectName" in doc))) return doc;
+  // A later format may mean something else by the same fields: refuse it rather than guess.
+  if (doc.formatVersion !== COMPLETE_FORMAT_VERSION) {
+    throw validationError(message, [{ field: "formatVersion", message: `Unsupported format version ${JSON.stringify(doc.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"` }]);
+  }
+  return doc.input as Doc;
 }

@@ -46,6 +46,8 @@ const validateCases: [string, string][] = [
   ["a v1 config document", JSON.stringify({ configVersion: 1, services: ["redis"] })],
   ["an unknown config version", JSON.stringify({ configVersion: 99, services: ["redis"] })],
   ["a config version that is not an integer", JSON.stringify({ configVersion: 1.5, services: ["redis"] })],
+  ["a complete export posted back", JSON.stringify({ formatVersion: "1", input: { projectName: "back", services: ["n8n"] }, files: {}, metadata: {} })],
+  ["a complete export of a later format version", JSON.stringify({ formatVersion: "2", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
   ["malformed JSON", '{"services": ['],
   ["an empty body", ""],
   ["an array", "[]"],

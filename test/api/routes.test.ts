@@ -281,9 +281,12 @@ describe("POST /v1/generate", () => {
     const second = await json(await call("POST", "/v1/generate?format=complete", first.input));
     for (const path of Object.keys(first.files)) if (path !== ".env") expect(second.files[path], path).toBe(first.files[path]);
     expect(Object.keys(second.files)).toEqual(Object.keys(first.files));
-    // The whole export posted back works too.
+    // The whole export posted back works too, and validates as its input does.
     const whole = await json(await call("POST", "/v1/generate", first));
     expect(whole.files["docker-compose.yml"]).toBe(first.files["docker-compose.yml"]);
+    const verdict = await call("POST", "/v1/validate", first);
+    expect(verdict.status).toBe(200);
+    expect(await json(verdict)).toEqual(await json(await call("POST", "/v1/validate", first.input)));
   });
 
   test("zip by query or Accept header", async () => {
@@ -300,10 +303,13 @@ describe("POST /v1/generate", () => {
 
   test("a complete export whose formatVersion is not the string \"1\" is refused naming formatVersion only", async () => {
     for (const formatVersion of [1, "2", null]) {
-      const r = await call("POST", "/v1/generate", { formatVersion, input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} });
-      expect(r.status).toBe(400);
-      const b = await json(r);
-      expect(b.error.details).toEqual([{ field: "formatVersion", message: expect.stringContaining("Unsupported format version") }]);
+      for (const [path, message] of [["/v1/generate", "Invalid generation input"], ["/v1/validate", "Invalid request body"]]) {
+        const r = await call("POST", path, { formatVersion, input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} });
+        expect(r.status, path).toBe(400);
+        const b = await json(r);
+        expect(b.error.message).toBe(message);
+        expect(b.error.details).toEqual([{ field: "formatVersion", message: expect.stringContaining("Unsupported format version") }]);
+      }
     }
   });
 

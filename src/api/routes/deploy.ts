@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { DeployRequest, ErrorBody } from "../../schema/api.ts";
-import { generateBundle, requestInput } from "../../core/generate/index.ts";
+import { generateBundle, requestInput, GENERATE_MESSAGE } from "../../core/generate/index.ts";
 import { mergeEnv } from "../../core/env-merge.ts";
 import { deployBundle, projectNameProblem, type DeployStep } from "../../deploy/index.ts";
 import { StackgenError, validationError } from "../../errors.ts";
@@ -37,7 +37,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     const input = body.input ?? body.complete?.input;
     if (!input) throw validationError(DEPLOY_MESSAGE, [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
     // A complete document of another format version is refused, as generate refuses it.
-    if (body.complete && "formatVersion" in body.complete) underField("complete", () => requestInput(body.complete!));
+    if (body.complete && "formatVersion" in body.complete) underField("complete", () => requestInput(body.complete!, GENERATE_MESSAGE));
     const inputField = body.input ? "input" : "complete.input";
     const generated = underField(inputField, () => generateBundle(input, catalog));
     const nameProblem = projectNameProblem(body.provider, input.projectName);

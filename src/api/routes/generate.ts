@@ -59,7 +59,7 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
     return new Response(generateJson(body, catalog, query.format === "complete"), { headers: { "content-type": GENERATE_JSON_TYPE } });
   }, {
     // A whole `complete` export posted back is read through its `input`.
-    parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, requestInput),
+    parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, GENERATE_MESSAGE)),
     body: GenerateRequest,
     query: GenerateQuery,
     detail: {

@@ -3,10 +3,12 @@ import type { Catalog } from "../../catalog/index.ts";
 import { ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
 import { validateSelection, VALIDATE_MESSAGE } from "../../core/validate.ts";
 import { jsonObjectBody } from "../json-body.ts";
+import { requestInput } from "../../core/migrate.ts";
 
 export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "validate-routes" }).post("/validate", ({ body }) => validateSelection(body, catalog), {
-    parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes),
+    // A whole `complete` export is validated through its `input`, as generate reads it.
+    parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, VALIDATE_MESSAGE)),
     body: ValidateRequest,
     detail: {
       summary: "Validate a selection",

@@ -1,11 +1,12 @@
 // generate = check input -> resolve -> run every artifact generator -> FileMap + metadata.
 import type { Catalog } from "../../catalog/index.ts";
 import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
-import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { conflictError, validationError } from "../../errors.ts";
 import { VERSION } from "../../version.ts";
 import { checkRequest, toSelection, type Selection } from "../check-input.ts";
-import { migrateConfig } from "../migrate.ts";
+import { migrateConfig, requestInput } from "../migrate.ts";
+
+export { requestInput };
 import { resolve, type ResolvedStack } from "../resolve.ts";
 import { catalogMemo } from "../memo.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
@@ -45,23 +46,12 @@ export interface Generated {
   filesJson(): string;
 }
 
-/** The generation input of a body: itself, or the `input` of a whole `complete` export posted back. */
-export function requestInput(doc: Record<string, unknown>): Record<string, unknown> {
-  // Any formatVersion marks an export (a number is a wrong version, not a field to ignore).
-  if (!("formatVersion" in doc && typeof doc.input === "object" && doc.input !== null && !Array.isArray(doc.input) && !("projectName" in doc))) return doc;
-  // A later format may mean something else by the same fields: refuse it rather than guess.
-  if (doc.formatVersion !== COMPLETE_FORMAT_VERSION) {
-    throw validationError(GENERATE_MESSAGE, [{ field: "formatVersion", message: `Unsupported format version ${JSON.stringify(doc.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"` }]);
-  }
-  return doc.input as Record<string, unknown>;
-}
-
 /** Parse and migrate a body (generation input or config document) into a checked GenerateRequest. */
 export function parseGenerateInput(body: unknown, catalog: Catalog): GenerateRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
   }
-  const migrated = migrateConfig(requestInput(body as Record<string, unknown>), GENERATE_MESSAGE);
+  const migrated = migrateConfig(requestInput(body as Record<string, unknown>, GENERATE_MESSAGE), GENERATE_MESSAGE);
   const input = checkRequest<GenerateRequest>(GenerateRequest, migrated, catalog, GENERATE_MESSAGE);
   if (!input.services?.length && !input.skillPacks?.length && !input.preset) {
     throw validationError(GENERATE_MESSAGE, [{ field: "services", message: "Select at least one service, skill pack or preset" }]);
