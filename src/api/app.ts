@@ -6,7 +6,7 @@ import type { FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
 import { Health } from "../schema/api.ts";
-import { errorBodyFor, toErrorReply } from "./errors.ts";
+import { errorBodyFor, methodNotAllowed, toErrorReply } from "./errors.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
@@ -86,6 +86,17 @@ function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog:
   return withUnknownIds(withUnknownIds(issues, input, catalog, "input"), complete?.input, catalog, "complete.input");
 }
 
+/** The methods `routes` answer at `path` (GET also answers HEAD), in a stable order. */
+export function methodsAt(routes: readonly { method: string; path: string }[], path: string): string[] {
+  const methods = new Set<string>();
+  for (const route of routes) {
+    const pattern = route.path.split("/").map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/");
+    if (new RegExp(`^${pattern}/?$`).test(path)) methods.add(route.method);
+  }
+  if (methods.has("GET")) methods.add("HEAD");
+  return [...methods].sort();
+}
+
 export function createApp(options: AppOptions = {}) {
   const catalog = options.catalog ?? getCatalog();
   const maxBodyBytes = options.guard?.config.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -100,9 +111,16 @@ export function createApp(options: AppOptions = {}) {
     .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
     .use(docsRoutes);
 
-  return new Elysia()
-    .onError(({ code, error, path, set }) => {
-      const reply = toErrorReply(code, error, path);
+  /** Every route of the app, filled in once it is built (for 405 answers). */
+  let routes: readonly { method: string; path: string }[] = [];
+  const app = new Elysia()
+    .onError(({ code, error, path, set, request }) => {
+      // A known path asked with a method it does not answer: 405 with the methods it does.
+      // (A route's own 404, an unknown id, comes with a method the path answers.)
+      const allowed = code === "NOT_FOUND" ? methodsAt(routes, path) : [];
+      const wrongMethod = allowed.length > 0 && !allowed.includes(request.method);
+      const reply = wrongMethod ? methodNotAllowed(request.method, path, allowed) : toErrorReply(code, error, path);
+      if (wrongMethod) set.headers.allow = [...allowed, "OPTIONS"].join(", ");
       // The body failed its shape check before the route ran: name its unknown ids too.
       if (error instanceof ValidationError && error.type === "body" && reply.body.error.details) {
         reply.body.error.details = withBodyIds(reply.body.error.details, path, error.value, catalog);
@@ -130,6 +148,8 @@ export function createApp(options: AppOptions = {}) {
       },
     }))
     .use(v1);
+  routes = app.routes;
+  return app;
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -18,6 +18,12 @@ export function errorBodyFor(path: string, error: ErrorReply["body"]["error"]) {
 
 const MESSAGES: Record<string, string> = { "/v1/generate": GENERATE_MESSAGE, "/v1/deploy": DEPLOY_MESSAGE };
 
+/** 405 for a route that exists with other methods (the caller also gets an Allow header). */
+export const methodNotAllowed = (method: string, path: string, allowed: string[]): ErrorReply => ({
+  status: 405,
+  body: { error: { code: "METHOD_NOT_ALLOWED", message: `${path} does not answer ${method}; it answers ${allowed.join(", ")}` } },
+});
+
 export function toErrorReply(code: string | number, error: unknown, path: string): ErrorReply {
   const reply = (status: number, c: string, message: string, details?: { field: string; message: string }[]) =>
     ({ status, body: { error: { code: c, message, ...(details ? { details } : {}) } } });

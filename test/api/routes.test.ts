@@ -117,6 +117,31 @@ describe("read endpoints", () => {
     expect(research.compatibilityScore).toBe(0.33);
   });
 
+  test("a route asked with a method it does not answer is 405 with Allow; an unknown path stays 404", async () => {
+    const cases: [string, string, string][] = [
+      ["GET", "/v1/generate", "POST, OPTIONS"],
+      ["PUT", "/v1/health", "GET, HEAD, OPTIONS"],
+      ["DELETE", "/v1/services/redis", "GET, HEAD, OPTIONS"],
+      ["POST", "/v1/presets/", "GET, HEAD, OPTIONS"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const r = await call(method, path);
+      expect(r.status, `${method} ${path}`).toBe(405);
+      expect(r.headers.get("allow")).toBe(allow);
+      const b = await json(r);
+      expectError(b, "METHOD_NOT_ALLOWED");
+      expect(b.error.message).toContain(method);
+    }
+    // /v1/skills keeps its flat error shape (SPEC §7).
+    expect(await json(await call("POST", "/v1/skills"))).toEqual({ error: expect.stringContaining("POST"), code: "METHOD_NOT_ALLOWED" });
+    for (const path of ["/v1/generatex", "/v1/services/redis/extra", "/v2/health"]) {
+      const r = await call("GET", path);
+      expect(r.status, path).toBe(404);
+      expect(r.headers.get("allow")).toBeNull();
+      expectError(await json(r), "NOT_FOUND");
+    }
+  });
+
   test("GET /v1/skills with an unknown id is the flat INVALID_SERVICE_ID error", async () => {
     const r = await call("GET", "/v1/skills?services=redis,nope");
     expect(r.status).toBe(400);
