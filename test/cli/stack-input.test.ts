@@ -81,9 +81,8 @@ describe("backup restore checks its own arguments before connecting to Docker", 
       expect(jsonError(r.stdout).code, file).toBe(code);
     }
     expect(readFileSync(join(dir, "stackgen.json"), "utf8")).toBe(config);
-    // No restore work folder is left behind.
-    const backups = join(dir, "backups");
-    expect(existsSync(backups) ? readdirSync(backups) : []).toEqual([]);
+    // No restore work folder is left behind, nor an empty backups folder made for it.
+    expect(existsSync(join(dir, "backups"))).toBe(false);
   });
 
   test("without a terminal and without --yes it refuses (exit 2); with --yes it gets as far as the engine", async () => {
@@ -94,5 +93,12 @@ describe("backup restore checks its own arguments before connecting to Docker", 
     const unreachable = await restore(file, "--yes");
     expect(unreachable.code).toBe(1);
     expect(jsonError(unreachable.stdout).code).toBe("DOCKER_UNAVAILABLE");
+    expect(existsSync(join(dir, "backups"))).toBe(false);
+    // A backups folder the user already had stays, with what it holds.
+    mkdirSync(join(dir, "backups"));
+    writeFileSync(join(dir, "backups", "keep.txt"), "mine\n");
+    expect((await restore(file)).code).toBe(2);
+    expect(readdirSync(join(dir, "backups"))).toEqual(["keep.txt"]);
+    rmSync(join(dir, "backups"), { recursive: true });
   });
 });

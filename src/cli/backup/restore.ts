@@ -1,6 +1,6 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
 import { createInterface } from "node:readline/promises";
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
 import { StackgenError, usageError } from "../../errors.ts";
@@ -32,6 +32,14 @@ function checkReadable(file: string): void {
   if (!isFile) throw usageError(`Backup file ${file} is not a regular file.`);
 }
 
+function rmEmptyDir(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty (or gone): kept as it is
+  }
+}
+
 export default defineCommand({
   meta: { name: "restore", description: "Restore a backup into the stack (volumes and config), then start it" },
   args: {
@@ -52,7 +60,7 @@ export default defineCommand({
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
     // backups, and streamed into the volumes from there.
     const backupsDir = defaultBackupDir(stack);
-    mkdirSync(backupsDir, { recursive: true });
+    const madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
     const work = mkdtempSync(join(backupsDir, ".restore-"));
     let result;
     try {
@@ -81,6 +89,9 @@ export default defineCommand({
       }
     } finally {
       rmSync(work, { recursive: true, force: true });
+      // A refused restore leaves no trace: the folder goes if it was made for this run and holds
+      // nothing (a restore that ran keeps its safety backup there).
+      if (madeBackupsDir) rmEmptyDir(backupsDir);
     }
     if (!result.healthy) {
       log.error(`The restored stack is not healthy: ${result.problems.join("; ")}`);
