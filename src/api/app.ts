@@ -141,7 +141,7 @@ export function createApp(options: AppOptions = {}) {
           description: "Validate and generate self-hosted container stacks, and deploy them to Coolify or Dokploy.\n\n" +
             "Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds) and `X-Request-Id`. " +
             "Limits are per client IP in a 15-minute window: 100 standard requests and 10 generations without a key, more with a valid `X-API-Key`. " +
-            "Every route may also answer 401 `UNAUTHORIZED` (invalid key), 413 `PAYLOAD_TOO_LARGE` (body over 1 MiB) and 429 `RATE_LIMITED` (with `Retry-After`), " +
+            "Every route may also answer 401 `UNAUTHORIZED` (invalid key), 405 `METHOD_NOT_ALLOWED` (with `Allow`), 413 `PAYLOAD_TOO_LARGE` (body over 1 MiB) and 429 `RATE_LIMITED` (with `Retry-After`), " +
             "with the error body `{error: {code, message, details?}}` (`{error, code}` on /v1/skills).",
         },
         tags: [{ name: "catalog" }, { name: "stacks" }, { name: "meta" }],
