@@ -86,15 +86,18 @@ function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog:
   return withUnknownIds(withUnknownIds(issues, input, catalog, "input"), complete?.input, catalog, "complete.input");
 }
 
-/** The methods `routes` answer at `path` (GET also answers HEAD), in a stable order. */
-export function methodsAt(routes: readonly { method: string; path: string }[], path: string): string[] {
-  const methods = new Set<string>();
-  for (const route of routes) {
-    const pattern = route.path.split("/").map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/");
-    if (new RegExp(`^${pattern}/?$`).test(path)) methods.add(route.method);
-  }
-  if (methods.has("GET")) methods.add("HEAD");
-  return [...methods].sort();
+/** A lookup of the methods `routes` answer at a path (GET also answers HEAD), in a stable order.
+ *  Each route's pattern is compiled once, here. */
+export function routeMethods(routes: readonly { method: string; path: string }[]): (path: string) => string[] {
+  const patterns = routes.map((route) => ({
+    method: route.method,
+    pattern: new RegExp(`^${route.path.split("/").map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")}/?$`),
+  }));
+  return (path) => {
+    const methods = new Set(patterns.filter(({ pattern }) => pattern.test(path)).map(({ method }) => method));
+    if (methods.has("GET")) methods.add("HEAD");
+    return [...methods].sort();
+  };
 }
 
 export function createApp(options: AppOptions = {}) {
@@ -111,13 +114,13 @@ export function createApp(options: AppOptions = {}) {
     .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
     .use(docsRoutes);
 
-  /** Every route of the app, filled in once it is built (for 405 answers). */
-  let routes: readonly { method: string; path: string }[] = [];
+  /** The methods each path answers, set once the app is built (for 405 answers). */
+  let methodsAt: (path: string) => string[] = () => [];
   const app = new Elysia()
     .onError(({ code, error, path, set, request }) => {
       // A known path asked with a method it does not answer: 405 with the methods it does.
       // (A route's own 404, an unknown id, comes with a method the path answers.)
-      const allowed = code === "NOT_FOUND" ? methodsAt(routes, path) : [];
+      const allowed = code === "NOT_FOUND" ? methodsAt(path) : [];
       const wrongMethod = allowed.length > 0 && !allowed.includes(request.method);
       const reply = wrongMethod ? methodNotAllowed(request.method, path, allowed) : toErrorReply(code, error, path);
       if (wrongMethod) set.headers.allow = [...allowed, "OPTIONS"].join(", ");
@@ -148,7 +151,7 @@ export function createApp(options: AppOptions = {}) {
       },
     }))
     .use(v1);
-  routes = app.routes;
+  methodsAt = routeMethods(app.routes);
   return app;
 }
 
