@@ -15,7 +15,7 @@ const COMMANDS: Record<string, string[]> = {
   deploy: ["--provider", "--url", "--api-key", "--dir", "--update", "--json"],
   status: ["--dir", "--json"],
   update: ["--dir", "--dry-run", "--timeout", "--json"],
-  backup: ["--dir", "--output", "--hot", "--yes", "--timeout", "--json"],
+  backup: ["--dir", "--output", "--hot", "--yes", "--timeout", "--keep", "--dry-run", "--json"],
   completion: ["--json"],
   healthcheck: ["--port", "--host", "--timeout"],
 };
@@ -42,7 +42,7 @@ export function completionScript(shell: string): string {
     "--skill-packs": c.packs.map((p) => p.id).join(" "),
   };
   /** A command's first positional argument. */
-  const positional: Record<string, string> = { backup: "create list restore", completion: "bash zsh fish", presets };
+  const positional: Record<string, string> = { backup: "create list restore prune", completion: "bash zsh fish", presets };
   const commands = Object.keys(COMMANDS).join(" ");
   const rows = (f: (key: string, words: string) => string, table: Record<string, string>) => Object.entries(table).map(([k, w]) => f(k, w)).join("\n");
 

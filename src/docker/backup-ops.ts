@@ -1,4 +1,4 @@
-// The backup operations behind `stackgen backup create|list|restore`.
+// The backup operations behind `stackgen backup create|list|restore|prune`.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { failure, StackgenError } from "../errors.ts";
@@ -147,6 +147,23 @@ export async function listBackups(dir: string): Promise<ListedBackup[]> {
     }
   }
   return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
+}
+
+export interface PrunePlan {
+  /** This project's verified backups that stay (the `keep` newest). */
+  kept: ListedBackup[];
+  /** This project's verified backups older than those: the ones prune deletes. */
+  removed: ListedBackup[];
+  /** Files prune never deletes: archives that do not verify or belong to another project. */
+  untouched: ListedBackup[];
+}
+
+/** Which backups a retention of `keep` removes. Only archives that verify and name this project
+ *  are counted and deleted: a damaged or foreign file may be the only copy of something, so it is
+ *  left for the user to judge. Safety backups taken by restore count like any other. */
+export function planPrune(backups: ListedBackup[], project: string, keep: number): PrunePlan {
+  const ours = backups.filter((b) => b.verified && b.project === project); // newest first, as listed
+  return { kept: ours.slice(0, keep), removed: ours.slice(keep), untouched: backups.filter((b) => !ours.includes(b)) };
 }
 
 /** Read and verify a backup file, keeping its volume tars in `extractDir`; a one-line error (exit 2) when it is not acceptable. */

@@ -33,7 +33,7 @@ describe("basics", () => {
   });
 
   test("a nested command's help names it in full", async () => {
-    for (const sub of ["create", "list", "restore"]) {
+    for (const sub of ["create", "list", "restore", "prune"]) {
       const r = await cli(["backup", sub, "--help"], { env });
       expectOk(r);
       expect(r.stdout).toMatch(new RegExp(`^USAGE stackgen backup ${sub} `, "m"));
@@ -182,7 +182,7 @@ describe("basics", () => {
       ["generate --dir ", ["subdir"], ["myfile.json"]],
       ["backup create --output s", ["subdir"], []],
       ["backup restore my", ["myfile.json"], []],
-      ["backup ", ["create", "list", "restore"], ["myfile.json"]],
+      ["backup ", ["create", "list", "restore", "prune"], ["myfile.json"]],
       ["completion ", ["bash", "zsh", "fish"], ["myfile.json"]],
       ["generate ", [], ["myfile.json"]],
       ["generate --", ["--from", "--deployment"], []],

@@ -32,6 +32,7 @@ describe("stackgen.json configVersion on load (SPEC §9.5, §9.9)", () => {
       ["update"],
       ["backup", "create"],
       ["backup", "list"],
+      ["backup", "prune", "--keep", "1", "--yes"],
       ["backup", "restore", join(tmp, "any.tar.gz"), "--yes"],
       ["deploy", "--provider", "coolify", "--url", "http://127.0.0.1:9", "--api-key", "k"],
     ]) {
@@ -100,5 +101,64 @@ describe("backup restore checks its own arguments before connecting to Docker", 
     expect((await restore(file)).code).toBe(2);
     expect(readdirSync(join(dir, "backups"))).toEqual(["keep.txt"]);
     rmSync(join(dir, "backups"), { recursive: true });
+  });
+});
+
+describe("backup prune keeps the newest --keep backups of this stack, and nothing else is touched", () => {
+  const dir = stackDir("daily", { configVersion: 2, deploymentType: "docker" });
+  const backups = join(dir, "backups");
+  const day = (d: number) => new Date(Date.UTC(2026, 10, d, 3));
+  const ours = [20, 21, 22, 23].map((d) => `daily-${day(d).toISOString().replace(/[-:.]/g, "")}.tar.gz`);
+  const prune = (...args: string[]) => cli(["backup", "prune", ...args, "--dir", dir, "--json"], { env });
+  const present = () => readdirSync(backups).sort();
+
+  test("dry run, refusal without a terminal, then the real prune", async () => {
+    mkdirSync(backups);
+    for (const [i, name] of ours.entries()) {
+      await writeArchive(join(backups, name), { project: "daily", hot: false, createdAt: day(20 + i), services: [{ name: "redis", image: "redis:7" }], files: [{ path: "stackgen.json", data: new TextEncoder().encode("{}"), mode: 0o644 }], volumes: [] });
+    }
+    // Older than all of ours, yet never counted nor deleted: another project's and a damaged one.
+    await writeArchive(join(backups, "shop-old.tar.gz"), { project: "shop", hot: false, createdAt: day(1), services: [], files: [], volumes: [] });
+    writeFileSync(join(backups, "damaged.tar.gz"), "not gzip");
+    writeFileSync(join(backups, "notes.txt"), "mine\n");
+    const everything = present();
+
+    const dry = await prune("--keep", "2", "--dry-run");
+    expect(dry.code, dry.stderr).toBe(0);
+    const planned = JSON.parse(dry.stdout);
+    expect(planned).toMatchObject({ keep: 2, dryRun: true, freedBytes: 0 });
+    expect(planned.removed.map((b: { name: string }) => b.name)).toEqual([ours[1], ours[0]]);
+    expect(planned.kept.map((b: { name: string }) => b.name)).toEqual([ours[3], ours[2]]);
+    expect(planned.untouched.map((b: { name: string }) => b.name).sort()).toEqual(["damaged.tar.gz", "shop-old.tar.gz"]);
+    expect(present()).toEqual(everything);
+
+    const refused = await prune("--keep", "2");
+    expect(refused.code).toBe(2);
+    expect(jsonError(refused.stdout)).toMatchObject({ code: "CONFIRMATION_REQUIRED", message: expect.stringContaining("--yes") });
+    expect(present()).toEqual(everything);
+
+    const done = await prune("--keep", "2", "--yes");
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout).freedBytes).toBeGreaterThan(0);
+    expect(present()).toEqual(everything.filter((f) => f !== ours[0] && f !== ours[1]));
+
+    // Nothing left over the limit: nothing to ask, nothing deleted.
+    const again = await prune("--keep", "2");
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).removed).toEqual([]);
+    const text = await cli(["backup", "prune", "--keep", "5", "--dir", dir], { env });
+    expect(text.stdout).toContain("Nothing to delete: 2 backups");
+    expect(text.stdout).toContain("damaged.tar.gz");
+  });
+
+  test("--keep must be a whole number of 1 or more: exit 2, nothing deleted", async () => {
+    mkdirSync(backups, { recursive: true });
+    const before = present();
+    for (const keep of [[], ["--keep", "0"], ["--keep", "-1"], ["--keep", "1.5"], ["--keep", "all"]]) {
+      const r = await prune(...keep, "--yes");
+      expect(r.code, keep.join(" ")).toBe(2);
+      expect(jsonError(r.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("--keep") });
+    }
+    expect(present()).toEqual(before);
   });
 });

@@ -1,23 +1,13 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
-import { createInterface } from "node:readline/promises";
 import { accessSync, constants, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { StackgenError, usageError } from "../../errors.ts";
+import { usageError } from "../../errors.ts";
 import { defaultBackupDir, loadVerifiedBackup, restoreBackup } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { loadStack } from "../../docker/stack.ts";
+import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
 import { log, printJson, printText, progress } from "../output.ts";
-
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = await rl.question(`${question} [y/N] `);
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    rl.close();
-  }
-}
 
 /** The backup file must be a readable regular file (exit 2 otherwise). */
 function checkReadable(file: string): void {
@@ -65,15 +55,10 @@ export default defineCommand({
     let result;
     try {
       const backup = await loadVerifiedBackup(file, stack.project, work);
-      if (!args.yes && !process.stdin.isTTY) {
-        throw new StackgenError("CONFIRMATION_REQUIRED", "Restore replaces the stack's volumes and config; pass --yes to run it without a terminal.", 400);
-      }
+      requireYesWithoutTerminal(args.yes, "Restore replaces the stack's volumes and config");
       const engine = await connectEngine();
       // Asked only once the restore can run.
-      if (!args.yes) {
-        const ok = await confirm(`Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`);
-        if (!ok) throw new StackgenError("ABORTED", "Restore cancelled; nothing was changed.", 400);
-      }
+      await confirmOrAbort(args.yes, `Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`, "Restore cancelled; nothing was changed.");
       const compose = await openCompose(stack);
       const model = await compose.config();
       result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });

@@ -58,6 +58,7 @@ stackgen update                   # pull, restart in dependency order, wait for 
 stackgen backup create            # stops the stack briefly and archives volumes + config to ./backups
 stackgen backup list
 stackgen backup restore backups/<file>.tar.gz
+stackgen backup prune --keep 7    # delete all but the 7 newest backups (add --yes in cron)
 \`\`\`
 
 Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to

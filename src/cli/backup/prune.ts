@@ -1,0 +1,66 @@
+// stackgen backup prune: keep the newest N backups of the stack, delete the older ones.
+// Scheduled `backup create` runs fill a disk; this is their retention. It deletes only archives
+// that verify and belong to this stack, shows what it would do with --dry-run, and asks first.
+import { rmSync } from "node:fs";
+import { defineCommand } from "citty";
+import { usageError } from "../../errors.ts";
+import { defaultBackupDir, listBackups, planPrune, type ListedBackup } from "../../docker/backup-ops.ts";
+import { dirArg, jsonArg } from "../../docker/cli-support.ts";
+import { formatBytes } from "../../docker/format.ts";
+import { loadStack } from "../../docker/stack.ts";
+import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
+import { plural, printJson, printText } from "../output.ts";
+
+/** --keep: a whole number of backups, at least 1 (pruning everything is never a retention). */
+function keepCount(value: unknown): number {
+  if (value === undefined || value === "") throw usageError("--keep is required: how many of the newest backups to keep (1 or more).");
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw usageError(`--keep must be a whole number of backups, 1 or more, got "${value}".`);
+  return n;
+}
+
+const brief = (b: ListedBackup) => ({ name: b.name, file: b.file, createdAt: b.createdAt, size: b.size });
+const line = (b: ListedBackup) => `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.name}`;
+
+export default defineCommand({
+  meta: { name: "prune", description: "Delete all but the newest --keep backups of the stack (only archives that verify and are this stack's)" },
+  args: {
+    keep: { type: "string", description: "How many of the newest backups to keep (1 or more)" },
+    dir: dirArg,
+    "dry-run": { type: "boolean", description: "Show what would be deleted, delete nothing", default: false },
+    yes: { type: "boolean", description: "Do not ask for confirmation", default: false },
+    json: jsonArg,
+  },
+  async run({ args }) {
+    const keep = keepCount(args.keep);
+    const stack = loadStack(args.dir);
+    const directory = defaultBackupDir(stack);
+    const plan = planPrune(await listBackups(directory), stack.project, keep);
+    const dryRun = args["dry-run"];
+    if (!dryRun && plan.removed.length > 0) {
+      requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
+      await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" older than the newest ${keep}?`, "Prune cancelled; nothing was deleted.");
+      for (const b of plan.removed) rmSync(b.file, { force: true });
+    }
+    const freed = plan.removed.reduce((sum, b) => sum + b.size, 0);
+    if (args.json) {
+      printJson({
+        directory,
+        keep,
+        dryRun,
+        removed: plan.removed.map(brief),
+        kept: plan.kept.map(brief),
+        untouched: plan.untouched.map((b) => ({ ...brief(b), reason: b.problem ?? `belongs to project ${b.project}` })),
+        freedBytes: dryRun ? 0 : freed,
+      });
+      return;
+    }
+    const text: string[] = [];
+    if (plan.removed.length === 0) text.push(`Nothing to delete: ${plural(plan.kept.length, "backup")} of "${stack.project}" in ${directory}, keeping up to ${keep}.`);
+    else text.push(`${dryRun ? "Would delete" : "Deleted"} ${plural(plan.removed.length, "backup")} (${formatBytes(freed)}):`, ...plan.removed.map(line), `Kept the newest ${plural(plan.kept.length, "backup")}:`, ...plan.kept.map(line));
+    if (plan.untouched.length > 0) {
+      text.push(`Left alone (not this stack's, or not verifiable):`, ...plan.untouched.map((b) => `${line(b)}  (${b.problem ?? `project ${b.project}`})`));
+    }
+    printText(text.join("\n"));
+  },
+});
