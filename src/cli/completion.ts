@@ -14,7 +14,7 @@ const COMMANDS: Record<string, string[]> = {
   skills: ["--services", "--json"],
   deploy: ["--provider", "--url", "--api-key", "--dir", "--update", "--json"],
   status: ["--dir", "--json"],
-  update: ["--dir", "--dry-run", "--timeout", "--json"],
+  update: ["--dir", "--dry-run", "--backup", "--timeout", "--json"],
   backup: ["--dir", "--output", "--hot", "--yes", "--timeout", "--keep", "--dry-run", "--json"],
   completion: ["--json"],
   healthcheck: ["--port", "--host", "--timeout"],

@@ -13,6 +13,7 @@ export function renderUpdate(r: UpdateResult): string {
   for (const f of r.failed ?? []) lines.push(`Could not check ${f.service} (${f.image}): ${f.error}`);
   if (r.unchanged.length > 0) lines.push(`Unchanged: ${r.unchanged.join(", ")}`);
   lines.push(r.restarted.length > 0 ? `${r.dryRun ? "Would restart" : "Restarted"}: ${r.restarted.join(", ")}` : "Nothing to restart");
+  if (r.backup) lines.push(`Backup of the stack before the update: ${r.backup}`);
   if (r.rolledBack) lines.push(`Rolled back ${r.rolledBack.services.join(", ")}: ${r.rolledBack.reason}`);
   return lines.join("\n");
 }
@@ -22,6 +23,7 @@ export default defineCommand({
   args: {
     dir: dirArg,
     "dry-run": { type: "boolean", description: "Ask the registries for new digests and change nothing", default: false },
+    backup: { type: "boolean", description: "Back up volumes and config (stack stopped) before the new images start", default: false },
     json: jsonArg,
     timeout: { type: "string", description: "Seconds to wait for each layer to become healthy", default: "300" },
   },
@@ -31,14 +33,15 @@ export default defineCommand({
     ensureStackRunning((await engine.listProjectContainers(stack.project)).length, stack.project);
     const compose = await openCompose(stack);
     const model = await compose.config();
-    const options = { timeoutMs: wait, progress };
+    const options = { timeoutMs: wait, progress, backup: args.backup };
     const result = args["dry-run"] ? await dryRunUpdate(engine, stack, model, options) : await runUpdate(engine, stack, compose, model, options);
     if (args.json) printJson(result);
     else printText(renderUpdate(result));
     if (result.rolledBack) {
       const r = result.rolledBack;
       log.error(
-        `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.`,
+        `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.` +
+          (result.backup ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the state before the update.` : ""),
       );
       process.exitCode = 1;
     } else if (result.failed && result.failed.length > 0) {

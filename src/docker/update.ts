@@ -1,6 +1,7 @@
 // `stackgen update`: pull every image first, then stop and start layer by layer in dependency
 // order, waiting for health; on failure put the previous images back and start them again.
 import { failure } from "../errors.ts";
+import { createBackup } from "./backup-ops.ts";
 import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
 import type { Engine, ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
@@ -21,6 +22,8 @@ export interface UpdateResult {
   unchanged: string[];
   restarted: string[];
   failed?: { service: string; image: string; error: string }[];
+  /** The backup taken with the stack stopped, right before the new images started (--backup). */
+  backup?: string;
   rolledBack?: { services: string[]; reason: string; recovered: boolean };
 }
 
@@ -70,6 +73,9 @@ async function currentImages(engine: Engine, stack: Stack, model: ComposeModel):
 export interface UpdateOptions {
   timeoutMs: number;
   progress: (message: string) => void;
+  /** Back up volumes and config once the stack is stopped and before the new images start: a
+   *  rollback puts the old images back, but a new version may already have migrated the data. */
+  backup?: boolean;
 }
 
 export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
@@ -174,6 +180,20 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // 3. Stop all, start layer by layer, wait for health.
     opts.progress("Stopping the stack");
     await compose.stop();
+    if (opts.backup) {
+      try {
+        result.backup = (await createBackup(stack, engine, compose, model, { hot: false, stopServices: false, kind: "pre-update", progress: opts.progress })).file;
+      } catch (e) {
+        // No backup, no update: the stack goes back up on the images it ran.
+        opts.progress("The backup failed; starting the stack again on its previous images");
+        await retag(engine, changed);
+        const again = await startInOrder(engine, stack, compose, layers, opts);
+        throw failure(
+          "BACKUP_FAILED",
+          `The pre-update backup failed (${(e as Error).message}), so nothing was updated; the stack was started again on its previous images${again ? `, but is not healthy: ${again}` : ""}.`,
+        );
+      }
+    }
     const order = layers.flat();
     const problem = await startInOrder(engine, stack, compose, layers, opts);
     result.restarted = order;

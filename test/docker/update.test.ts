@@ -1,7 +1,8 @@
 // `stackgen update` against a real engine and the local registry on 127.0.0.1:5000.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { cli, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
@@ -118,15 +119,61 @@ volumes:
   );
 
   e2e(
+    "--backup: when the backup cannot be written nothing is updated and the stack runs its previous images again",
+    async () => {
+      // Since the failed pull above, the registry has a db version the stack does not run.
+      const before = await stack.container("db");
+      writeFileSync(join(stack.dir, "backups"), "a file where the backups folder would go\n");
+      try {
+        const r = await cli(["update", "--dir", stack.dir, "--backup", "--json", "--timeout", "60"]);
+        expect(r.code, r.stderr).toBe(1);
+        const error = JSON.parse(r.stdout).error;
+        expect(error.code).toBe("BACKUP_FAILED");
+        expect(error.message).toContain("nothing was updated");
+        const db = await stack.container("db");
+        expect(db.Image).toBe(before.Image);
+        expect(db.State.Health.Status).toBe("healthy");
+        expect(await stack.imageId(dbRef)).toBe(before.Image);
+        expect((await stack.container("web")).State.Health.Status).toBe("healthy");
+      } finally {
+        rmSync(join(stack.dir, "backups"));
+      }
+    },
+    120_000,
+  );
+
+  e2e(
+    "--backup takes a verified backup of the stopped stack before the new images start",
+    async () => {
+      const seed = await stack.exec("db", "cat", "/data/seed");
+      const r = await cli(["update", "--dir", stack.dir, "--backup", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["db"]);
+      expect(out.backup).toMatch(/pre-update-.*\.tar\.gz$/);
+      expect((await stack.exec("db", "cat", "/version")).trim()).toBe("db-v3");
+      const listed = JSON.parse((await cli(["backup", "list", "--dir", stack.dir, "--json"])).stdout).backups;
+      expect(listed).toEqual([expect.objectContaining({ file: out.backup, verified: true, project: stack.project, volumes: [`${stack.project}_data`] })]);
+      // Taken cold: the manifest says so, and the volume holds the data as it was.
+      const manifest = await verifyBackupFile(out.backup);
+      expect(manifest.manifest.hot).toBe(false);
+      expect(await stack.exec("db", "cat", "/data/seed")).toBe(seed);
+    },
+    120_000,
+  );
+
+  e2e(
     "a service that does not come up healthy is rolled back",
     async () => {
       const webBefore = await stack.container("web");
       const { oldId } = await stack.pushNewVersion(webRef, ["RUN echo web-broken > /version"]); // no /ok: health fails
       expect(oldId).toBe(webBefore.Image);
-      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      const r = await cli(["update", "--dir", stack.dir, "--backup", "--json", "--timeout", "60"]);
       expect(r.code).toBe(1);
       const out = JSON.parse(r.stdout);
       expect(out.rolledBack.services).toContain("web");
+      // The data before the update stays, and the message says how to bring it back.
+      expect(r.stderr).toContain(`stackgen backup restore ${out.backup}`);
       expect(out.rolledBack.recovered).toBe(true);
       expect(out.rolledBack.reason).toContain("web");
       expect(r.stderr).toMatch(/rolled back/i);
