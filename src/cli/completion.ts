@@ -14,6 +14,7 @@ const COMMANDS: Record<string, string[]> = {
   skills: ["--services", "--json"],
   deploy: ["--provider", "--url", "--api-key", "--dir", "--update", "--json"],
   status: ["--dir", "--json"],
+  doctor: ["--dir", "--json"],
   update: ["--dir", "--dry-run", "--backup", "--timeout", "--json"],
   backup: ["--dir", "--output", "--hot", "--yes", "--timeout", "--keep", "--dry-run", "--json"],
   completion: ["--json"],

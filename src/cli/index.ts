@@ -18,6 +18,7 @@ export const subCommands = {
   deploy: lazy(() => import("./deploy.ts")),
   status: lazy(() => import("./status.ts")),
   update: lazy(() => import("./update.ts")),
+  doctor: lazy(() => import("./doctor.ts")),
   backup: lazy(() => import("./backup/index.ts")),
   completion: lazy(() => import("./completion.ts")),
   healthcheck: lazy(() => import("./healthcheck.ts")),

@@ -64,6 +64,16 @@ export interface VolumeInspect {
   Options: Record<string, string> | null;
 }
 
+/** The parts of `GET /info` that stackgen reads. */
+export interface EngineInfo {
+  ServerVersion?: string;
+  /** Bytes of memory on the engine's host. */
+  MemTotal?: number;
+  /** Kernel architecture of the engine's host (x86_64, aarch64). */
+  Architecture?: string;
+  Runtimes?: Record<string, unknown>;
+}
+
 export class EngineError extends StackgenError {
   constructor(
     message: string,
@@ -114,6 +124,10 @@ export class Engine {
     const res = await this.request("GET", "/_ping");
     if (!res.ok) throw failure("DOCKER_UNAVAILABLE", `The Docker engine at ${this.endpoint.display} answered ${res.status} to a ping.`);
     await res.arrayBuffer();
+  }
+
+  info(): Promise<EngineInfo> {
+    return this.json("GET", "/info");
   }
 
   /** Containers of a compose project, running or not, without one-off `run` containers. */

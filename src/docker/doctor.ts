@@ -1,0 +1,210 @@
+// `stackgen doctor`: will this stack start here? Checks the host before `docker compose up` finds
+// out the hard way: engine and compose present, every published host port free (or held by this
+// stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
+// the .env file. Each check is independent, so one missing piece does not hide the others.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { createSocket } from "node:dgram";
+import { createServer } from "node:net";
+import os from "node:os";
+import { join } from "node:path";
+import YAML from "yaml";
+import { getCatalog } from "../catalog/index.ts";
+import { validateSelection } from "../core/validate.ts";
+import { detectCompose } from "./compose.ts";
+import type { ContainerSummary, Engine, EngineInfo } from "./engine.ts";
+import type { Stack } from "./stack.ts";
+
+export type CheckStatus = "ok" | "warn" | "fail";
+export interface DoctorCheck {
+  id: string;
+  status: CheckStatus;
+  message: string;
+}
+export interface DoctorReport {
+  project: string;
+  dir: string;
+  /** False when any check failed (warnings do not count). */
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+export interface PublishedPort {
+  service: string;
+  /** Host address the port is published on ("0.0.0.0" when the compose file names none). */
+  host: string;
+  port: number;
+  protocol: "tcp" | "udp";
+}
+
+/** Host ports a compose file publishes, short and long syntax; entries using ${VAR} or ranges
+ *  are returned as `unchecked` text, since their value is only known to compose. */
+export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unchecked: string[] } {
+  const ports: PublishedPort[] = [];
+  const unchecked: string[] = [];
+  const services = (compose as { services?: Record<string, { ports?: unknown[] }> } | null)?.services ?? {};
+  for (const [service, def] of Object.entries(services)) {
+    for (const entry of Array.isArray(def?.ports) ? def.ports : []) {
+      if (entry !== null && typeof entry === "object") {
+        const long = entry as { published?: unknown; host_ip?: unknown; protocol?: unknown };
+        if (long.published === undefined) continue; // not published: an ephemeral host port
+        const port = Number(long.published);
+        if (!Number.isInteger(port)) unchecked.push(`${service}: ${String(long.published)}`);
+        else ports.push({ service, host: typeof long.host_ip === "string" ? long.host_ip : "0.0.0.0", port, protocol: long.protocol === "udp" ? "udp" : "tcp" });
+        continue;
+      }
+      const text = String(entry);
+      const [spec, proto] = text.split("/");
+      // [ip:]host:container, the ip maybe an [ipv6]; a bare container port publishes nothing fixed.
+      const match = /^(?:(\[[^\]]+\]|[^:]+):)?([^:]+):([^:]+)$/.exec(spec!);
+      if (!match) continue;
+      const port = Number(match[2]);
+      if (!/^\d+$/.test(match[2]!) || !Number.isInteger(port)) {
+        unchecked.push(`${service}: ${text}`);
+        continue;
+      }
+      ports.push({ service, host: match[1]?.replace(/^\[|\]$/g, "") ?? "0.0.0.0", port, protocol: proto === "udp" ? "udp" : "tcp" });
+    }
+  }
+  return { ports, unchecked };
+}
+
+/** Tries to take the port as compose would; the error code when something else holds it. */
+export function tryBind(p: Pick<PublishedPort, "host" | "port" | "protocol">): Promise<string | undefined> {
+  return new Promise((settle) => {
+    if (p.protocol === "udp") {
+      const socket = createSocket(p.host.includes(":") ? "udp6" : "udp4");
+      socket.once("error", (e: NodeJS.ErrnoException) => {
+        socket.close();
+        settle(e.code ?? e.message);
+      });
+      socket.bind({ port: p.port, address: p.host, exclusive: true }, () => socket.close(() => settle(undefined)));
+      return;
+    }
+    const server = createServer();
+    server.once("error", (e: NodeJS.ErrnoException) => settle(e.code ?? e.message));
+    server.listen({ port: p.port, host: p.host, exclusive: true }, () => server.close(() => settle(undefined)));
+  });
+}
+
+/** The stack's own service publishing this port, if one of its containers does. */
+function ownHolder(p: PublishedPort, containers: ContainerSummary[]): string | undefined {
+  const holder = containers.find((c) => c.State === "running" && c.Ports?.some((q) => q.PublicPort === p.port && q.Type === p.protocol));
+  return holder?.Labels["com.docker.compose.service"];
+}
+
+async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  for (const p of ports) {
+    const id = `port ${p.port}/${p.protocol}`;
+    const own = ownHolder(p, containers);
+    if (own) {
+      checks.push({ id, status: "ok", message: `held by this stack's ${own}` });
+      continue;
+    }
+    const error = await tryBind(p);
+    if (error === undefined) checks.push({ id, status: "ok", message: `free on ${p.host} for ${p.service}` });
+    else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop it or change the port in docker-compose.yml` });
+    else if (error === "EACCES") checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service} without root (ports below 1024); the engine itself may still bind it` });
+    else if (error === "EADDRNOTAVAIL") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, an address this host does not have` });
+    else checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service}: ${error}` });
+  }
+  return checks;
+}
+
+/** `linux/amd64`-style name for an engine's kernel architecture. */
+const PLATFORM_OF_ARCH: Record<string, string> = { x86_64: "linux/amd64", amd64: "linux/amd64", aarch64: "linux/arm64", arm64: "linux/arm64" };
+
+function readConfig(dir: string): Record<string, unknown> | undefined {
+  const file = join(dir, "stackgen.json");
+  if (!existsSync(file)) return undefined;
+  try {
+    const value = JSON.parse(readFileSync(file, "utf8"));
+    return value && typeof value === "object" && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined; // loadStack has already refused a stackgen.json that is not JSON
+  }
+}
+
+function usesNvidia(compose: unknown): boolean {
+  const services = (compose as { services?: Record<string, unknown> } | null)?.services ?? {};
+  return Object.values(services).some((s) => {
+    const devices = (s as { deploy?: { resources?: { reservations?: { devices?: { driver?: string; capabilities?: string[] }[] } } } })?.deploy?.resources?.reservations?.devices;
+    return Array.isArray(devices) && devices.some((d) => d?.driver === "nvidia" || d?.capabilities?.includes("gpu"));
+  });
+}
+
+function memoryCheck(config: Record<string, unknown> | undefined, info: EngineInfo | undefined): DoctorCheck {
+  const id = "memory";
+  if (!config) return { id, status: "ok", message: "no stackgen.json, so no estimate to compare" };
+  let estimate: number;
+  try {
+    const catalog = getCatalog();
+    estimate = validateSelection(config, catalog).estimatedMemoryMB + catalog.core.estimatedMemoryMB;
+  } catch {
+    return { id, status: "warn", message: "stackgen.json does not describe a selection this version knows; no estimate" };
+  }
+  const totalMB = Math.round((info?.MemTotal ?? os.totalmem()) / 1024 / 1024);
+  const where = info?.MemTotal ? "the engine's host" : "this machine";
+  if (estimate > totalMB) return { id, status: "warn", message: `the stack needs about ${estimate} MB, more than the ${totalMB} MB ${where} has; expect swapping or services killed for memory` };
+  if (estimate > totalMB * 0.9) return { id, status: "warn", message: `the stack needs about ${estimate} MB of the ${totalMB} MB ${where} has; little is left for anything else` };
+  return { id, status: "ok", message: `about ${estimate} MB needed, ${totalMB} MB on ${where}` };
+}
+
+function envCheck(dir: string, composeText: string): DoctorCheck {
+  const id = "env";
+  const file = join(dir, ".env");
+  if (!existsSync(file)) {
+    return /\$\{[A-Za-z_]/.test(composeText)
+      ? { id, status: "fail", message: "docker-compose.yml refers to ${VAR}s but there is no .env; regenerate the bundle or restore .env from a backup" }
+      : { id, status: "ok", message: "no .env, and the compose file needs none" };
+  }
+  const mode = statSync(file).mode & 0o777;
+  if (mode & 0o077) return { id, status: "warn", message: `.env holds the stack's secrets but is readable by others (mode ${mode.toString(8)}); run chmod 600 .env` };
+  return { id, status: "ok", message: ".env present, mode 600" };
+}
+
+export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
+  const checks: DoctorCheck[] = [];
+  const composeText = readFileSync(stack.composeFile, "utf8");
+  const compose = YAML.parse(composeText) as unknown;
+  const config = readConfig(stack.dir);
+
+  let info: EngineInfo | undefined;
+  let containers: ContainerSummary[] = [];
+  try {
+    await engine.ping();
+    info = await engine.info();
+    containers = await engine.listProjectContainers(stack.project);
+    checks.push({ id: "engine", status: "ok", message: `Docker ${info.ServerVersion ?? "(version unknown)"} at ${engine.endpoint.display}` });
+  } catch (e) {
+    checks.push({ id: "engine", status: "fail", message: (e as Error).message });
+  }
+  try {
+    const cli = await detectCompose();
+    checks.push({ id: "compose", status: cli.v2 ? "ok" : "warn", message: cli.v2 ? "docker compose (v2 plugin)" : "only docker-compose v1, which is no longer maintained; install the compose v2 plugin" });
+  } catch (e) {
+    checks.push({ id: "compose", status: "fail", message: (e as Error).message });
+  }
+
+  const { ports, unchecked } = publishedPorts(compose);
+  checks.push(...(await portChecks(ports, containers)));
+  for (const text of unchecked) checks.push({ id: "port", status: "warn", message: `${text}: set through a variable or a range, not checked` });
+
+  checks.push(memoryCheck(config, info));
+
+  const wanted = typeof config?.platform === "string" ? config.platform : undefined;
+  const engineArch = info?.Architecture ?? (process.arch === "arm64" ? "aarch64" : "x86_64");
+  const here = PLATFORM_OF_ARCH[engineArch] ?? engineArch;
+  if (wanted && wanted !== here) checks.push({ id: "platform", status: "warn", message: `the stack was generated for ${wanted} but the engine runs ${here}: images run under emulation, if at all` });
+  else checks.push({ id: "platform", status: "ok", message: here });
+
+  if (usesNvidia(compose)) {
+    const runtimes = Object.keys(info?.Runtimes ?? {});
+    if (!info) checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs; without the engine it could not be checked that they are available" });
+    else if (runtimes.includes("nvidia")) checks.push({ id: "gpu", status: "ok", message: "NVIDIA runtime registered with the engine" });
+    else checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs, but the engine has no nvidia runtime; install the NVIDIA Container Toolkit, or regenerate without --gpu" });
+  }
+
+  checks.push(envCheck(stack.dir, composeText));
+  return { project: stack.project, dir: stack.dir, ok: !checks.some((c) => c.status === "fail"), checks };
+}

@@ -1,0 +1,104 @@
+// `stackgen doctor` without an engine: every other check still runs and reports (ports, memory,
+// platform, GPU, .env). The engine's own part is in test/docker/doctor.test.ts.
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { publishedPorts } from "../../src/docker/doctor.ts";
+import { cli, freePort } from "../support/tools.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "stackgen-doctor-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const env = { ...process.env, NO_COLOR: "1", DOCKER_HOST: "unix:///nonexistent.sock" };
+type Check = { id: string; status: string; message: string };
+
+describe("publishedPorts reads what compose would publish", () => {
+  test("short and long syntax, addresses, protocols; variables and ranges are named, not guessed", () => {
+    const compose = {
+      services: {
+        web: { ports: ["8080:80", "127.0.0.1:5432:5432", "[::1]:6379:6379", "53:53/udp", "9000", "${WEB_PORT}:80", "7000-7002:7000-7002"] },
+        api: { ports: [{ target: 3000, published: "3001", host_ip: "127.0.0.1" }, { target: 3002 }, { target: 53, published: 5353, protocol: "udp" }] },
+        none: {},
+      },
+    };
+    const { ports, unchecked } = publishedPorts(compose);
+    expect(ports).toEqual([
+      { service: "web", host: "0.0.0.0", port: 8080, protocol: "tcp" },
+      { service: "web", host: "127.0.0.1", port: 5432, protocol: "tcp" },
+      { service: "web", host: "::1", port: 6379, protocol: "tcp" },
+      { service: "web", host: "0.0.0.0", port: 53, protocol: "udp" },
+      { service: "api", host: "127.0.0.1", port: 3001, protocol: "tcp" },
+      { service: "api", host: "0.0.0.0", port: 5353, protocol: "udp" },
+    ]);
+    expect(unchecked).toEqual(["web: ${WEB_PORT}:80", "web: 7000-7002:7000-7002"]);
+    expect(publishedPorts(null)).toEqual({ ports: [], unchecked: [] });
+  });
+});
+
+describe("stackgen doctor", () => {
+  test("a port another program holds fails; the rest is still checked and reported", async () => {
+    const held = await freePort();
+    const free = await freePort();
+    const holder = Bun.listen({ hostname: "127.0.0.1", port: held, socket: { data() {} } });
+    try {
+      const dir = join(tmp, "busy");
+      mkdirSync(dir);
+      writeFileSync(
+        join(dir, "docker-compose.yml"),
+        `name: busy
+services:
+  app:
+    image: busybox
+    environment: {TOKEN: "\${APP_TOKEN}"}
+    ports: ["127.0.0.1:${held}:80", "127.0.0.1:${free}:81"]
+    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: all, capabilities: [gpu]}]}}}
+`,
+      );
+      writeFileSync(join(dir, ".env"), "APP_TOKEN=secret\n");
+      chmodSync(join(dir, ".env"), 0o644);
+      const other = process.arch === "arm64" ? "linux/amd64" : "linux/arm64";
+      writeFileSync(join(dir, "stackgen.json"), JSON.stringify({ configVersion: 2, projectName: "busy", services: ["redis"], platform: other }));
+
+      const r = await cli(["doctor", "--dir", dir, "--json"], { env });
+      expect(r.code, r.stderr).toBe(1);
+      const report = JSON.parse(r.stdout) as { ok: boolean; project: string; checks: Check[] };
+      expect(report).toMatchObject({ ok: false, project: "busy" });
+      const by = Object.fromEntries(report.checks.map((c) => [c.id, c]));
+      expect(by.engine).toMatchObject({ status: "fail", message: expect.stringContaining("nonexistent.sock") });
+      expect(by[`port ${held}/tcp`]).toMatchObject({ status: "fail", message: expect.stringContaining("another program already uses it") });
+      expect(by[`port ${free}/tcp`]).toMatchObject({ status: "ok" });
+      expect(by.memory).toMatchObject({ status: "ok", message: expect.stringMatching(/^about \d+ MB needed/) });
+      expect(by.platform).toMatchObject({ status: "warn", message: expect.stringContaining(other) });
+      expect(by.gpu).toMatchObject({ status: "warn" });
+      expect(by.env).toMatchObject({ status: "warn", message: expect.stringContaining("chmod 600 .env") });
+
+      const text = await cli(["doctor", "--dir", dir], { env });
+      expect(text.code).toBe(1);
+      expect(text.stdout).toMatch(new RegExp(`fail\\s+port ${held}/tcp`));
+      expect(text.stdout).toContain("check(s) failed");
+    } finally {
+      holder.stop(true);
+    }
+  });
+
+  test("a compose file that needs .env without one fails; a free, private stack passes with the engine's absence as its only failure", async () => {
+    const dir = join(tmp, "noenv");
+    mkdirSync(dir);
+    const port = await freePort();
+    writeFileSync(join(dir, "docker-compose.yml"), `name: noenv\nservices:\n  app:\n    image: busybox\n    environment: {A: "\${A}"}\n    ports: ["127.0.0.1:${port}:80"]\n`);
+    const first = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(first.checks.find((c) => c.id === "env")).toMatchObject({ status: "fail", message: expect.stringContaining("no .env") });
+    expect(first.checks.find((c) => c.id === "memory")).toMatchObject({ status: "ok", message: expect.stringContaining("no stackgen.json") });
+    expect(first.checks.some((c) => c.id === "gpu")).toBe(false);
+
+    writeFileSync(join(dir, ".env"), "A=1\n", { mode: 0o600 });
+    const second = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(second.checks.filter((c) => c.status === "fail").map((c) => c.id)).toEqual(["engine"]);
+  });
+
+  test("a directory that is not a stack is bad input (exit 2)", async () => {
+    const r = await cli(["doctor", "--dir", tmp, "--json"], { env });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).error.code).toBe("STACK_NOT_FOUND");
+  });
+});
