@@ -55,6 +55,7 @@ ${afterStart.length ? `\nValues only you can supply, most of them keys you creat
 stackgen status                   # every container with state, health and uptime
 stackgen update --dry-run         # which images have new digests
 stackgen update                   # pull, restart in dependency order, wait for health, roll back on failure
+stackgen update --backup          # the same, with a backup taken while the stack is stopped
 stackgen backup create            # stops the stack briefly and archives volumes + config to ./backups
 stackgen backup list
 stackgen backup restore backups/<file>.tar.gz
