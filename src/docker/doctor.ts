@@ -7,8 +7,8 @@ import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
 import { join } from "node:path";
-import YAML from "yaml";
 import { getCatalog } from "../catalog/index.ts";
+import { hostPlatform } from "../core/check-input.ts";
 import { validateSelection } from "../core/validate.ts";
 import { detectCompose } from "./compose.ts";
 import type { ContainerSummary, Engine, EngineInfo } from "./engine.ts";
@@ -114,17 +114,6 @@ async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]
 /** `linux/amd64`-style name for an engine's kernel architecture. */
 const PLATFORM_OF_ARCH: Record<string, string> = { x86_64: "linux/amd64", amd64: "linux/amd64", aarch64: "linux/arm64", arm64: "linux/arm64" };
 
-function readConfig(dir: string): Record<string, unknown> | undefined {
-  const file = join(dir, "stackgen.json");
-  if (!existsSync(file)) return undefined;
-  try {
-    const value = JSON.parse(readFileSync(file, "utf8"));
-    return value && typeof value === "object" && !Array.isArray(value) ? value : undefined;
-  } catch {
-    return undefined; // loadStack has already refused a stackgen.json that is not JSON
-  }
-}
-
 function usesNvidia(compose: unknown): boolean {
   const services = (compose as { services?: Record<string, unknown> } | null)?.services ?? {};
   return Object.values(services).some((s) => {
@@ -150,11 +139,11 @@ function memoryCheck(config: Record<string, unknown> | undefined, info: EngineIn
   return { id, status: "ok", message: `about ${estimate} MB needed, ${totalMB} MB on ${where}` };
 }
 
-function envCheck(dir: string, composeText: string): DoctorCheck {
+function envCheck(stack: Stack): DoctorCheck {
   const id = "env";
-  const file = join(dir, ".env");
+  const file = join(stack.dir, ".env");
   if (!existsSync(file)) {
-    return /\$\{[A-Za-z_]/.test(composeText)
+    return /\$\{[A-Za-z_]/.test(readFileSync(stack.composeFile, "utf8"))
       ? { id, status: "fail", message: "docker-compose.yml refers to ${VAR}s but there is no .env; regenerate the bundle or restore .env from a backup" }
       : { id, status: "ok", message: "no .env, and the compose file needs none" };
   }
@@ -165,9 +154,7 @@ function envCheck(dir: string, composeText: string): DoctorCheck {
 
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
-  const composeText = readFileSync(stack.composeFile, "utf8");
-  const compose = YAML.parse(composeText) as unknown;
-  const config = readConfig(stack.dir);
+  const { compose, config } = stack;
 
   let info: EngineInfo | undefined;
   let containers: ContainerSummary[] = [];
@@ -193,8 +180,7 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   checks.push(memoryCheck(config, info));
 
   const wanted = typeof config?.platform === "string" ? config.platform : undefined;
-  const engineArch = info?.Architecture ?? (process.arch === "arm64" ? "aarch64" : "x86_64");
-  const here = PLATFORM_OF_ARCH[engineArch] ?? engineArch;
+  const here = info?.Architecture ? (PLATFORM_OF_ARCH[info.Architecture] ?? info.Architecture) : hostPlatform();
   if (wanted && wanted !== here) checks.push({ id: "platform", status: "warn", message: `the stack was generated for ${wanted} but the engine runs ${here}: images run under emulation, if at all` });
   else checks.push({ id: "platform", status: "ok", message: here });
 
@@ -205,6 +191,6 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
     else checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs, but the engine has no nvidia runtime; install the NVIDIA Container Toolkit, or regenerate without --gpu" });
   }
 
-  checks.push(envCheck(stack.dir, composeText));
+  checks.push(envCheck(stack));
   return { project: stack.project, dir: stack.dir, ok: !checks.some((c) => c.status === "fail"), checks };
 }

@@ -10,6 +10,10 @@ export interface Stack {
   dir: string;
   composeFile: string;
   project: string;
+  /** The compose file as parsed (not interpolated). */
+  compose: Record<string, unknown>;
+  /** stackgen.json, migrated to the current configVersion; undefined when there is none. */
+  config?: Record<string, unknown>;
 }
 
 export const COMPOSE_FILE_NAMES = ["docker-compose.yml", "docker-compose.yaml", "compose.yaml", "compose.yml"];
@@ -66,5 +70,5 @@ export function loadStack(dirArg: string | undefined): Stack {
   }
   const project = projectNameOf(compose?.name, config?.projectName, dir);
   if (!PROJECT_NAME.test(project)) throw badInput(`"${project}" is not a valid compose project name.`);
-  return { dir, composeFile, project };
+  return { dir, composeFile, project, compose, ...(hasConfig ? { config } : {}) };
 }
