@@ -11,6 +11,7 @@ import { migrateConfig } from "../core/migrate.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
 import { deployBundle, DESTINATION_ENV, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
+import { OVERRIDE_FILE_NAMES } from "../docker/stack.ts";
 import { log, printJson, printText } from "./output.ts";
 
 const KEY_ENV = "STACKGEN_DEPLOY_API_KEY";
@@ -33,7 +34,12 @@ export default defineCommand({
   },
   async run({ args }) {
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
-    const bundle = readBundle(path.resolve(String(args.dir ?? ".")));
+    const dir = path.resolve(String(args.dir ?? "."));
+    const bundle = readBundle(dir);
+    // The platform runs the bundle's compose file alone; changes kept beside it would silently not be there.
+    for (const name of OVERRIDE_FILE_NAMES.filter((n) => existsSync(path.join(dir, n)))) {
+      log.warn(`${name} is not deployed: the platform runs docker-compose.yml alone, so carry the changes it holds into that file first.`);
+    }
 
     const provider = await resolveProvider(optionalString(args.provider), interactive);
     const url = optionalString(args.url) ?? (interactive ? await askLine(`${PROVIDERS[provider].label} URL: `) : undefined);

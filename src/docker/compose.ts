@@ -47,7 +47,9 @@ export class Compose {
   }
 
   private baseArgs(): string[] {
-    const args = [...this.cli.argv, "--project-name", this.stack.project, "--file", this.stack.composeFile, "--project-directory", this.stack.dir];
+    const args = [...this.cli.argv, "--project-name", this.stack.project];
+    for (const file of this.stack.composeFiles) args.push("--file", file);
+    args.push("--project-directory", this.stack.dir);
     if (this.cli.v2) args.push("--ansi", "never");
     return args;
   }

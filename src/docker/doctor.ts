@@ -68,6 +68,16 @@ export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unch
   return { ports, unchecked };
 }
 
+/** One entry per host address, port and protocol (an override may repeat the compose file's). */
+function uniquePorts(ports: PublishedPort[]): PublishedPort[] {
+  const seen = new Map<string, PublishedPort>();
+  for (const p of ports) {
+    const key = `${p.host}|${p.port}|${p.protocol}`;
+    if (!seen.has(key)) seen.set(key, p);
+  }
+  return [...seen.values()];
+}
+
 /** Tries to take the port as compose would; the error code when something else holds it. */
 export function tryBind(p: Pick<PublishedPort, "host" | "port" | "protocol">): Promise<string | undefined> {
   return new Promise((settle) => {
@@ -143,7 +153,7 @@ function envCheck(stack: Stack): DoctorCheck {
   const id = "env";
   const file = join(stack.dir, ".env");
   if (!existsSync(file)) {
-    return /\$\{[A-Za-z_]/.test(readFileSync(stack.composeFile, "utf8"))
+    return stack.composeFiles.some((f) => /\$\{[A-Za-z_]/.test(readFileSync(f, "utf8")))
       ? { id, status: "fail", message: "docker-compose.yml refers to ${VAR}s but there is no .env; regenerate the bundle or restore .env from a backup" }
       : { id, status: "ok", message: "no .env, and the compose file needs none" };
   }
@@ -154,7 +164,9 @@ function envCheck(stack: Stack): DoctorCheck {
 
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
-  const { compose, config } = stack;
+  const { config } = stack;
+  // Compose merges the override's ports and devices into the compose file's: check both.
+  const files = stack.override ? [stack.compose, stack.override] : [stack.compose];
 
   let info: EngineInfo | undefined;
   let containers: ContainerSummary[] = [];
@@ -173,7 +185,9 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
     checks.push({ id: "compose", status: "fail", message: (e as Error).message });
   }
 
-  const { ports, unchecked } = publishedPorts(compose);
+  const found = files.map(publishedPorts);
+  const ports = uniquePorts(found.flatMap((f) => f.ports));
+  const unchecked = found.flatMap((f) => f.unchecked);
   checks.push(...(await portChecks(ports, containers)));
   for (const text of unchecked) checks.push({ id: "port", status: "warn", message: `${text}: set through a variable or a range, not checked` });
 
@@ -184,7 +198,7 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   if (wanted && wanted !== here) checks.push({ id: "platform", status: "warn", message: `the stack was generated for ${wanted} but the engine runs ${here}: images run under emulation, if at all` });
   else checks.push({ id: "platform", status: "ok", message: here });
 
-  if (usesNvidia(compose)) {
+  if (files.some(usesNvidia)) {
     const runtimes = Object.keys(info?.Runtimes ?? {});
     if (!info) checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs; without the engine it could not be checked that they are available" });
     else if (runtimes.includes("nvidia")) checks.push({ id: "gpu", status: "ok", message: "NVIDIA runtime registered with the engine" });

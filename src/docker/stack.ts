@@ -9,14 +9,25 @@ import { migrateConfig } from "../core/migrate.ts";
 export interface Stack {
   dir: string;
   composeFile: string;
+  /** The user's override file beside it, which plain `docker compose` in the directory also loads. */
+  overrideFile?: string;
+  /** Every file compose is given, in order: the compose file, then the override file if any. */
+  composeFiles: string[];
   project: string;
   /** The compose file as parsed (not interpolated). */
   compose: Record<string, unknown>;
+  /** The override file as parsed (not interpolated); undefined when there is none. */
+  override?: Record<string, unknown>;
   /** stackgen.json, migrated to the current configVersion; undefined when there is none. */
   config?: Record<string, unknown>;
 }
 
-export const COMPOSE_FILE_NAMES = ["docker-compose.yml", "docker-compose.yaml", "compose.yaml", "compose.yml"];
+/** Compose v2's own preference order when a directory holds several (checked against `docker compose config`). */
+export const COMPOSE_FILE_NAMES = ["compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"];
+/** Override files compose loads on top by default, first found wins, whichever compose file was picked.
+ *  Day-2 commands must pass it too: naming only the compose file would recreate containers without
+ *  the user's own changes (a port, a bind mount holding their data) on the first update or restore. */
+export const OVERRIDE_FILE_NAMES = ["compose.override.yaml", "compose.override.yml", "docker-compose.override.yml", "docker-compose.override.yaml"];
 
 const badInput = (message: string) => new StackgenError("STACK_NOT_FOUND", message, 400, undefined, 2);
 
@@ -61,14 +72,33 @@ export function loadStack(dirArg: string | undefined): Stack {
     // SPEC §9: an older configVersion is migrated on load, an unknown one refused (exit 2).
     config = migrateConfig(config, `${configPath} has an invalid configVersion`);
   }
-  let compose: Record<string, unknown> = {};
   const composeFile = join(dir, composeName);
-  try {
-    compose = (YAML.parse(readFileSync(composeFile, "utf8")) ?? {}) as Record<string, unknown>;
-  } catch (e) {
-    throw badInput(`${composeFile} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
-  }
-  const project = projectNameOf(compose?.name, config?.projectName, dir);
+  const compose = parseYamlFile(composeFile);
+  const overrideName = OVERRIDE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
+  const overrideFile = overrideName ? join(dir, overrideName) : undefined;
+  const override = overrideFile ? parseYamlFile(overrideFile) : undefined;
+  // A later file's top-level name wins, as in compose.
+  const project = projectNameOf(override?.name ?? compose.name, config?.projectName, dir);
   if (!PROJECT_NAME.test(project)) throw badInput(`"${project}" is not a valid compose project name.`);
-  return { dir, composeFile, project, compose, ...(hasConfig ? { config } : {}) };
+  return {
+    dir,
+    composeFile,
+    composeFiles: overrideFile ? [composeFile, overrideFile] : [composeFile],
+    project,
+    compose,
+    ...(overrideFile ? { overrideFile, override } : {}),
+    ...(hasConfig ? { config } : {}),
+  };
+}
+
+function parseYamlFile(file: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = YAML.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw badInput(`${file} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== "object" || Array.isArray(parsed)) throw badInput(`${file} must hold a YAML mapping.`);
+  return parsed as Record<string, unknown>;
 }

@@ -96,6 +96,26 @@ services:
     expect(second.checks.filter((c) => c.status === "fail").map((c) => c.id)).toEqual(["engine"]);
   });
 
+  test("ports and GPU reservations the override file adds are checked too", async () => {
+    const held = await freePort();
+    const holder = Bun.listen({ hostname: "127.0.0.1", port: held, socket: { data() {} } });
+    try {
+      const dir = join(tmp, "override");
+      mkdirSync(dir);
+      writeFileSync(join(dir, "docker-compose.yml"), "name: over\nservices:\n  app:\n    image: busybox\n");
+      writeFileSync(
+        join(dir, "docker-compose.override.yml"),
+        `services:\n  app:\n    ports: ["127.0.0.1:${held}:80"]\n    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]}}}\n`,
+      );
+      const report = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+      const by = Object.fromEntries(report.checks.map((c) => [c.id, c]));
+      expect(by[`port ${held}/tcp`]).toMatchObject({ status: "fail", message: expect.stringContaining("app publishes") });
+      expect(by.gpu).toMatchObject({ status: "warn" });
+    } finally {
+      holder.stop(true);
+    }
+  });
+
   test("a directory that is not a stack is bad input (exit 2)", async () => {
     const r = await cli(["doctor", "--dir", tmp, "--json"], { env });
     expect(r.code).toBe(2);

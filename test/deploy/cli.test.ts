@@ -84,10 +84,13 @@ describe("stackgen deploy (subprocess)", () => {
   test("dokploy, key from STACKGEN_DEPLOY_API_KEY, text output, project name from the compose file", async () => {
     const fake = await dokploy();
     const dir = bundle({ withStackgenJson: false });
+    // A local override file is not part of what the platform runs: the user is told so.
+    writeFileSync(path.join(dir, "docker-compose.override.yml"), "services: {}\n");
     const run = await runCli(["--provider", "dokploy", "--url", fake.url, "--dir", dir], { STACKGEN_DEPLOY_API_KEY: fake.apiKey });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Dashboard: ${fake.url}/dashboard/project/`);
     expect(run.stderr).toContain("Compose file adapted for Dokploy");
+    expect(run.stderr).toContain("docker-compose.override.yml is not deployed");
     expect(fake.projects.map((p) => p.name)).toEqual([PROJECT]);
     expect(fake.violations).toEqual([]);
     expectNoKey(run, fake.apiKey);

@@ -1,7 +1,7 @@
 // Helpers for the docker end-to-end tests: the real engine, the local registry on 127.0.0.1:5000
 // and the busybox base image that .ci/setup-docker.sh prepares.
 import { test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -140,8 +140,10 @@ export class TestStack {
     return { oldId, newId };
   }
 
+  /** `docker compose` on this stack, with the override file when one is there (as plain `docker compose` would). */
   compose(...args: string[]): Promise<Ran> {
-    return run(["docker", "compose", "-p", this.project, "--project-directory", this.dir, "-f", join(this.dir, "docker-compose.yml"), ...args]);
+    const files = ["docker-compose.yml", "docker-compose.override.yml"].filter((f) => existsSync(join(this.dir, f)));
+    return run(["docker", "compose", "-p", this.project, "--project-directory", this.dir, ...files.flatMap((f) => ["-f", join(this.dir, f)]), ...args]);
   }
 
   async up(): Promise<void> {

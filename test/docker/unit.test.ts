@@ -10,7 +10,7 @@ import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts"
 import { readiness } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
-import { normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
+import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
 import { digestOf, splitTag } from "../../src/docker/update.ts";
@@ -104,6 +104,30 @@ describe("project names and compose model", () => {
     expect(projectNameOf(undefined, "fromconfig", "/x/Dir")).toBe("fromconfig");
     expect(projectNameOf("${NAME}", undefined, "/x/My.Stack")).toBe("mystack");
     expect(normaliseProjectName("_Hello World-1")).toBe("helloworld-1");
+  });
+  test("the compose file and the override file are the ones plain `docker compose` loads there", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-files-"));
+    try {
+      const put = (name: string, text: string) => writeFileSync(join(dir, name), text);
+      put("docker-compose.yaml", "name: yaml\nservices: {}\n");
+      put("docker-compose.yml", "name: yml\nservices: {}\n");
+      expect(loadStack(dir)).toMatchObject({ composeFile: join(dir, "docker-compose.yml"), composeFiles: [join(dir, "docker-compose.yml")], project: "yml" });
+      expect(loadStack(dir).overrideFile).toBeUndefined();
+      put("compose.yml", "name: short\nservices: {}\n");
+      put("docker-compose.override.yaml", "services: {}\n");
+      put("docker-compose.override.yml", "services:\n  web: {environment: {A: '1'}}\n");
+      const stack = loadStack(dir);
+      expect(stack.composeFiles).toEqual([join(dir, "compose.yml"), join(dir, "docker-compose.override.yml")]);
+      expect(stack.override).toEqual({ services: { web: { environment: { A: "1" } } } });
+      expect(stack.project).toBe("short");
+      // The override's own top-level name wins, as the later file's does in compose.
+      put("compose.override.yaml", "name: mine\n");
+      expect(loadStack(dir)).toMatchObject({ overrideFile: join(dir, "compose.override.yaml"), project: "mine" });
+      put("compose.override.yaml", "- not a mapping\n");
+      expect(() => loadStack(dir)).toThrow(/compose.override.yaml must hold a YAML mapping/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("depends_on in list and map form; volume names", () => {
     const m = normaliseModel(

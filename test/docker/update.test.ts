@@ -40,6 +40,8 @@ volumes:
     await stack.publish(dbRef, ["RUN echo db-v1 > /version && touch /ok"]);
     await stack.publish(webRef, ["RUN echo web-v1 > /version && touch /ok"]);
     stack.write("docker-compose.yml", composeText(webRef));
+    // The user's own change, which compose loads beside the bundle's file.
+    stack.write("docker-compose.override.yml", "services:\n  db:\n    environment: {MY_OWN: from-override}\n");
     await stack.up();
   }, 120_000);
   afterAll(() => stack.cleanup(), 60_000);
@@ -78,6 +80,8 @@ volumes:
       expect((await stack.exec("db", "cat", "/version")).trim()).toBe("db-v2");
       expect(await stack.exec("db", "cat", "/data/seed")).toBe(seed);
       expect((await stack.exec("db", "sh", "-c", "echo $KEEP_ME")).trim()).toBe("yes");
+      // The recreated container still has what the override file adds.
+      expect((await stack.exec("db", "sh", "-c", "echo $MY_OWN")).trim()).toBe("from-override");
       const db = await stack.container("db");
       const web = await stack.container("web");
       expect(Date.parse(db.State.StartedAt)).toBeLessThan(Date.parse(web.State.StartedAt));

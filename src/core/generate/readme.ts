@@ -63,7 +63,9 @@ stackgen backup prune --keep 7    # delete all but the 7 newest backups (add --y
 \`\`\`
 
 Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to
-overwrite files you edited (use \`--force\` to replace them).
+overwrite files you edited (use \`--force\` to replace them). Changes of your own (another port, a bind mount,
+more environment) are best kept in \`docker-compose.override.yml\`: \`docker compose\` and every stackgen command
+above load it, and regenerating never writes it. \`stackgen deploy\` sends \`docker-compose.yml\` alone.
 
 ## Skills
 
