@@ -57,7 +57,7 @@ describe("bundle properties", () => {
         services,
         skillPacks: rand() < 0.3 ? [pick(catalog.packs).id] : [],
         proxy: pick(["caddy", "traefik", undefined]),
-        domain: rand() < 0.5 ? pick(["example.com", "lab.home.arpa", "stack.example.org"]) : undefined,
+        domain: rand() < 0.5 ? pick(["example.com", "lab.home.arpa", "stack.example.org", "home.lan"]) : undefined,
         gpu: rand() < 0.3,
         platform,
         deployment: pick(["docker", "bare-metal"]),
@@ -272,6 +272,38 @@ describe("input fields take effect", () => {
         expect(r.code, r.stderr).toBe(0);
         expect(r.stdout).toContain(`"email":"${expected}"`);
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a private domain (home.lan) gets certificates the proxy signs itself, not a Let's Encrypt order that cannot succeed", async () => {
+    const caddy = gen({ services: ["n8n"], proxy: "caddy", domain: "home.lan" });
+    expect(caddy.files.Caddyfile).toContain("\tlocal_certs\n");
+    expect(caddy.files.Caddyfile).not.toContain("email");
+    expect(caddy.files.Caddyfile).toContain("n8n.home.lan {");
+    expect(composeOf(caddy.files).services.caddy?.environment?.CADDY_ACME_EMAIL).toBeUndefined();
+    expect(caddy.files["README.md"]).toContain("Caddy's local CA");
+    const traefik = gen({ services: ["n8n"], proxy: "traefik", domain: "lab.home.arpa" });
+    const staticConfig = parseYaml(traefik.files["traefik/traefik.yml"]);
+    expect(staticConfig.certificatesResolvers).toBeUndefined();
+    expect(staticConfig.entryPoints.websecure).toEqual({ address: ":443" });
+    const labels = composeOf(traefik.files).services.n8n?.labels as Record<string, string>;
+    expect(labels["traefik.http.routers.n8n.tls"]).toBe("true");
+    expect(labels["traefik.http.routers.n8n.entrypoints"]).toBe("websecure");
+    expect(Object.keys(labels).some((k) => k.endsWith("certresolver"))).toBe(false);
+    expect(traefik.files["README.md"]).toContain("Traefik's self-signed certificate");
+    // A public name that merely ends in the same letters is still public.
+    const pub = gen({ services: ["n8n"], proxy: "traefik", domain: "myhome.lanparty.com" });
+    expect((composeOf(pub.files).services.n8n?.labels as Record<string, string>)["traefik.http.routers.n8n.tls.certresolver"]).toBe("letsencrypt");
+    if (!hasTool("caddy")) return;
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-local-ca-"));
+    try {
+      writeFileSync(join(dir, "Caddyfile"), caddy.files.Caddyfile);
+      const r = await run(["caddy", "adapt", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('"module":"internal"');
+      expect(r.stdout).not.toContain('"module":"acme"');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -2,7 +2,7 @@
 // network, named volumes, health-gated depends_on. Emitted through the `yaml` library.
 import { Scalar, stringify } from "yaml";
 import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
-import { allServices, hostnameOf, webServices, type FileMap, type GenContext } from "./context.ts";
+import { allServices, hasPrivateDomain, hostnameOf, webServices, type FileMap, type GenContext } from "./context.ts";
 import { bundleMounts, DOCKER_SOCKET, needsPostgresInit, POSTGRES_INIT_TARGET } from "./mounts.ts";
 
 export const NETWORK = "stack";
@@ -93,7 +93,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     if (s.id === "core") {
       for (const other of ctx.stack.services) Object.assign(environment, envOf(ctx, other.coreEnv ?? {}));
     }
-    if (s.id === "caddy" && ctx.domain) {
+    if (s.id === "caddy" && ctx.domain && !hasPrivateDomain(ctx)) {
       // The Caddyfile reads it for its ACME account; an empty value would stop Caddy from starting.
       environment.CADDY_ACME_EMAIL = `\${CADDY_ACME_EMAIL:-admin@${ctx.domain}}`;
     }
@@ -126,7 +126,8 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       labels["traefik.enable"] = "true";
       labels[`traefik.http.routers.${router}.rule`] = `Host(\`${hostnameOf(ctx, s.id)}\`)`;
       labels[`traefik.http.routers.${router}.entrypoints`] = ctx.domain ? "websecure" : "web";
-      if (ctx.domain) labels[`traefik.http.routers.${router}.tls.certresolver`] = "letsencrypt";
+      if (ctx.domain && hasPrivateDomain(ctx)) labels[`traefik.http.routers.${router}.tls`] = "true";
+      else if (ctx.domain) labels[`traefik.http.routers.${router}.tls.certresolver`] = "letsencrypt";
       labels[`traefik.http.routers.${router}.middlewares`] = "security-headers@file";
       labels[`traefik.http.services.${router}.loadbalancer.server.port`] = String(web.port);
     }

@@ -55,5 +55,14 @@ export const hasProxy = (ctx: GenContext) => has(ctx, "caddy") || has(ctx, "trae
 /** Public hostname of a web service: `<id>.<domain>`, or `<id>.localhost` without a domain. */
 export const hostnameOf = (ctx: Pick<GenContext, "domain">, id: string) => `${id}.${ctx.domain ?? "localhost"}`;
 
+/** Names no public CA issues certificates for: the special-use ones (RFC 6761, 6762, 8375, 9476,
+ *  ICANN's .internal) and the ones home and office networks use by habit. */
+const PRIVATE_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "test", "example", "invalid", "alt", "lan", "home", "corp", "intranet", "private", "localdomain"];
+
+/** Whether the proxy must sign the domain's certificates itself: Let's Encrypt would refuse it,
+ *  leaving every site without HTTPS while the proxy retries. */
+export const hasPrivateDomain = (ctx: Pick<GenContext, "domain">) =>
+  ctx.domain !== undefined && PRIVATE_SUFFIXES.some((s) => ctx.domain === s || ctx.domain!.endsWith(`.${s}`));
+
 /** The URL the proxy serves a web service at: HTTPS with a domain, plain HTTP on localhost without. */
 export const proxiedUrl = (ctx: Pick<GenContext, "domain">, id: string) => `${ctx.domain ? "https" : "http"}://${hostnameOf(ctx, id)}`;

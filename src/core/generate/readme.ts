@@ -1,6 +1,6 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
-import { allServices, hasProxy, proxiedUrl, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
+import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
@@ -36,7 +36,7 @@ about ${ctx.stack.estimatedMemoryMB} MB of memory for the services (the gateway 
 |---|---|---|---|---|---|
 ${rows.join("\n")}
 
-Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${ctx.domain ? ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host` : " (browsers resolve *.localhost to this machine)"}.` : ""}
+Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host`}.` : ""}
 
 ${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
@@ -72,4 +72,11 @@ above load it, and regenerating never writes it. \`stackgen deploy\` sends \`doc
 The gateway reads the agent skills in \`skills/\` (see \`skills/README.md\`).
 ${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
   return { "README.md": text };
+}
+
+/** How HTTPS works for a private domain no public CA signs for, per proxy. */
+function localTls(ctx: GenContext): string {
+  return has(ctx, "traefik")
+    ? `Traefik's self-signed certificate (no public CA signs for \`${ctx.domain}\`; browsers warn until you accept it)`
+    : `certificates from Caddy's local CA (no public CA signs for \`${ctx.domain}\`; trust its root, \`/data/caddy/pki/authorities/local/root.crt\` in the caddy container, to stop browser warnings)`;
 }

@@ -2,7 +2,7 @@
 // provider, ACME when a domain is set) and a dynamic file with shared middlewares. Routes come
 // from the labels the compose generator puts on web services.
 import { stringify } from "yaml";
-import { has, type FileMap, type GenContext } from "./context.ts";
+import { has, hasPrivateDomain, type FileMap, type GenContext } from "./context.ts";
 import { NETWORK } from "./compose.ts";
 
 export function traefikFiles(ctx: GenContext): FileMap {
@@ -21,7 +21,8 @@ export function traefikFiles(ctx: GenContext): FileMap {
       docker: { exposedByDefault: false, network: `${ctx.projectName}_${NETWORK}` },
       file: { directory: "/etc/traefik/dynamic", watch: true },
     },
-    ...(ctx.domain ? {
+    // A private domain gets Traefik's own self-signed certificate: no resolver could obtain one.
+    ...(ctx.domain && !hasPrivateDomain(ctx) ? {
       certificatesResolvers: {
         letsencrypt: { acme: { email: `admin@${ctx.domain}`, storage: "/letsencrypt/acme.json", httpChallenge: { entryPoint: "web" } } },
       },
