@@ -214,6 +214,31 @@ export interface RestoreResult {
   services: string[];
   healthy: boolean;
   problems: string[];
+  /** Services now running another image than the one whose data the backup holds. */
+  imageChanges: ImageChange[];
+}
+
+export interface ImageChange {
+  service: string;
+  image?: string;
+  /** The image the service ran when the backup was taken. */
+  backupImageId: string;
+  runningImageId: string;
+  /** Whether the backup's image is still on this host (then it can be tagged and run again). */
+  backupImagePresent: boolean;
+}
+
+/** Services whose data came back under another image than the one that wrote it: an update since
+ *  the backup means the newer version starts on older data (and may migrate it again). */
+async function imageChangesSince(engine: Engine, manifest: BackupManifest, running: Map<string, string>): Promise<ImageChange[]> {
+  const changes: ImageChange[] = [];
+  for (const s of manifest.services) {
+    const now = running.get(s.name);
+    if (!s.imageId || !now || s.imageId === now) continue;
+    const present = (await engine.inspectImage(s.imageId)) !== undefined;
+    changes.push({ service: s.name, ...(s.image ? { image: s.image } : {}), backupImageId: s.imageId, runningImageId: now, backupImagePresent: present });
+  }
+  return changes;
 }
 
 /** Replace the stack's volumes and config with a verified backup, then start it and wait. */
@@ -277,6 +302,7 @@ export async function restoreBackup(
   const unique = [...new Set(services)].sort();
   say(`Waiting for ${unique.join(", ")} to be healthy`);
   const problems = await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
+  const imageChanges = await imageChangesSince(engine, backup.manifest, (await runningServices(engine, stack.project)).all);
   return {
     restored: file,
     project: stack.project,
@@ -287,6 +313,7 @@ export async function restoreBackup(
     services: unique,
     healthy: problems.length === 0,
     problems: problems.map((p) => `${p.service}: ${p.reason}`),
+    imageChanges,
   };
 }
 

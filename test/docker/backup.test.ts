@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
-import { cli, cliMeasured, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { cli, cliMeasured, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -103,6 +103,27 @@ volumes:
       expect((await stack.exec("store", "sh", "-c", "ls /data")).split("\n")).not.toContain("junk");
       expect(readFileSync(join(stack.dir, ".env"), "utf8")).toBe("SETTING=original\n");
       expect((await stack.container("store")).State.Health.Status).toBe("healthy");
+    },
+    120_000,
+  );
+
+  e2e(
+    "restoring data under a newer image than the one that wrote it says so, and how to run the old one",
+    async () => {
+      const oldId = await stack.imageId(ref);
+      const newId = await stack.build(ref, ["RUN touch /ok && echo v2 > /version"]);
+      expect(newId).not.toBe(oldId);
+      const r = await cli(["backup", "restore", first, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.imageChanges).toEqual([{ service: "store", image: ref, backupImageId: oldId, runningImageId: newId, backupImagePresent: true }]);
+      expect(r.stderr).toContain(`docker tag ${oldId.replace("sha256:", "").slice(0, 12)} ${ref}`);
+      // Following the hint runs the backup's version again; a restore then has nothing to report.
+      await docker("tag", oldId, ref);
+      await stack.up();
+      expect((await stack.container("store")).Image).toBe(oldId);
+      const again = JSON.parse((await cli(["backup", "restore", first, "--dir", stack.dir, "--yes", "--json"])).stdout);
+      expect(again.imageChanges).toEqual([]);
     },
     120_000,
   );

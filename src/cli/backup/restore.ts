@@ -3,7 +3,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmdirSync, rmSync, statS
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
 import { usageError } from "../../errors.ts";
-import { defaultBackupDir, loadVerifiedBackup, restoreBackup } from "../../docker/backup-ops.ts";
+import { defaultBackupDir, loadVerifiedBackup, restoreBackup, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -78,9 +78,19 @@ export default defineCommand({
       // nothing (a restore that ran keeps its safety backup there).
       if (madeBackupsDir) rmEmptyDir(backupsDir);
     }
+    for (const change of result.imageChanges) log.warn(imageChangeMessage(change));
     if (!result.healthy) {
       log.error(`The restored stack is not healthy: ${result.problems.join("; ")}`);
       process.exitCode = 1;
     }
   },
 });
+
+const shortId = (id: string) => id.replace(/^sha256:/, "").slice(0, 12);
+
+/** One warning per service whose restored data now runs under another image than the one that wrote it. */
+export function imageChangeMessage(c: ImageChange): string {
+  const what = `${c.service}: the backup's data was written by image ${shortId(c.backupImageId)}, but ${c.image ?? "the service"} is now ${shortId(c.runningImageId)}; a newer version may migrate that data again as it starts.`;
+  if (!c.backupImagePresent || !c.image) return `${what} The older image is no longer on this host.`;
+  return `${what} To run the version the backup was taken with: docker tag ${shortId(c.backupImageId)} ${c.image} && docker compose up -d ${c.service}`;
+}
