@@ -442,6 +442,21 @@ describe("input fields take effect", () => {
     expect(c.services.redis.ports).toEqual(["127.0.0.1:6379:6379"]);
   });
 
+  test("behind a proxy with a domain, web ports are bound to 127.0.0.1: the apps are not also served over plain HTTP", () => {
+    const ports = (body: Record<string, unknown>) => composeOf(gen({ services: ["n8n", "gitea"], ...body }).files).services;
+    for (const proxy of ["caddy", "traefik"]) {
+      const c = ports({ proxy, domain: "example.com" });
+      expect(c.n8n.ports).toEqual(["127.0.0.1:5678:5678"]);
+      // Only the web port: Gitea's SSH is not served by the proxy and stays reachable.
+      expect(c.gitea.ports).toContain("2222:22");
+      expect(c.gitea.ports.filter((p: string) => p.startsWith("127.0.0.1:"))).toHaveLength(1);
+      expect(c[proxy].ports).toEqual(expect.arrayContaining(["80:80", "443:443"]));
+    }
+    // Without a domain <id>.localhost works on this machine only, and without a proxy the port is the way in.
+    expect(ports({ proxy: "caddy" }).n8n.ports).toEqual(["5678:5678"]);
+    expect(ports({ domain: "example.com" }).n8n.ports).toEqual(["5678:5678"]);
+  });
+
   test("depends_on waits for healthy dependencies", () => {
     const c = composeOf(gen({ services: ["n8n"] }).files);
     expect(c.services.n8n.depends_on).toEqual({ postgresql: { condition: "service_healthy" } });

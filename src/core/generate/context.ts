@@ -1,6 +1,6 @@
 // What every artifact generator receives: the resolved stack plus the generation options.
 import type { Catalog } from "../../catalog/index.ts";
-import type { CatalogService, Platform, Variable } from "../../schema/catalog.ts";
+import type { CatalogService, Platform, Port, Variable } from "../../schema/catalog.ts";
 import type { ResolvedStack } from "../resolve.ts";
 import type { SecretSource } from "./secrets.ts";
 
@@ -51,6 +51,14 @@ export function webServices(ctx: GenContext): { id: string; name: string; port: 
 
 /** Whether the stack has a reverse proxy (its Caddyfile or Traefik config routes the web services). */
 export const hasProxy = (ctx: GenContext) => has(ctx, "caddy") || has(ctx, "traefik");
+
+/** Whether a published port binds 127.0.0.1 only: databases, caches and admin ports always; a web
+ *  port too once a proxy serves it under a domain, since next to the proxy's HTTPS it would hand
+ *  out the same app over plain HTTP on every interface (and Docker's published ports bypass host
+ *  firewalls such as ufw). Without a domain `<id>.localhost` works on this machine only, so the
+ *  port stays the way in from the network. */
+export const publishedOnLoopback = (ctx: GenContext, serviceId: string, port: Port) =>
+  port.local === true || (port.web === true && ctx.domain !== undefined && hasProxy(ctx) && !ctx.nativeIds.has(serviceId));
 
 /** Public hostname of a web service: `<id>.<domain>`, or `<id>.localhost` without a domain. */
 export const hostnameOf = (ctx: Pick<GenContext, "domain">, id: string) => `${id}.${ctx.domain ?? "localhost"}`;

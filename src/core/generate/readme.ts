@@ -1,12 +1,12 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
-import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
+import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, publishedOnLoopback, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
   const proxied = hasProxy(ctx);
   const rows = allServices(ctx).map((s) => {
-    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) => `${p.local ? "127.0.0.1:" : ""}${p.host}`).join(", ") || "internal only";
+    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}`).join(", ") || "internal only";
     const url = web.has(s.id) && proxied ? proxiedUrl(ctx, s.id) : "";
     const where = ctx.nativeIds.has(s.id) ? "native (systemd)" : "container";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
@@ -36,7 +36,7 @@ about ${ctx.stack.estimatedMemoryMB} MB of memory for the services (the gateway 
 |---|---|---|---|---|---|
 ${rows.join("\n")}
 
-Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host`}.` : ""}
+Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host`}.${ctx.domain ? " Their own ports are bound to 127.0.0.1, so from other machines the apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`." : ""}` : ""}
 
 ${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
