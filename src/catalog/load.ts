@@ -222,6 +222,7 @@ export function referencedVars(s: CatalogService): Set<string> {
   const scan = (text: string) => { for (const m of text.matchAll(VAR_REF)) out.add(m[1]); };
   for (const v of Object.values(s.env)) scan(v);
   for (const v of Object.values(s.coreEnv ?? {})) scan(v);
+  for (const v of Object.values(s.proxiedEnv ?? {})) scan(v);
   for (const a of [...(s.command ?? []), ...(s.entrypoint ?? [])]) scan(a);
   for (const sc of s.sidecars ?? []) {
     for (const v of Object.values(sc.env ?? {})) scan(v);

@@ -165,6 +165,10 @@ export const CatalogService = Type.Object({
   /** What to do right after the first start, when the app hands its admin account to whoever
    *  comes first or ships a default login (the bundle's README lists these). */
   firstStart: Type.Optional(Type.String({ minLength: 20 })),
+  /** Container environment added only when the stack's reverse proxy serves this service (an app
+   *  that must be told to trust its proxy's forwarded headers, which it would otherwise refuse or
+   *  take from any client). */
+  proxiedEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_.]*$" }), Type.String())),
   /** What the core gateway is told about this service (hosts, ports, credentials as `${NAME}`). */
   coreEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }), Type.String())),
   skills: Type.Array(Id),

@@ -449,9 +449,12 @@ describe("input fields take effect", () => {
       expect(c.n8n.ports).toEqual(["127.0.0.1:5678:5678"]);
       // Only the web port: Gitea's SSH is not served by the proxy and stays reachable.
       expect(c.gitea.ports).toContain("2222:22");
-      expect(c.gitea.ports.filter((p: string) => p.startsWith("127.0.0.1:"))).toHaveLength(1);
+      expect(c.gitea.ports!.filter((p: string) => p.startsWith("127.0.0.1:"))).toHaveLength(1);
       expect(c[proxy].ports).toEqual(expect.arrayContaining(["80:80", "443:443"]));
     }
+    // n8n is told about its one proxy hop only when a proxy is in front of it.
+    expect(ports({ proxy: "caddy" }).n8n.environment?.N8N_PROXY_HOPS).toBe("1");
+    expect(ports({}).n8n.environment?.N8N_PROXY_HOPS).toBeUndefined();
     // Without a domain <id>.localhost works on this machine only, and without a proxy the port is the way in.
     expect(ports({ proxy: "caddy" }).n8n.ports).toEqual(["5678:5678"]);
     expect(ports({ domain: "example.com" }).n8n.ports).toEqual(["5678:5678"]);

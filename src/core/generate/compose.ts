@@ -2,7 +2,7 @@
 // network, named volumes, health-gated depends_on. Emitted through the `yaml` library.
 import { Scalar, stringify } from "yaml";
 import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
-import { allServices, hasPrivateDomain, hostnameOf, publishedOnLoopback, webServices, type FileMap, type GenContext } from "./context.ts";
+import { allServices, hasPrivateDomain, hasProxy, hostnameOf, publishedOnLoopback, webServices, type FileMap, type GenContext } from "./context.ts";
 import { bundleMounts, DOCKER_SOCKET, needsPostgresInit, POSTGRES_INIT_TARGET } from "./mounts.ts";
 
 export const NETWORK = "stack";
@@ -93,6 +93,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     if (s.id === "core") {
       for (const other of ctx.stack.services) Object.assign(environment, envOf(ctx, other.coreEnv ?? {}));
     }
+    if (s.proxiedEnv && webById.has(s.id) && hasProxy(ctx)) Object.assign(environment, envOf(ctx, s.proxiedEnv));
     if (s.id === "caddy" && ctx.domain && !hasPrivateDomain(ctx)) {
       // The Caddyfile reads it for its ACME account; an empty value would stop Caddy from starting.
       environment.CADDY_ACME_EMAIL = `\${CADDY_ACME_EMAIL:-admin@${ctx.domain}}`;
