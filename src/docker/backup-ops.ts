@@ -298,11 +298,12 @@ export async function restoreBackup(
   } catch (e) {
     throw fail("Data restored but the stack did not start", e);
   }
-  const services = (await engine.listProjectContainers(stack.project)).map((c) => c.Labels["com.docker.compose.service"]).filter(Boolean);
-  const unique = [...new Set(services)].sort();
+  // One listing of the started containers: the services to wait for and the images they run.
+  const started = (await runningServices(engine, stack.project)).all;
+  const unique = [...started.keys()].sort();
   say(`Waiting for ${unique.join(", ")} to be healthy`);
   const problems = await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
-  const imageChanges = await imageChangesSince(engine, backup.manifest, (await runningServices(engine, stack.project)).all);
+  const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   return {
     restored: file,
     project: stack.project,

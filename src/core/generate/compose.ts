@@ -127,7 +127,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       labels["traefik.enable"] = "true";
       labels[`traefik.http.routers.${router}.rule`] = `Host(\`${hostnameOf(ctx, s.id)}\`)`;
       labels[`traefik.http.routers.${router}.entrypoints`] = ctx.domain ? "websecure" : "web";
-      if (ctx.domain && hasPrivateDomain(ctx)) labels[`traefik.http.routers.${router}.tls`] = "true";
+      if (hasPrivateDomain(ctx)) labels[`traefik.http.routers.${router}.tls`] = "true";
       else if (ctx.domain) labels[`traefik.http.routers.${router}.tls.certresolver`] = "letsencrypt";
       labels[`traefik.http.routers.${router}.middlewares`] = "security-headers@file";
       labels[`traefik.http.services.${router}.loadbalancer.server.port`] = String(web.port);
