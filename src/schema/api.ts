@@ -25,6 +25,7 @@ const SelectionFields = {
     maxLength: 253,
     // DNS labels; the last one not all digits, so an IP address is not taken for a domain.
     pattern: "^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)*(?![0-9]+$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$",
+    errorMessage: "Expected a DNS name such as example.com or home.lan (letters, digits and hyphens between dots; not an IP address, no scheme or path)",
     description: "Base domain; services are served at <service>.<domain>",
   })),
   gpu: Type.Optional(Type.Boolean({ description: "Add NVIDIA GPU reservations to GPU-capable services" })),
@@ -41,6 +42,7 @@ export const GenerateRequest = Type.Object(
   {
     projectName: Type.String({
       pattern: "^[a-z0-9][a-z0-9_-]{0,62}$",
+      errorMessage: "Expected a Compose project name: 1 to 63 lowercase letters, digits, - and _, starting with a letter or digit",
       description: "Compose project name and bundle folder: lowercase letters, digits, - and _",
     }),
     ...SelectionFields,
@@ -48,7 +50,7 @@ export const GenerateRequest = Type.Object(
     /** Config-file spelling of `deployment` (SPEC §2.8). */
     deploymentType: Type.Optional(DeploymentType),
     generateSecrets: Type.Optional(Type.Boolean({ description: "Fill .env with random secrets (default true)" })),
-    coreVersion: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description: "Image tag of the core gateway" })),
+    coreVersion: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", errorMessage: "Expected an image tag: up to 128 letters, digits, ., _ and -, starting with a letter or digit", description: "Image tag of the core gateway" })),
     configVersion: Type.Optional(Type.Integer({ description: "Set when the body is a config file (SPEC §2.8)" })),
   },
   { description: "Generation input (SPEC §2.4); a config document (configVersion) is accepted too" },

@@ -2,7 +2,7 @@
 // the offending value (`services.2`) and short messages (`Required`, `Expected array, received string`).
 import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
-import type { ValueError } from "@sinclair/typebox/errors";
+import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { validationError, type FieldIssue } from "../errors.ts";
 
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
@@ -18,6 +18,9 @@ function messageFor(e: ValueError): string {
     const options = e.schema.anyOf.map((s: TSchema) => ("const" in s ? JSON.stringify(s.const) : s.type)).filter(Boolean);
     return `Expected one of ${options.join(", ")}, received ${JSON.stringify(e.value)}`.slice(0, 300);
   }
+  // A regular expression tells a person little: a schema may say in words what its pattern wants.
+  const explained = (e.schema as { errorMessage?: unknown }).errorMessage;
+  if (e.type === ValueErrorType.StringPattern && typeof explained === "string") return explained;
   return e.message;
 }
 

@@ -407,6 +407,20 @@ describe("POST /v1/generate", () => {
     }
   });
 
+  test("a value that breaks a pattern is explained in words, not by the regular expression", async () => {
+    const body = { projectName: "My Stack", services: ["redis"], domain: "https://example.com/", coreVersion: "-1" };
+    // Both paths: the hot route (plain POST) and the Elysia route (the complete format).
+    for (const answer of [await hotCall("POST", "/v1/generate", body), await call("POST", "/v1/generate?format=complete", body)]) {
+      expect(answer.status).toBe(400);
+      const details: { field: string; message: string }[] = (await json(answer)).error.details;
+      const messages = Object.fromEntries(details.map((d) => [d.field, d.message]));
+      expect(messages.projectName).toContain("lowercase letters, digits, - and _");
+      expect(messages.domain).toContain("DNS name");
+      expect(messages.coreVersion).toContain("image tag");
+      for (const d of details) expect(d.message).not.toContain("^");
+    }
+  });
+
   test("config documents migrate; unknown versions are refused", async () => {
     const ok = await json(await call("POST", "/v1/generate", { configVersion: 1, projectName: "m", services: ["redis"] }));
     expect(JSON.parse(ok.files["stackgen.json"])).toMatchObject({ configVersion: 2, deploymentType: "docker" });
