@@ -58,8 +58,21 @@ async function runningServices(engine: Engine, project: string): Promise<{ runni
 }
 
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
-  const say = opts.progress ?? (() => {});
   const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack));
+  try {
+    return await writeBackup(stack, engine, compose, model, opts, outputDir);
+  } catch (e) {
+    if (!diskFull(e)) throw e;
+    // writeBackup removed what it had written and started the services it stopped again.
+    throw failure(
+      "BACKUP_FAILED",
+      `The disk holding ${outputDir} is full (${(e as NodeJS.ErrnoException).code}): no backup was written and nothing of it was kept. Free some space there${opts.kind ? "" : ", or write the backup to another disk with --output <dir>"}.`,
+    );
+  }
+}
+
+async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions, outputDir: string): Promise<CreateResult> {
+  const say = opts.progress ?? (() => {});
   const { running, all } = await runningServices(engine, stack.project);
   const volumes = await stackVolumes(engine, model);
   const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
@@ -118,6 +131,9 @@ export async function createBackup(stack: Stack, engine: Engine, compose: Compos
     rmSync(partial, { force: true });
   }
 }
+
+/** A write refused for want of space (or of the user's disk quota). */
+const diskFull = (e: unknown) => ["ENOSPC", "EDQUOT"].includes((e as NodeJS.ErrnoException)?.code ?? "");
 
 export interface ListedBackup {
   file: string;
@@ -263,7 +279,18 @@ export async function restoreBackup(
     await compose.stop();
   }
   say("Taking a safety backup of the current state");
-  const safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", progress: say });
+  let safety: CreateResult;
+  try {
+    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", progress: say });
+  } catch (e) {
+    // Without a safety backup nothing is replaced: the stack goes back to running as it was.
+    if (running.length > 0) {
+      say(`Starting ${running.join(", ")} again`);
+      await compose.start(running);
+    }
+    const restarted = running.length > 0 ? ` (started again: ${running.join(", ")})` : "";
+    throw failure("RESTORE_FAILED", `The safety backup of the current state failed, so nothing was restored${restarted}. ${(e as Error).message}`);
+  }
   const fail = (what: string, e: unknown) =>
     failure("RESTORE_FAILED", `${what}: ${(e as Error).message}. The state before the restore is in ${safety.file}.`);
 

@@ -1,6 +1,7 @@
 // `stackgen backup create|list|restore` against a real engine.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { cli, cliMeasured, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
@@ -200,5 +201,52 @@ volumes:
       expect(readdirSync(backupsDir).filter((f) => f.startsWith("."))).toEqual([]);
     },
     240_000,
+  );
+
+  e2e(
+    "a full disk stops create and restore with a clear error, nothing half-written and the stack running",
+    async () => {
+      // Small filesystems in place of a full disk: the stack's volumes hold far more than 1 MiB.
+      const full = join(stack.dir, "full");
+      const keep = mkdtempSync(join(tmpdir(), "stackgen-keep-"));
+      const small = join(keep, "small.tar.gz");
+      copyFileSync(first, small); // a few KiB: its own extraction fits, the safety backup does not
+      const mounted: string[] = [];
+      const mountSmall = async (dir: string) => {
+        mkdirSync(dir, { recursive: true });
+        const r = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir], { stderr: "pipe" });
+        if (r.exitCode !== 0) throw new Error(`this test mounts a 1 MiB tmpfs (needs root): ${r.stderr.toString()}`);
+        mounted.push(dir);
+      };
+      try {
+        await mountSmall(full);
+        const created = await cli(["backup", "create", "--dir", stack.dir, "--output", full, "--json"]);
+        expect(created.code).toBe(1);
+        const createError = JSON.parse(created.stdout).error;
+        expect(createError.code).toBe("BACKUP_FAILED");
+        expect(createError.message).toContain(`The disk holding ${full} is full`);
+        expect(createError.message).toContain("--output");
+        expect(readdirSync(full)).toEqual([]);
+        expect((await stack.container("store")).State.Running).toBe(true);
+
+        await mountSmall(backupsDir);
+        const restored = await cli(["backup", "restore", small, "--dir", stack.dir, "--yes", "--json"]);
+        expect(restored.code).toBe(1);
+        const restoreError = JSON.parse(restored.stdout).error;
+        expect(restoreError.code).toBe("RESTORE_FAILED");
+        expect(restoreError.message).toContain("safety backup");
+        expect(restoreError.message).toContain("nothing was restored (started again: store)");
+        expect(restoreError.message).not.toContain("--output");
+        // The restore stopped the service for its safety backup; it runs again on untouched data.
+        expect((await stack.container("store")).State.Running).toBe(true);
+        expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("big-marker");
+        expect(readdirSync(backupsDir)).toEqual([]);
+      } finally {
+        for (const dir of mounted.reverse()) Bun.spawnSync(["umount", "-l", dir]);
+        rmSync(full, { recursive: true, force: true });
+        rmSync(keep, { recursive: true, force: true });
+      }
+    },
+    120_000,
   );
 });
