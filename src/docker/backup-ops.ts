@@ -6,6 +6,7 @@ import {
   backupFileName,
   BackupInvalid,
   bundleFiles,
+  diskFull,
   readFileBytes,
   readVolumes,
   stackVolumes,
@@ -132,9 +133,6 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   }
 }
 
-/** A write refused for want of space (or of the user's disk quota). */
-const diskFull = (e: unknown) => ["ENOSPC", "EDQUOT"].includes((e as NodeJS.ErrnoException)?.code ?? "");
-
 export interface ListedBackup {
   file: string;
   name: string;
@@ -190,6 +188,9 @@ export async function loadVerifiedBackup(file: string, project: string, extractD
     backup = await verifyBackupFile(file, extractDir);
   } catch (e) {
     if (e instanceof BackupInvalid) throw new StackgenError("BACKUP_INVALID", `Backup ${file} is refused: ${e.message}. Nothing was changed.`, 400);
+    if (diskFull(e)) {
+      throw failure("RESTORE_FAILED", `The disk holding ${dirname(extractDir)} is full (${(e as NodeJS.ErrnoException).code}): the backup could not be unpacked to be checked. Nothing was changed; free some space there.`);
+    }
     throw e;
   }
   if (backup.manifest.project !== project) {

@@ -306,6 +306,8 @@ async function readArchive(file: string, extractDir: string | undefined) {
       parser.end();
     });
   } catch (e) {
+    // A full disk while unpacking says nothing about the archive.
+    if (diskFull(e)) throw e;
     throw new BackupInvalid([`not a readable .tar.gz archive (${(e as Error).message})`]);
   } finally {
     for (const fd of open) closeSync(fd);
@@ -313,6 +315,9 @@ async function readArchive(file: string, extractDir: string | undefined) {
   if (kept > MAX_CONFIG_BYTES) problems.push(`config members are larger than ${MAX_CONFIG_BYTES} bytes together`);
   return { outer, members, problems };
 }
+
+/** A write refused for want of space (or of the user's disk quota). */
+export const diskFull = (e: unknown) => ["ENOSPC", "EDQUOT"].includes((e as NodeJS.ErrnoException)?.code ?? "");
 
 /**
  * Read and verify a backup file completely: gzip and tar structure, safe member names, a manifest

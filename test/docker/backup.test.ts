@@ -1,6 +1,6 @@
 // `stackgen backup create|list|restore` against a real engine.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
@@ -211,6 +211,10 @@ volumes:
       const keep = mkdtempSync(join(tmpdir(), "stackgen-keep-"));
       const small = join(keep, "small.tar.gz");
       copyFileSync(first, small); // a few KiB: its own extraction fits, the safety backup does not
+      // The previous test's backup holds 512 MiB (of zeros, so its archive is small): unpacked it does not fit.
+      const large = join(keep, "large.tar.gz");
+      const largest = listBackups().map((f) => join(backupsDir, f)).sort((a, b) => statSync(b).size - statSync(a).size)[0];
+      copyFileSync(largest, large);
       const mounted: string[] = [];
       const mountSmall = async (dir: string) => {
         mkdirSync(dir, { recursive: true });
@@ -230,6 +234,14 @@ volumes:
         expect((await stack.container("store")).State.Running).toBe(true);
 
         await mountSmall(backupsDir);
+        const unpacked = await cli(["backup", "restore", large, "--dir", stack.dir, "--yes", "--json"]);
+        expect(unpacked.code).toBe(1);
+        const unpackError = JSON.parse(unpacked.stdout).error;
+        expect(unpackError.code).toBe("RESTORE_FAILED");
+        expect(unpackError.message).toContain(`The disk holding ${backupsDir} is full`);
+        expect(unpackError.message).toContain("Nothing was changed");
+        expect(unpacked.stderr).not.toContain("Stopping");
+
         const restored = await cli(["backup", "restore", small, "--dir", stack.dir, "--yes", "--json"]);
         expect(restored.code).toBe(1);
         const restoreError = JSON.parse(restored.stdout).error;
