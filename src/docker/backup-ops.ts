@@ -16,10 +16,10 @@ import {
   type BackupManifest,
   type VerifiedBackup,
 } from "./backup.ts";
-import type { Compose, ComposeModel } from "./compose.ts";
+import { Compose, type ComposeModel } from "./compose.ts";
 import type { Engine } from "./engine.ts";
 import { waitReady } from "./health.ts";
-import type { Stack } from "./stack.ts";
+import { loadStack, type Stack } from "./stack.ts";
 
 export interface CreateOptions {
   outputDir?: string;
@@ -203,14 +203,16 @@ export async function loadVerifiedBackup(file: string, project: string, extractD
   return backup;
 }
 
-/** Write restored config files, never through a symlink that leads out of the stack directory. */
-export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"]): void {
+/** Write restored config files, never through a symlink that leads out of the stack directory.
+ *  The paths of files that did not exist before are added to `created`. */
+export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"], created: string[] = []): void {
   const root = realpathSync(stackDir);
   for (const f of files) {
     const target = join(stackDir, ...f.path.split("/"));
     mkdirSync(dirname(target), { recursive: true });
     const parent = realpathSync(dirname(target));
     if (parent !== root && !parent.startsWith(root + sep)) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder leads outside ${stackDir}.`);
+    if (!existsSync(target)) created.push(f.path);
     writeFileSync(target, f.data, { mode: f.mode || 0o644 });
     chmodSync(target, f.mode || 0o644);
   }
@@ -292,18 +294,19 @@ export async function restoreBackup(
     const restarted = running.length > 0 ? ` (started again: ${running.join(", ")})` : "";
     throw failure("RESTORE_FAILED", `The safety backup of the current state failed, so nothing was restored${restarted}. ${(e as Error).message}`);
   }
-  const fail = (what: string, e: unknown) =>
-    failure("RESTORE_FAILED", `${what}: ${(e as Error).message}. The state before the restore is in ${safety.file}.`);
-
   const images = [...all.values(), ...backup.manifest.services.map((s) => s.image ?? ""), ...model.services.map((s) => s.image ?? "")].filter(Boolean);
-  try {
-    if (all.size > 0) {
+  let current = compose;
+  /** Config files the restore wrote that were not there before (a rollback removes them again). */
+  const added: string[] = [];
+  /** Replace config and volumes with `from`'s and start the stack. */
+  const putInPlace = async (from: VerifiedBackup, volumeTars: { name: string; path: string }[]) => {
+    if ((await engine.listProjectContainers(stack.project)).length > 0) {
       say("Removing the stack's containers (volumes are kept until replaced)");
-      await compose.down();
+      await current.down();
     }
-    say(`Restoring ${backup.files.length} config file(s)`);
-    writeConfigFiles(stack.dir, backup.files);
-    for (const v of backup.volumes) {
+    say(`Restoring ${from.files.length} config file(s)`);
+    writeConfigFiles(stack.dir, from.files, added);
+    for (const v of from.volumes) {
       // Never extract over old data: the volume is recreated empty with its old labels/driver.
       const existing = await engine.inspectVolume(v.name);
       say(`Recreating volume ${v.name}`);
@@ -316,16 +319,36 @@ export async function restoreBackup(
       });
     }
     say("Writing volume contents");
-    await writeVolumes(engine, tars, images);
-  } catch (e) {
-    throw fail("Restore failed", e);
-  }
-  say("Starting the stack");
+    await writeVolumes(engine, volumeTars, images);
+    // The restored config may bring (or drop) an override file: compose runs with the files now there.
+    current = new Compose(compose.cli, loadStack(stack.dir));
+    say("Starting the stack");
+    await current.up();
+  };
+  /** After a failed restore, the state the safety backup holds goes back in place and starts. */
+  const putBack = async (what: string): Promise<StackgenError> => {
+    say(`${what}; putting the state before the restore back from ${safety.file}`);
+    const unpacked = mkdtempSync(join(dirname(safety.file), ".rollback-"));
+    try {
+      const previous = await verifyBackupFile(safety.file, unpacked);
+      for (const path of added.splice(0)) rmSync(join(stack.dir, path), { force: true });
+      await putInPlace(previous, previous.volumes.map((v) => ({ name: v.name, path: v.path! })));
+      return failure("RESTORE_FAILED", `${what}. The stack was put back as it was before the restore and started again.`);
+    } catch (e) {
+      return failure(
+        "RESTORE_FAILED",
+        `${what}, and putting the previous state back failed too (${(e as Error).message}). That state is in ${safety.file}: stackgen backup restore ${safety.file} --dir ${stack.dir} --yes`,
+      );
+    } finally {
+      rmSync(unpacked, { recursive: true, force: true });
+    }
+  };
   try {
-    await compose.up();
+    await putInPlace(backup, tars);
   } catch (e) {
-    throw fail("Data restored but the stack did not start", e);
+    throw await putBack(`The restore failed (${(e as Error).message})`);
   }
+
   // One listing of the started containers: the services to wait for and the images they run.
   const started = (await runningServices(engine, stack.project)).all;
   const unique = [...started.keys()].sort();

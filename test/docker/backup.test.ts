@@ -130,6 +130,46 @@ volumes:
   );
 
   e2e(
+    "a restore whose stack cannot start puts the state before it back and starts that",
+    async () => {
+      const composePath = join(stack.dir, "docker-compose.yml");
+      const overridePath = join(stack.dir, "docker-compose.override.yml");
+      const current = readFileSync(composePath, "utf8");
+      // A backup taken while the stack ran an image that is deleted since (and in no registry),
+      // with an override file the stack no longer has.
+      const gone = stack.ref("gone");
+      await stack.build(gone, ["RUN touch /ok"]);
+      stack.write("docker-compose.yml", current.replace(`image: ${ref}`, `image: ${gone}`));
+      stack.write("docker-compose.override.yml", "services:\n  store:\n    environment: {FROM_OVERRIDE: \"1\"}\n");
+      await stack.up();
+      await stack.exec("store", "sh", "-c", "echo in-backup > /data/a.txt");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      stack.write("docker-compose.yml", current);
+      rmSync(overridePath);
+      await stack.up();
+      await stack.exec("store", "sh", "-c", "echo before-restore > /data/a.txt");
+      await docker("rmi", gone);
+
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code).toBe(1);
+      const error = JSON.parse(r.stdout).error;
+      expect(error.code).toBe("RESTORE_FAILED");
+      expect(error.message).toContain("The stack was put back as it was before the restore and started again.");
+      // Config, data and the running container are those from before the restore.
+      expect(readFileSync(composePath, "utf8")).toBe(current);
+      expect(existsSync(overridePath)).toBe(false);
+      const store = await stack.container("store");
+      expect(store.State.Running).toBe(true);
+      expect(store.Config.Image).toBe(ref);
+      expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("before-restore");
+      expect((await stack.exec("store", "cat", "/more/m.txt")).trim()).toBe("m");
+      expect(readdirSync(backupsDir).filter((f) => f.startsWith("."))).toEqual([]);
+    },
+    120_000,
+  );
+
+  e2e(
     "tampered, foreign and escaping archives are refused with nothing changed",
     async () => {
       await stack.exec("store", "sh", "-c", "echo marker > /data/a.txt");
