@@ -1,7 +1,7 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
-import { failure, StackgenError } from "../errors.ts";
+import { failure, StackgenError, usageError } from "../errors.ts";
 import {
   backupFileName,
   BackupInvalid,
@@ -180,9 +180,22 @@ export function planPrune(backups: ListedBackup[], project: string, keep: number
   return { kept: ours.slice(0, keep), removed: ours.slice(keep), untouched: backups.filter((b) => !ours.includes(b)) };
 }
 
-/** Read and verify a backup file, keeping its volume tars in `extractDir`; a one-line error (exit 2) when it is not acceptable. */
+/** The backup file must be a readable regular file (exit 2 otherwise). */
+export function checkBackupFile(file: string): void {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+    accessSync(file, constants.R_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw usageError(code === "ENOENT" || code === "ENOTDIR" ? `Backup file ${file} does not exist.` : `Cannot read backup file ${file}: ${code ?? (e as Error).message}`);
+  }
+  if (!isFile) throw usageError(`Backup file ${file} is not a regular file.`);
+}
+
+/** Read and verify a backup file (checked by checkBackupFile first), keeping its volume tars in
+ *  `extractDir`; a one-line error (exit 2) when it is not acceptable. */
 export async function loadVerifiedBackup(file: string, project: string, extractDir: string): Promise<VerifiedBackup> {
-  if (!existsSync(file) || !statSync(file).isFile()) throw new StackgenError("USAGE_ERROR", `Backup file ${file} does not exist.`, 400);
   let backup: VerifiedBackup;
   try {
     backup = await verifyBackupFile(file, extractDir);

@@ -1,26 +1,12 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
-import { accessSync, constants, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { usageError } from "../../errors.ts";
-import { defaultBackupDir, loadVerifiedBackup, restoreBackup, type ImageChange } from "../../docker/backup-ops.ts";
+import { checkBackupFile, defaultBackupDir, loadVerifiedBackup, restoreBackup, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
 import { log, printJson, printText, progress } from "../output.ts";
-
-/** The backup file must be a readable regular file (exit 2 otherwise). */
-function checkReadable(file: string): void {
-  let isFile: boolean;
-  try {
-    isFile = statSync(file).isFile();
-    accessSync(file, constants.R_OK);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw usageError(code === "ENOENT" || code === "ENOTDIR" ? `Backup file ${file} does not exist.` : `Cannot read backup file ${file}: ${code ?? (e as Error).message}`);
-  }
-  if (!isFile) throw usageError(`Backup file ${file} is not a regular file.`);
-}
 
 function rmEmptyDir(dir: string): void {
   try {
@@ -45,7 +31,7 @@ export default defineCommand({
     // The user's input (stack, file, --yes) is checked before the engine is asked: a wrong
     // file is exit 2 whether Docker runs or not.
     const stack = loadStack(args.dir);
-    checkReadable(file);
+    checkBackupFile(file);
     // Verify everything before asking or touching anything.
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
     // backups, and streamed into the volumes from there.
