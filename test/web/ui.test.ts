@@ -317,6 +317,39 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#preview-stale").isVisible()).toBe(true);
   }, TEST_TIMEOUT_MS);
 
+  test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {
+    const page = await openPage();
+    await context!.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#file-content");
+
+    await page.locator('.file-link[data-path="docker-compose.yml"]').click();
+    const shown = (await page.locator("#file-content").textContent())!;
+    const [composeDownload] = await Promise.all([page.waitForEvent("download"), page.click("#save-file-button")]);
+    expect(composeDownload.suggestedFilename()).toBe("docker-compose.yml");
+    expect(readFileSync((await composeDownload.path())!, "utf8")).toBe(shown);
+    await page.waitForSelector("#files-message:has-text('Downloaded docker-compose.yml.')");
+
+    // .env is masked on screen; what is copied or saved is the real file.
+    await page.locator('.file-link[data-path=".env"]').click();
+    expect(await page.locator("#file-content").textContent()).toContain("=••••••••");
+    const [envDownload] = await Promise.all([page.waitForEvent("download"), page.click("#save-file-button")]);
+    // Browsers drop the leading dot; the message says so.
+    expect(envDownload.suggestedFilename()).toBe("env");
+    const env = readFileSync((await envDownload.path())!, "utf8");
+    expect(env).not.toContain("•");
+    const password = parseEnvValues(env).get("REDIS_PASSWORD")!;
+    expect(password).toMatch(/^[A-Za-z0-9]{32,}$/);
+    await page.waitForSelector("#files-message:has-text('Downloaded .env (with its secrets) as env: rename it to .env')");
+    await page.click("#copy-file-button");
+    await page.waitForSelector("#files-message:has-text('Copied .env (with its secrets) to the clipboard.')");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(env);
+    // The file on screen stays masked.
+    expect(await page.locator("#file-content").textContent()).not.toContain(password);
+  }, TEST_TIMEOUT_MS);
+
   test("importing a complete document fills the form", async () => {
     const input = {
       projectName: "imported-stack", services: ["n8n", "redis"], skillPacks: [], proxy: "traefik",

@@ -1,5 +1,5 @@
-// Step 4: preview every file of the bundle (secrets masked until revealed), download the ZIP,
-// export and import the complete JSON document.
+// Step 4: preview every file of the bundle (secrets masked until revealed), copy or download one
+// file, download the ZIP, export and import the complete JSON document.
 import { h, replaceChildren, byId, saveFile } from "../dom.ts";
 import { formatMB } from "../explain.ts";
 import * as api from "../api.ts";
@@ -83,6 +83,26 @@ export function mountFiles(store: Store): void {
       type: "button", class: "button small", id: "reveal-button", "aria-pressed": String(p.reveal),
       onclick: () => { p.reveal = !p.reveal; renderPreview(); byId("reveal-button").focus(); },
     }, p.reveal ? "Hide secrets" : "Reveal secrets");
+    // Copy and save take the file as it is, secrets included: the masking is for the screen.
+    const fileName = p.selected.split("/").pop()!;
+    // Browsers drop a leading dot from a download's name (no hidden files): name it that way
+    // ourselves, so what the message says is what lands in the downloads folder.
+    const saveAs = fileName.replace(/^\.+/, "");
+    const withSecrets = isEnvFile(p.selected) && secrets.length ? " (with its secrets)" : "";
+    const copyButton = canCopy() ? h("button", {
+      type: "button", class: "button small", id: "copy-file-button",
+      onclick: () => navigator.clipboard.writeText(content).then(
+        () => say(`Copied ${p.selected}${withSecrets} to the clipboard.`),
+        (e: Error) => say(`Could not copy ${p.selected}: ${e.message}`, "error"),
+      ),
+    }, "Copy") : null;
+    const saveButton = h("button", {
+      type: "button", class: "button small", id: "save-file-button",
+      onclick: () => {
+        saveFile(new Blob([content], { type: "application/octet-stream" }), saveAs);
+        say(`Downloaded ${p.selected}${withSecrets}${saveAs === fileName ? "." : ` as ${saveAs}: rename it to ${fileName} in the stack's folder.`}`);
+      },
+    }, "Download file");
     const m = p.doc.metadata;
     replaceChildren(area,
       h("p", { class: "small" }, `${paths.length} files · ${m.totalServices} services · ${formatMB(m.estimatedMemoryMB)} · generated ${new Date(m.generatedAt).toLocaleString()}`),
@@ -95,7 +115,7 @@ export function mountFiles(store: Store): void {
         h("div", { class: "file-view" },
           h("div", { class: "file-view-head" },
             h("h3", { id: "file-title" }, p.selected),
-            secrets.length ? revealButton : null,
+            h("div", { class: "file-actions" }, secrets.length ? revealButton : null, copyButton, saveButton),
           ),
           h("pre", { id: "file-content", tabindex: "0", "aria-labelledby": "file-title" }, h("code", {}, shown)),
         ),
@@ -145,6 +165,10 @@ export function mountFiles(store: Store): void {
     }
   });
 }
+
+/** The Clipboard API exists only in a secure context (HTTPS, or this machine over HTTP): a page
+ *  opened as http://<LAN address>:3654 gets no Copy button rather than one that always fails. */
+const canCopy = () => window.isSecureContext && typeof navigator.clipboard?.writeText === "function";
 
 function treeList(node: TreeNode, selected: string, pick: (path: string) => void): HTMLUListElement {
   return h("ul", {}, ...node.children.map((child) => {
