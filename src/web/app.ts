@@ -2,7 +2,7 @@
 // fast to load from the binary, works offline and leaves nothing to keep up to date.
 import { h, replaceChildren, byId } from "./dom.ts";
 import * as api from "./api.ts";
-import { initialState, validateBody } from "./model.ts";
+import { initialState, inputOfLink, linkSearch, stateFromInput, validateBody } from "./model.ts";
 import { Store, indexCatalog } from "./store.ts";
 import { mountPresets, mountPacks, mountServices } from "./views/catalog.ts";
 import { mountSummary } from "./views/summary.ts";
@@ -53,6 +53,21 @@ function startLiveValidation(store: Store): void {
   void check();
 }
 
+/** A link with choices in its query string fills the form before the views first draw it. */
+function openLink(store: Store): void {
+  const input = inputOfLink(location.search);
+  if (!input) return;
+  const { servicesById, packsById, presetsById } = store.catalog;
+  const known = { services: new Set(servicesById.keys()), packs: new Set(packsById.keys()), presets: presetsById };
+  const { state, ignored } = stateFromInput(input, known, store.form);
+  store.form = state;
+  const note = byId("link-note");
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+  const picked = [count(state.services.length, "service"), count(state.skillPacks.length, "skill pack"), state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`].filter(Boolean).join(", ");
+  note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${ignored.length ? ` Not in this catalog, left out: ${ignored.join(", ")}.` : ""}`;
+  note.hidden = false;
+}
+
 async function main(): Promise<void> {
   const loading = byId("loading");
   let catalog;
@@ -66,6 +81,7 @@ async function main(): Promise<void> {
     return;
   }
   const store = new Store(initialState(), catalog);
+  openLink(store);
   mountPresets(store);
   mountPacks(store);
   mountServices(store);
@@ -74,6 +90,13 @@ async function main(): Promise<void> {
   mountFiles(store);
   mountDeploy(store);
   startLiveValidation(store);
+  // The address bar holds a link to the current choices: replaced, so Back still leaves the page,
+  // and debounced, as browsers throttle a page that replaces its URL on every keystroke.
+  let linkTimer: ReturnType<typeof setTimeout> | undefined;
+  store.onForm(() => {
+    clearTimeout(linkTimer);
+    linkTimer = setTimeout(() => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form)}${location.hash}`), VALIDATE_DELAY_MS);
+  });
   loading.remove();
   document.body.classList.add("ready");
   document.body.dataset.ready = "true";

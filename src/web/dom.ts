@@ -47,3 +47,7 @@ export function saveFile(data: Blob, fileName: string): void {
   // Revoke later: the download starts asynchronously.
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
+
+/** The Clipboard API exists only in a secure context (HTTPS, or this machine over HTTP): a page
+ *  opened as http://<LAN address>:3654 shows no Copy button rather than one that always fails. */
+export const canCopy = (): boolean => window.isSecureContext && typeof navigator.clipboard?.writeText === "function";

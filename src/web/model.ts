@@ -174,6 +174,49 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
 
 const stringList = (value: unknown): string[] => (Array.isArray(value) ? value.filter((x): x is string => typeof x === "string") : []);
 
+// A link to the page carries the choices in its query string (`?services=n8n,redis&proxy=caddy`),
+// so a stack can be shared or bookmarked. Only choices that differ from a fresh page are written;
+// never a secret: a link makes new ones, as a fresh page does.
+const LIST_PARAMS = ["services", "skillPacks"] as const;
+const TEXT_PARAMS = ["projectName", "proxy", "domain", "platform", "deployment", "coreVersion"] as const;
+const FLAG_PARAMS = ["gpu", "generateSecrets"] as const;
+
+/** The query string (without `?`) of a link that opens the page with `state`'s choices. */
+export function linkQuery(state: FormState): string {
+  const fresh = initialState();
+  const params = new URLSearchParams();
+  for (const name of LIST_PARAMS) if (state[name].length) params.set(name, state[name].join(","));
+  for (const name of TEXT_PARAMS) if (state[name] !== fresh[name]) params.set(name, state[name]);
+  for (const name of FLAG_PARAMS) if (state[name] !== fresh[name]) params.set(name, String(state[name]));
+  return params.toString();
+}
+
+/** `?<linkQuery>`, or "" for a fresh page's choices. */
+export function linkSearch(state: FormState): string {
+  const query = linkQuery(state);
+  return query ? `?${query}` : "";
+}
+
+/** The generation input a link's query string carries (for stateFromInput), or undefined when it
+ *  carries none. `preset=<id>` is read too, for hand-written links. */
+export function inputOfLink(search: string): Record<string, unknown> | undefined {
+  const params = new URLSearchParams(search);
+  const input: Record<string, unknown> = {};
+  for (const name of LIST_PARAMS) {
+    const value = params.get(name);
+    if (value !== null) input[name] = value.split(",").map((id) => id.trim()).filter(Boolean);
+  }
+  for (const name of [...TEXT_PARAMS, "preset"]) {
+    const value = params.get(name);
+    if (value !== null) input[name] = value;
+  }
+  for (const name of FLAG_PARAMS) {
+    const value = params.get(name);
+    if (value === "true" || value === "false") input[name] = value === "true";
+  }
+  return Object.keys(input).length ? input : undefined;
+}
+
 /** The generation input of a parsed file: an exported complete document (SPEC §2.7), a bundle's
  *  stackgen.json or a plain generation input; an error saying what it is not otherwise. */
 export function inputOfDocument(doc: unknown): Record<string, unknown> {

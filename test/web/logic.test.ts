@@ -1,8 +1,8 @@
 // Unit tests of the UI's pure logic: request bodies, presets, import, secret masking, file tree.
 import { describe, expect, test } from "bun:test";
 import {
-  applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, isDomain,
-  localClosure, stateFromInput, toggle, validateBody, whatItAdds,
+  applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, inputOfLink, isDomain,
+  linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
@@ -75,6 +75,37 @@ describe("form model", () => {
     );
     expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops", "research-agent"], projectName: "imp", proxy: "", deployment: "docker", platform: "linux/arm64", generateSecrets: false, coreVersion: "9" });
     expect(ignored).toEqual(["ghost-service", "pack nope"]);
+  });
+
+  test("a link carries every choice that differs from a fresh page, and opens the page with them", () => {
+    const known = { services: new Set(byId.keys()), packs: new Set(["devops", "research-agent"]), presets: new Map([["devops", preset]]) };
+    expect(linkSearch(initialState())).toBe("");
+    expect(inputOfLink("")).toBeUndefined();
+    expect(inputOfLink("?utm_source=x")).toBeUndefined();
+    const chosen = {
+      ...initialState(), services: ["app", "redis"], skillPacks: ["devops"], projectName: "shared_1", proxy: "traefik" as const,
+      domain: "home.example", gpu: true, platform: "linux/arm64" as const, deployment: "bare-metal" as const, coreVersion: "2026.1.0", generateSecrets: false,
+    };
+    const query = linkQuery(chosen);
+    expect(linkSearch(chosen)).toBe(`?${query}`);
+    expect(Object.fromEntries(new URLSearchParams(query))).toEqual({
+      services: "app,redis", skillPacks: "devops", projectName: "shared_1", proxy: "traefik", domain: "home.example",
+      platform: "linux/arm64", deployment: "bare-metal", coreVersion: "2026.1.0", gpu: "true", generateSecrets: "false",
+    });
+    expect(stateFromInput(inputOfLink(`?${query}`)!, known, initialState())).toEqual({ state: chosen, ignored: [] });
+    // Only what differs: one service is a short link.
+    expect(linkQuery({ ...initialState(), services: ["redis"] })).toBe("services=redis");
+  });
+
+  test("a hand-written or hostile link fills text fields as text, drops unknown ids and odd flags", () => {
+    const known = { services: new Set(byId.keys()), packs: new Set(["devops"]), presets: new Map([["devops", preset]]) };
+    const input = inputOfLink(`?preset=devops&services=app,,%3Cscript%3E,../etc&domain=${encodeURIComponent("x.com\nname: evil")}&gpu=maybe&generateSecrets=0`)!;
+    expect(input).toEqual({ preset: "devops", services: ["app", "<script>", "../etc"], domain: "x.com\nname: evil" });
+    const { state, ignored } = stateFromInput(input, known, initialState());
+    expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops"], presetId: "devops", gpu: false, generateSecrets: true });
+    expect(ignored).toEqual(["<script>", "../etc"]);
+    // The form refuses the domain before anything is generated.
+    expect(fieldErrors(state).domain).toBeDefined();
   });
 
   test("complete documents, a bundle's stackgen.json and plain inputs are imported; nothing else", () => {

@@ -350,6 +350,39 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#file-content").textContent()).not.toContain(password);
   }, TEST_TIMEOUT_MS);
 
+  test("the address bar holds a link to the choices, and the link opens the page with them", async () => {
+    const page = await openPage();
+    await context!.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    expect(await page.locator("#link-note").isHidden()).toBe(true);
+    await page.locator("#svc-n8n").check();
+    await page.fill("#opt-projectName", "shared");
+    await page.selectOption("#opt-proxy", "traefik");
+    await page.fill("#opt-domain", "home.example");
+    await settled(page);
+    await page.waitForFunction(() => location.search.includes("domain=home.example"));
+    const link = page.url();
+    expect(Object.fromEntries(new URL(link).searchParams)).toMatchObject({ services: expect.stringContaining("n8n"), projectName: "shared", proxy: "traefik", domain: "home.example" });
+    await page.click("#link-button");
+    await page.waitForSelector("#files-message:has-text('Copied a link')");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
+
+    // Opened elsewhere (another tab, another person): the same choices, and a note saying so.
+    const other = await context!.newPage();
+    const edited = new URL(link);
+    edited.searchParams.set("services", `${edited.searchParams.get("services")},no-such-service`);
+    await other.goto(edited.href);
+    await other.waitForSelector("body[data-ready=true]");
+    await settled(other);
+    expect(await other.locator("#svc-n8n").isChecked()).toBe(true);
+    expect(await other.inputValue("#opt-projectName")).toBe("shared");
+    expect(await other.inputValue("#opt-proxy")).toBe("traefik");
+    expect(await other.inputValue("#opt-domain")).toBe("home.example");
+    const note = (await other.locator("#link-note").textContent())!;
+    expect(note).toContain("opened with the choices in its link (1 service, 0 skill packs, proxy traefik, domain home.example)");
+    expect(note).toContain("left out: no-such-service");
+    expect(await resolved(other)).toEqual(expect.arrayContaining(["n8n", "postgresql", "traefik"]));
+  }, TEST_TIMEOUT_MS);
+
   test("importing a complete document fills the form", async () => {
     const input = {
       projectName: "imported-stack", services: ["n8n", "redis"], skillPacks: [], proxy: "traefik",

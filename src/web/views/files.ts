@@ -1,9 +1,9 @@
 // Step 4: preview every file of the bundle (secrets masked until revealed), copy or download one
 // file, download the ZIP, export and import the complete JSON document.
-import { h, replaceChildren, byId, saveFile } from "../dom.ts";
+import { h, replaceChildren, byId, saveFile, canCopy } from "../dom.ts";
 import { formatMB } from "../explain.ts";
 import * as api from "../api.ts";
-import { generateBody, inputOfDocument, stateFromInput } from "../model.ts";
+import { generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
 import type { Store } from "../store.ts";
 import { announce } from "./catalog.ts";
@@ -138,6 +138,14 @@ export function mountFiles(store: Store): void {
     say(`Downloaded ${name}.zip (${Math.ceil(zip.size / 1024)} KB), the files of the preview.`);
   }));
 
+  // The same link the address bar shows (app.ts updates it a moment after each change).
+  const linkButton = byId<HTMLButtonElement>("link-button");
+  linkButton.hidden = !canCopy();
+  linkButton.addEventListener("click", () => navigator.clipboard.writeText(`${location.origin}${location.pathname}${linkSearch(store.form)}`).then(
+    () => say("Copied a link that opens this page with these choices. It carries no secrets: each generation makes new ones."),
+    (e: Error) => say(`Could not copy the link: ${e.message}`, "error"),
+  ));
+
   exportButton.addEventListener("click", () => run("Exporting", async () => {
     const doc = await completeDocument();
     const fileName = `${store.form.projectName}.stackgen.json`;
@@ -165,10 +173,6 @@ export function mountFiles(store: Store): void {
     }
   });
 }
-
-/** The Clipboard API exists only in a secure context (HTTPS, or this machine over HTTP): a page
- *  opened as http://<LAN address>:3654 gets no Copy button rather than one that always fails. */
-const canCopy = () => window.isSecureContext && typeof navigator.clipboard?.writeText === "function";
 
 function treeList(node: TreeNode, selected: string, pick: (path: string) => void): HTMLUListElement {
   return h("ul", {}, ...node.children.map((child) => {
