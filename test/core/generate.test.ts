@@ -479,6 +479,13 @@ describe("input fields take effect", () => {
   test("traefik gets static + dynamic config and router labels", () => {
     const g = gen({ services: ["n8n"], proxy: "traefik", domain: "example.com" });
     expect(g.files["traefik/traefik.yml"]).toContain("letsencrypt");
+    // The ACME account e-mail cannot come from .env (Traefik reads one static source): the file
+    // and the bundle README say where to put one's own.
+    expect(parseYaml(g.files["traefik/traefik.yml"]!).certificatesResolvers.letsencrypt.acme.email).toBe("admin@example.com");
+    expect(g.files["traefik/traefik.yml"]).toContain("# Let's Encrypt account e-mail: certificatesResolvers.letsencrypt.acme.email below");
+    expect(g.files["README.md"]).toContain("Let's Encrypt knows you by the e-mail in `traefik/traefik.yml`");
+    expect(gen({ services: ["n8n"], proxy: "caddy", domain: "example.com" }).files["README.md"]).toContain("Let's Encrypt knows you by `CADDY_ACME_EMAIL` in `.env`");
+    expect(gen({ services: ["n8n"], proxy: "traefik" }).files["traefik/traefik.yml"]).not.toContain("account e-mail");
     const middlewares = parseYaml(g.files["traefik/dynamic/middlewares.yml"]!) as any;
     // nosniff and HSTS for every app; framing and referrer policy stay each app's own (Traefik
     // would replace what the app sends: a blanket DENY blanks same-origin previews and embeds).

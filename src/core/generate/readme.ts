@@ -36,7 +36,7 @@ about ${ctx.stack.estimatedMemoryMB} MB of memory for the services (the gateway 
 |---|---|---|---|---|---|
 ${rows.join("\n")}
 
-Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host`}.${ctx.domain ? " Their own ports are bound to 127.0.0.1, so from other machines the apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`." : ""}` : ""}
+Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their own ports are bound to 127.0.0.1, so from other machines the apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`." : ""}` : ""}
 
 ${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
@@ -72,6 +72,13 @@ above load it, and regenerating never writes it. \`stackgen deploy\` sends \`doc
 The gateway reads the agent skills in \`skills/\` (see \`skills/README.md\`).
 ${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
   return { "README.md": text };
+}
+
+/** Where the Let's Encrypt account e-mail of a public domain is set, per proxy. */
+function acmeAccount(ctx: GenContext): string {
+  return has(ctx, "traefik")
+    ? `Let's Encrypt knows you by the e-mail in \`traefik/traefik.yml\` (\`admin@${ctx.domain}\` until you put your own there)`
+    : `Let's Encrypt knows you by \`CADDY_ACME_EMAIL\` in \`.env\` (\`admin@${ctx.domain}\` while it is empty)`;
 }
 
 /** How HTTPS works for a private domain no public CA signs for, per proxy. */
