@@ -9,9 +9,8 @@ import { migrateConfig } from "../core/migrate.ts";
 export interface Stack {
   dir: string;
   composeFile: string;
-  /** The user's override file beside it, which plain `docker compose` in the directory also loads. */
-  overrideFile?: string;
-  /** Every file compose is given, in order: the compose file, then the override file if any. */
+  /** Every file compose is given, in order: the compose file, then the user's override file beside
+   *  it if any (which plain `docker compose` in the directory also loads). */
   composeFiles: string[];
   project: string;
   /** The compose file as parsed (not interpolated). */
@@ -86,7 +85,7 @@ export function loadStack(dirArg: string | undefined): Stack {
     composeFiles: overrideFile ? [composeFile, overrideFile] : [composeFile],
     project,
     compose,
-    ...(overrideFile ? { overrideFile, override } : {}),
+    ...(override ? { override } : {}),
     ...(hasConfig ? { config } : {}),
   };
 }

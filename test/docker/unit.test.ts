@@ -112,7 +112,7 @@ describe("project names and compose model", () => {
       put("docker-compose.yaml", "name: yaml\nservices: {}\n");
       put("docker-compose.yml", "name: yml\nservices: {}\n");
       expect(loadStack(dir)).toMatchObject({ composeFile: join(dir, "docker-compose.yml"), composeFiles: [join(dir, "docker-compose.yml")], project: "yml" });
-      expect(loadStack(dir).overrideFile).toBeUndefined();
+      expect(loadStack(dir).override).toBeUndefined();
       put("compose.yml", "name: short\nservices: {}\n");
       put("docker-compose.override.yaml", "services: {}\n");
       put("docker-compose.override.yml", "services:\n  web: {environment: {A: '1'}}\n");
@@ -122,7 +122,7 @@ describe("project names and compose model", () => {
       expect(stack.project).toBe("short");
       // The override's own top-level name wins, as the later file's does in compose.
       put("compose.override.yaml", "name: mine\n");
-      expect(loadStack(dir)).toMatchObject({ overrideFile: join(dir, "compose.override.yaml"), project: "mine" });
+      expect(loadStack(dir)).toMatchObject({ composeFiles: [join(dir, "compose.yml"), join(dir, "compose.override.yaml")], project: "mine" });
       put("compose.override.yaml", "- not a mapping\n");
       expect(() => loadStack(dir)).toThrow(/compose.override.yaml must hold a YAML mapping/);
     } finally {
