@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
 import { validateSelection } from "../core/validate.ts";
@@ -153,9 +153,10 @@ function envCheck(stack: Stack): DoctorCheck {
   const id = "env";
   const file = join(stack.dir, ".env");
   if (!existsSync(file)) {
-    return stack.composeFiles.some((f) => /\$\{[A-Za-z_]/.test(readFileSync(f, "utf8")))
-      ? { id, status: "fail", message: "docker-compose.yml refers to ${VAR}s but there is no .env; regenerate the bundle or restore .env from a backup" }
-      : { id, status: "ok", message: "no .env, and the compose file needs none" };
+    const referring = stack.composeFiles.filter((f) => /\$\{[A-Za-z_]/.test(readFileSync(f, "utf8"))).map((f) => basename(f));
+    return referring.length
+      ? { id, status: "fail", message: `${referring.join(" and ")} ${referring.length === 1 ? "refers" : "refer"} to \${VAR}s but there is no .env; regenerate the bundle or restore .env from a backup` }
+      : { id, status: "ok", message: "no .env, and the compose files need none" };
   }
   const mode = statSync(file).mode & 0o777;
   if (mode & 0o077) return { id, status: "warn", message: `.env holds the stack's secrets but is readable by others (mode ${mode.toString(8)}); run chmod 600 .env` };

@@ -87,9 +87,15 @@ services:
     const port = await freePort();
     writeFileSync(join(dir, "docker-compose.yml"), `name: noenv\nservices:\n  app:\n    image: busybox\n    environment: {A: "\${A}"}\n    ports: ["127.0.0.1:${port}:80"]\n`);
     const first = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
-    expect(first.checks.find((c) => c.id === "env")).toMatchObject({ status: "fail", message: expect.stringContaining("no .env") });
+    expect(first.checks.find((c) => c.id === "env")).toMatchObject({ status: "fail", message: expect.stringMatching(/^docker-compose\.yml refers to .* but there is no \.env/) });
     expect(first.checks.find((c) => c.id === "memory")).toMatchObject({ status: "ok", message: expect.stringContaining("no stackgen.json") });
     expect(first.checks.some((c) => c.id === "gpu")).toBe(false);
+
+    // The message names the file that needs .env, also when only the user's override does.
+    writeFileSync(join(dir, "docker-compose.yml"), `name: noenv\nservices:\n  app:\n    image: busybox\n    ports: ["127.0.0.1:${port}:80"]\n`);
+    writeFileSync(join(dir, "compose.override.yaml"), `services:\n  app:\n    environment: {A: "\${A}"}\n`);
+    const overridden = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(overridden.checks.find((c) => c.id === "env")).toMatchObject({ status: "fail", message: expect.stringMatching(/^compose\.override\.yaml refers to .* but there is no \.env/) });
 
     writeFileSync(join(dir, ".env"), "A=1\n", { mode: 0o600 });
     const second = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
