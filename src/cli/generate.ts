@@ -36,8 +36,13 @@ export default defineCommand({
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
     const summary = { dir, files: plan.map(({ path, action }) => ({ path, action })), metadata };
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.
+    // Edits to the compose file are the common case, and they have a place that survives every
+    // regeneration: the override file, which compose loads on top and no bundle contains.
+    const overrideHint = edited.includes("docker-compose.yml")
+      ? " Your own changes to docker-compose.yml belong in docker-compose.override.yml: docker compose and stackgen update, backup and restore load it, and generate never writes it (deploy sends docker-compose.yml alone)."
+      : "";
     const refusal = edited.length
-      ? failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. ${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them.`)
+      ? failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. ${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them.${overrideHint}`)
       : undefined;
 
     if (args["dry-run"]) {

@@ -170,6 +170,12 @@ describe("regenerating into an existing bundle", () => {
     expect(real.code).toBe(1);
     expect(jsonError(real.stdout).code).toBe("EDITED_FILES");
     expect(readFileSync(join(dir, "Caddyfile"), "utf8")).toEndWith("# mine\n");
+    expect(jsonError(real.stdout).message).not.toContain("override");
+    // An edited compose file: the message says where such changes survive a regeneration.
+    writeFileSync(join(dir, "docker-compose.yml"), readFileSync(join(dir, "docker-compose.yml"), "utf8") + "# mine\n");
+    const compose = jsonError((await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--json"], { env })).stdout);
+    expect(compose.message).toContain("Caddyfile, docker-compose.yml");
+    expect(compose.message).toContain("belong in docker-compose.override.yml");
   });
 
   test("a symlinked folder leading outside is refused before any file is written", async () => {
