@@ -3,7 +3,7 @@
 import { h, replaceChildren, byId } from "./dom.ts";
 import * as api from "./api.ts";
 import { initialState, inputOfLink, linkSearch, stateFromInput, validateBody } from "./model.ts";
-import { Store, indexCatalog } from "./store.ts";
+import { Store, indexCatalog, knownIds } from "./store.ts";
 import { mountPresets, mountPacks, mountServices } from "./views/catalog.ts";
 import { mountSummary } from "./views/summary.ts";
 import { mountOptions } from "./views/options.ts";
@@ -57,9 +57,7 @@ function startLiveValidation(store: Store): void {
 function openLink(store: Store): void {
   const input = inputOfLink(location.search);
   if (!input) return;
-  const { servicesById, packsById, presetsById } = store.catalog;
-  const known = { services: new Set(servicesById.keys()), packs: new Set(packsById.keys()), presets: presetsById };
-  const { state, ignored } = stateFromInput(input, known, store.form);
+  const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
   store.form = state;
   const note = byId("link-note");
   const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;

@@ -1,6 +1,6 @@
 // The page's shared state: the form (user input), the loaded catalog and the latest validation.
 import type { CatalogService, Category, CompleteDocument, Preset, SkillPack, ValidateResponse } from "./api.ts";
-import { fieldErrors, isEmptySelection, type FormState } from "./model.ts";
+import { fieldErrors, isEmptySelection, type FormState, type KnownIds } from "./model.ts";
 
 export interface CatalogData {
   services: CatalogService[];
@@ -23,6 +23,10 @@ export function indexCatalog(services: CatalogService[], categories: Category[],
     packsById: new Map(packs.map((p) => [p.id, p])),
   };
 }
+
+/** The ids an imported document or a link may name (stateFromInput drops the others). */
+export const knownIds = ({ servicesById, packsById, presetsById }: CatalogData): KnownIds =>
+  ({ services: new Set(servicesById.keys()), packs: new Set(packsById.keys()), presets: presetsById });
 
 export type Validation =
   | { kind: "idle" }

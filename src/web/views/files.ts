@@ -5,7 +5,7 @@ import { formatMB } from "../explain.ts";
 import * as api from "../api.ts";
 import { generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
-import type { Store } from "../store.ts";
+import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
 
@@ -158,9 +158,7 @@ export function mountFiles(store: Store): void {
     if (!file) return;
     try {
       const input = inputOfDocument(JSON.parse(await file.text()));
-      const { servicesById, packsById, presetsById } = store.catalog;
-      const known = { services: new Set(servicesById.keys()), packs: new Set(packsById.keys()), presets: presetsById };
-      const { state, ignored } = stateFromInput(input, known, store.form);
+      const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
       store.setForm(state);
       const parts = [`Imported ${file.name}: project ${state.projectName}, ${state.services.length} services, ${state.skillPacks.length} skill packs.`];
       if (ignored.length) parts.push(`Not in this catalog, left out: ${ignored.join(", ")}.`);
