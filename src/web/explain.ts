@@ -47,6 +47,9 @@ const FALLBACK = { title: "Note", help: "" };
 export const explainConflict = (code: string) => CONFLICT_HELP[code] ?? { ...FALLBACK, title: code };
 export const explainWarning = (code: string) => WARNING_HELP[code] ?? { ...FALLBACK, title: code };
 
+/** "1 service", "2 services": a count with its noun (as the CLI's output.ts says it). */
+export const plural = (count: number, noun: string) => `${count} ${count === 1 ? noun : `${noun}s`}`;
+
 /** 512 → "512 MB", 2560 → "2.5 GB". */
 export function formatMB(mb: number): string {
   if (mb < 1024) return `${Math.round(mb)} MB`;

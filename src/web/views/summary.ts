@@ -1,7 +1,7 @@
 // The "Your stack" panel: live validation (resolved services, added dependencies, warnings and
 // conflicts explained) and memory against the host size the user picks.
 import { h, replaceChildren, byId } from "../dom.ts";
-import { explainConflict, explainWarning, formatMB } from "../explain.ts";
+import { explainConflict, explainWarning, formatMB, plural } from "../explain.ts";
 import type { ValidateResponse } from "../api.ts";
 import type { Store } from "../store.ts";
 
@@ -37,10 +37,9 @@ export function mountSummary(store: Store): void {
     }
     const hostMB = Number(hostSelect.value) * 1024;
     replaceChildren(body, ...renderResult(store, result, hostMB, v.kind === "checking"));
-    const n = result.resolvedServices.length;
     statusBar.replaceChildren(
-      h("span", { class: result.valid ? "ok-text" : "error-text" }, result.valid ? "✓ Valid" : `✗ ${result.conflicts.length} conflict${result.conflicts.length === 1 ? "" : "s"}`),
-      ` · ${n} service${n === 1 ? "" : "s"} · ${formatMB(result.estimatedMemoryMB)}`,
+      h("span", { class: result.valid ? "ok-text" : "error-text" }, result.valid ? "✓ Valid" : `✗ ${plural(result.conflicts.length, "conflict")}`),
+      ` · ${plural(result.resolvedServices.length, "service")} · ${formatMB(result.estimatedMemoryMB)}`,
     );
   };
   store.onValidation(render);
