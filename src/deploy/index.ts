@@ -74,7 +74,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     fetch: opts.fetch,
     timeoutMs: opts.timeoutMs,
   };
-  const problem = provider.checkProjectName?.(target.projectName);
+  const problem = projectNameProblem(provider.name, target.projectName);
   if (problem) throw usageError(problem);
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
