@@ -11,7 +11,7 @@ import { migrateConfig } from "../core/migrate.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
 import { deployBundle, DESTINATION_ENV, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
-import { OVERRIDE_FILE_NAMES } from "../docker/stack.ts";
+import { composeSettings, OVERRIDE_FILE_NAMES } from "../docker/stack.ts";
 import { log, printJson, printText } from "./output.ts";
 
 const KEY_ENV = "STACKGEN_DEPLOY_API_KEY";
@@ -36,8 +36,13 @@ export default defineCommand({
     const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true;
     const dir = path.resolve(String(args.dir ?? "."));
     const bundle = readBundle(dir);
-    // The platform runs the bundle's compose file alone; changes kept beside it would silently not be there.
-    for (const name of OVERRIDE_FILE_NAMES.filter((n) => existsSync(path.join(dir, n)))) {
+    // The platform runs the bundle's compose file alone; changes kept beside it (the override file,
+    // or the other files COMPOSE_FILE lists) would silently not be there.
+    const { files: listed } = composeSettings(dir);
+    const beside = listed
+      ? listed.filter((f) => f !== path.join(dir, "docker-compose.yml")).map((f) => path.relative(dir, f))
+      : OVERRIDE_FILE_NAMES.filter((n) => existsSync(path.join(dir, n)));
+    for (const name of beside) {
       log.warn(`${name} is not deployed: the platform runs docker-compose.yml alone, so carry the changes it holds into that file first.`);
     }
 

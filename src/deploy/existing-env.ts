@@ -5,7 +5,7 @@
 //   pushing them would lock services out of the data their old passwords protect. Then every
 //   value the platform has set stays, and only variables it lacks (or holds empty) are pushed.
 import type { EnvVar } from "./types.ts";
-import { ENV_ASSIGNMENT, parseEnvText } from "./parse-env.ts";
+import { ENV_ASSIGNMENT, parseEnvText } from "../core/parse-env.ts";
 
 /** A platform's variable: its value, or undefined when the platform does not show it (a token
  *  without the right to read secrets). A hidden value counts as set. */

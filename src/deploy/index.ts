@@ -7,7 +7,7 @@ import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
 import { redact } from "./http.ts";
-import { parseEnvText } from "./parse-env.ts";
+import { ENV_ASSIGNMENT, parseEnvText } from "../core/parse-env.ts";
 import type {
   DeployProvider,
   DeployResult,
@@ -20,7 +20,7 @@ import type {
 } from "./types.ts";
 
 export type { DeployResult, DeployStep, ProviderName } from "./types.ts";
-export { parseEnvText } from "./parse-env.ts";
+export { parseEnvText } from "../core/parse-env.ts";
 export { DESTINATION_ENV } from "./coolify.ts";
 
 export const PROVIDERS: Record<ProviderName, DeployProvider> = { coolify, dokploy };
@@ -54,20 +54,38 @@ export interface DeployOptions {
   timeoutMs?: number;
 }
 
+/** Compose's own settings for the machine it runs on. Pushed to a platform they would name files
+ *  it does not have, or replace the project name it writes into the same .env (Dokploy). */
+const LOCAL_COMPOSE_SETTINGS = new Set(["COMPOSE_FILE", "COMPOSE_PATH_SEPARATOR", "COMPOSE_PROJECT_NAME"]);
+
+/** `.env` text without its local compose settings, and the names left out. */
+export function withoutLocalComposeSettings(envText: string): { text: string; dropped: string[] } {
+  const dropped = new Set<string>();
+  const lines = envText.split("\n").filter((line) => {
+    const key = ENV_ASSIGNMENT.exec(line.trim())?.[1];
+    if (key === undefined || !LOCAL_COMPOSE_SETTINGS.has(key)) return true;
+    dropped.add(key);
+    return false;
+  });
+  return { text: dropped.size ? lines.join("\n") : envText, dropped: [...dropped] };
+}
+
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {
   const provider = PROVIDERS[opts.provider as ProviderName];
   if (!provider) throw usageError(`Unknown provider "${opts.provider}" (use ${PROVIDER_NAMES.join(" or ")})`);
   if (!opts.apiKey) throw usageError(`An API key for ${provider.label} is required`);
   const baseUrl = normaliseInstanceUrl(opts.url);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
+  const { text: envText, dropped } = withoutLocalComposeSettings(opts.envText);
+  if (dropped.length) changes.push(`.env: ${dropped.join(", ")} not sent: ${dropped.length === 1 ? "it chooses" : "they choose"} the files and project name on this machine; the platform runs docker-compose.yml under its own project name`);
   const target = {
     baseUrl,
     apiKey: opts.apiKey,
     update: opts.update === true,
     projectName: opts.projectName.trim(),
     composeYaml: yaml,
-    envText: opts.envText,
-    envVars: parseEnvText(opts.envText),
+    envText,
+    envVars: parseEnvText(envText),
     destination: opts.destination?.trim() || undefined,
     keepExistingValues: opts.keepExistingValues === true,
     freshSecrets: opts.freshSecrets ?? new Set<string>(),

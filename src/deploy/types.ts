@@ -1,5 +1,8 @@
 // Shared shapes of the deployers (SPEC §4.2, CONTRACT §5). The CLI, the HTTP API and the tests
 // all speak these types, so they stay free of any provider detail.
+import type { EnvVar } from "../core/parse-env.ts";
+
+export type { EnvVar };
 
 export type ProviderName = "coolify" | "dokploy";
 
@@ -59,10 +62,6 @@ export interface DeployTarget {
   timeoutMs?: number;
 }
 
-export interface EnvVar {
-  key: string;
-  value: string;
-}
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 

@@ -166,8 +166,8 @@ function envCheck(stack: Stack): DoctorCheck {
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
   const { config } = stack;
-  // Compose merges the override's ports and devices into the compose file's: check both.
-  const files = stack.override ? [stack.compose, stack.override] : [stack.compose];
+  // Compose merges a later file's ports and devices into the earlier ones': check every file.
+  const files = stack.documents;
 
   let info: EngineInfo | undefined;
   let containers: ContainerSummary[] = [];

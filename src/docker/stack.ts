@@ -5,18 +5,16 @@ import { basename, join, resolve } from "node:path";
 import YAML from "yaml";
 import { StackgenError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
+import { parseEnvText } from "../core/parse-env.ts";
 
 export interface Stack {
   dir: string;
-  composeFile: string;
-  /** Every file compose is given, in order: the compose file, then the user's override file beside
-   *  it if any (which plain `docker compose` in the directory also loads). */
+  /** Every file compose is given, in order: COMPOSE_FILE's list when it is set, else the compose
+   *  file and the user's override file beside it if any (which plain `docker compose` also loads). */
   composeFiles: string[];
+  /** Each of `composeFiles` as parsed (not interpolated), in the same order. */
+  documents: Record<string, unknown>[];
   project: string;
-  /** The compose file as parsed (not interpolated). */
-  compose: Record<string, unknown>;
-  /** The override file as parsed (not interpolated); undefined when there is none. */
-  override?: Record<string, unknown>;
   /** stackgen.json, migrated to the current configVersion; undefined when there is none. */
   config?: Record<string, unknown>;
 }
@@ -47,18 +45,65 @@ export function projectNameOf(composeName: unknown, configName: unknown, dir: st
   return normaliseProjectName(basename(dir));
 }
 
-export function loadStack(dirArg: string | undefined): Stack {
+/** Compose's own variables that choose a project's files and name, as `docker compose` run in
+ *  `dir` reads them: the environment's value first, else the one in the directory's `.env`.
+ *  A user who set them there runs their stack with them; a day-2 command that ignored them would
+ *  recreate the containers from other files, or under another project with other volumes. */
+export interface ComposeSettings {
+  files?: string[];
+  projectName?: string;
+  /** Where COMPOSE_FILE came from, for messages. */
+  filesFrom?: string;
+}
+
+export function composeSettings(dir: string, env: Record<string, string | undefined> = process.env): ComposeSettings {
+  const envFile = join(dir, ".env");
+  let fromFile = new Map<string, string>();
+  if (existsSync(envFile) && statSync(envFile).isFile()) {
+    try {
+      fromFile = new Map(parseEnvText(readFileSync(envFile, "utf8")).map((v) => [v.key, v.value]));
+    } catch {
+      // An unreadable .env is doctor's business; compose settings then come from the environment only.
+    }
+  }
+  const setting = (name: string): { value: string; from: string } | undefined => {
+    const own = env[name];
+    if (own !== undefined && own !== "") return { value: own, from: `$${name}` };
+    const written = fromFile.get(name);
+    return written !== undefined && written !== "" ? { value: written, from: `${name} in ${envFile}` } : undefined;
+  };
+  const file = setting("COMPOSE_FILE");
+  const separator = setting("COMPOSE_PATH_SEPARATOR")?.value ?? ":";
+  const project = setting("COMPOSE_PROJECT_NAME");
+  return {
+    // Relative entries are read from the stack directory, where compose runs for every command.
+    ...(file ? { files: file.value.split(separator).filter((f) => f.trim() !== "").map((f) => resolve(dir, f.trim())), filesFrom: file.from } : {}),
+    ...(project ? { projectName: project.value } : {}),
+  };
+}
+
+export function loadStack(dirArg: string | undefined, env: Record<string, string | undefined> = process.env): Stack {
   const dir = resolve(dirArg && dirArg !== "" ? dirArg : ".");
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw badInput(`${dir} is not a directory.`);
-  const composeName = COMPOSE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
+  const settings = composeSettings(dir, env);
   const configPath = join(dir, "stackgen.json");
   const hasConfig = existsSync(configPath);
-  if (!composeName) {
-    throw badInput(
-      hasConfig
-        ? `${dir} has a stackgen.json but no docker-compose.yml; regenerate the bundle.`
-        : `${dir} is not a stack directory (no stackgen.json or docker-compose.yml). Use --dir.`,
-    );
+  let composeFiles: string[];
+  if (settings.files) {
+    const missing = settings.files.find((f) => !existsSync(f) || !statSync(f).isFile());
+    if (missing) throw badInput(`${settings.filesFrom} names ${missing}, which is not a file.`);
+    composeFiles = settings.files;
+  } else {
+    const composeName = COMPOSE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
+    if (!composeName) {
+      throw badInput(
+        hasConfig
+          ? `${dir} has a stackgen.json but no docker-compose.yml; regenerate the bundle.`
+          : `${dir} is not a stack directory (no stackgen.json or docker-compose.yml). Use --dir.`,
+      );
+    }
+    const overrideName = OVERRIDE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
+    composeFiles = [join(dir, composeName), ...(overrideName ? [join(dir, overrideName)] : [])];
   }
   let config: Record<string, unknown> = {};
   if (hasConfig) {
@@ -71,21 +116,16 @@ export function loadStack(dirArg: string | undefined): Stack {
     // SPEC §9: an older configVersion is migrated on load, an unknown one refused (exit 2).
     config = migrateConfig(config, `${configPath} has an invalid configVersion`);
   }
-  const composeFile = join(dir, composeName);
-  const compose = parseYamlFile(composeFile);
-  const overrideName = OVERRIDE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
-  const overrideFile = overrideName ? join(dir, overrideName) : undefined;
-  const override = overrideFile ? parseYamlFile(overrideFile) : undefined;
-  // A later file's top-level name wins, as in compose.
-  const project = projectNameOf(override?.name ?? compose.name, config?.projectName, dir);
+  const documents = composeFiles.map(parseYamlFile);
+  // COMPOSE_PROJECT_NAME beats the files' `name`, and a later file's `name` wins, as in compose.
+  const named = documents.findLast((d) => d.name !== undefined)?.name;
+  const project = settings.projectName ?? projectNameOf(named, config?.projectName, dir);
   if (!PROJECT_NAME.test(project)) throw badInput(`"${project}" is not a valid compose project name.`);
   return {
     dir,
-    composeFile,
-    composeFiles: overrideFile ? [composeFile, overrideFile] : [composeFile],
+    composeFiles,
+    documents,
     project,
-    compose,
-    ...(override ? { override } : {}),
     ...(hasConfig ? { config } : {}),
   };
 }

@@ -1,7 +1,7 @@
 // `stackgen deploy` as a user runs it: a subprocess against the fakes, with a bundle written to a
 // temp dir. Besides exit codes and output shape, every run checks that the key never shows up.
 import { afterEach, describe, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts";
 import { DokployFake } from "./fakes/dokploy-fake.ts";
@@ -91,6 +91,17 @@ describe("stackgen deploy (subprocess)", () => {
     expect(run.stdout).toContain(`Dashboard: ${fake.url}/dashboard/project/`);
     expect(run.stderr).toContain("Compose file adapted for Dokploy");
     expect(run.stderr).toContain("docker-compose.override.yml is not deployed");
+    // With COMPOSE_FILE in .env compose skips the override file and loads the listed ones instead.
+    writeFileSync(path.join(dir, "gpu.yml"), "services: {}\n");
+    writeFileSync(path.join(dir, ".env"), `${readFileSync(path.join(dir, ".env"), "utf8")}COMPOSE_FILE=docker-compose.yml:gpu.yml\n`);
+    const listed = await runCli(["--provider", "dokploy", "--url", fake.url, "--dir", dir, "--update"], { STACKGEN_DEPLOY_API_KEY: fake.apiKey });
+    expect(listed.code).toBe(0);
+    expect(listed.stderr).toContain("gpu.yml is not deployed");
+    expect(listed.stderr).not.toContain("docker-compose.override.yml is not deployed");
+    // The setting itself names files the platform does not have: it stays on this machine.
+    expect(listed.stderr).toContain("COMPOSE_FILE not sent");
+    expect(fake.composes[0]!.env).not.toContain("COMPOSE_FILE");
+    expect(fake.composes[0]!.env).toContain("POSTGRES_PASSWORD=Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4\n");
     expect(fake.projects.map((p) => p.name)).toEqual([PROJECT]);
     expect(fake.violations).toEqual([]);
     expectNoKey(run, fake.apiKey);

@@ -111,20 +111,51 @@ describe("project names and compose model", () => {
       const put = (name: string, text: string) => writeFileSync(join(dir, name), text);
       put("docker-compose.yaml", "name: yaml\nservices: {}\n");
       put("docker-compose.yml", "name: yml\nservices: {}\n");
-      expect(loadStack(dir)).toMatchObject({ composeFile: join(dir, "docker-compose.yml"), composeFiles: [join(dir, "docker-compose.yml")], project: "yml" });
-      expect(loadStack(dir).override).toBeUndefined();
+      expect(loadStack(dir)).toMatchObject({ composeFiles: [join(dir, "docker-compose.yml")], documents: [{ name: "yml", services: {} }], project: "yml" });
       put("compose.yml", "name: short\nservices: {}\n");
       put("docker-compose.override.yaml", "services: {}\n");
       put("docker-compose.override.yml", "services:\n  web: {environment: {A: '1'}}\n");
       const stack = loadStack(dir);
       expect(stack.composeFiles).toEqual([join(dir, "compose.yml"), join(dir, "docker-compose.override.yml")]);
-      expect(stack.override).toEqual({ services: { web: { environment: { A: "1" } } } });
+      expect(stack.documents[1]).toEqual({ services: { web: { environment: { A: "1" } } } });
       expect(stack.project).toBe("short");
       // The override's own top-level name wins, as the later file's does in compose.
       put("compose.override.yaml", "name: mine\n");
       expect(loadStack(dir)).toMatchObject({ composeFiles: [join(dir, "compose.yml"), join(dir, "compose.override.yaml")], project: "mine" });
       put("compose.override.yaml", "- not a mapping\n");
       expect(() => loadStack(dir)).toThrow(/compose.override.yaml must hold a YAML mapping/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  test("COMPOSE_FILE and COMPOSE_PROJECT_NAME are honoured as compose honours them: environment first, then .env", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-settings-"));
+    try {
+      const put = (name: string, text: string) => writeFileSync(join(dir, name), text);
+      put("docker-compose.yml", "name: bundle\nservices:\n  web: {image: x}\n");
+      put("docker-compose.override.yml", "services: {}\n");
+      put("gpu.yml", "services:\n  web: {ports: ['8080:80']}\n");
+      // The file list replaces the default pair (compose then skips the override file too).
+      put(".env", "SECRET=x\nCOMPOSE_FILE=docker-compose.yml:gpu.yml\n");
+      let stack = loadStack(dir, {});
+      expect(stack.composeFiles).toEqual([join(dir, "docker-compose.yml"), join(dir, "gpu.yml")]);
+      expect(stack.documents[1]).toEqual({ services: { web: { ports: ["8080:80"] } } });
+      expect(stack.project).toBe("bundle");
+      // The environment beats .env; its separator too; a project name beats the files' `name`.
+      put(".env", "COMPOSE_FILE=gpu.yml\nCOMPOSE_PROJECT_NAME=fromdotenv\n");
+      expect(loadStack(dir, {}).project).toBe("fromdotenv");
+      stack = loadStack(dir, { COMPOSE_FILE: `gpu.yml;${join(dir, "docker-compose.yml")}`, COMPOSE_PATH_SEPARATOR: ";", COMPOSE_PROJECT_NAME: "fromenv" });
+      expect(stack.composeFiles).toEqual([join(dir, "gpu.yml"), join(dir, "docker-compose.yml")]);
+      expect(stack.project).toBe("fromenv");
+      // Without the settings: the default pair, and the files' own name.
+      put(".env", "A=1\n");
+      expect(loadStack(dir, {})).toMatchObject({ composeFiles: [join(dir, "docker-compose.yml"), join(dir, "docker-compose.override.yml")], project: "bundle" });
+      // A listed file that is not there is a usage error naming where the list came from.
+      put(".env", "COMPOSE_FILE=docker-compose.yml:missing.yml\n");
+      expect(() => loadStack(dir, {})).toThrow(`COMPOSE_FILE in ${join(dir, ".env")} names ${join(dir, "missing.yml")}, which is not a file.`);
+      expect(() => loadStack(dir, { COMPOSE_FILE: "nope.yml" })).toThrow(`$COMPOSE_FILE names ${join(dir, "nope.yml")}`);
+      put(".env", "COMPOSE_PROJECT_NAME=Not Valid\n");
+      expect(() => loadStack(dir, {})).toThrow(/"Not Valid" is not a valid compose project name/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
-import { cli, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -232,5 +232,55 @@ services:
       expect((await stack.exec("gate", "cat", "/version")).trim()).toBe("gate-v1");
     },
     150_000,
+  );
+});
+
+describe("update on a stack the user runs with COMPOSE_FILE and COMPOSE_PROJECT_NAME in .env", () => {
+  const stack = TestStack.unique("uf");
+  const appRef = stack.ref("app");
+  // The files' own name differs from the one .env sets: compose uses .env's, and so must update.
+  const fileName = `${stack.project}-file`;
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(appRef, ["RUN echo app-v1 > /version && touch /ok"]);
+    stack.write("docker-compose.yml", `name: ${fileName}
+services:
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+`);
+    stack.write("extra.yml", "services:\n  app:\n    environment: {FROM_EXTRA: \"yes\"}\n");
+    // An override file compose skips once COMPOSE_FILE is set: update must skip it too.
+    stack.write("docker-compose.override.yml", "services:\n  app:\n    environment: {FROM_OVERRIDE: \"yes\"}\n");
+    stack.write(".env", `COMPOSE_FILE=docker-compose.yml:extra.yml\nCOMPOSE_PROJECT_NAME=${stack.project}\n`);
+    // Started the way the user does it: plain `docker compose` in the directory.
+    const up = await run(["docker", "compose", "up", "-d", "--wait"], { cwd: stack.dir });
+    if (up.code !== 0) throw new Error(`compose up failed: ${up.stderr}`);
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "the recreated container keeps what the listed files add, in the same project",
+    async () => {
+      const before = await stack.container("app");
+      expect(before.Config.Env).toContain("FROM_EXTRA=yes");
+      await stack.pushNewVersion(appRef, ["RUN echo app-v2 > /version && touch /ok"]);
+      const status = await cli(["status", "--dir", stack.dir, "--json"]);
+      expect(JSON.parse(status.stdout).summary).toMatchObject({ total: 1, running: 1 });
+      const r = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout).updated.map((u: any) => u.service)).toEqual(["app"]);
+      const after = await stack.container("app");
+      expect(after.Id).not.toBe(before.Id);
+      expect(after.Config.Env).toContain("FROM_EXTRA=yes");
+      expect(after.Config.Env.some((e: string) => e.startsWith("FROM_OVERRIDE="))).toBe(false);
+      expect((await run(["docker", "exec", after.Id, "cat", "/version"])).stdout.trim()).toBe("app-v2");
+      // Nothing was started under the files' own name.
+      expect(await docker("ps", "-aq", "--filter", `label=com.docker.compose.project=${fileName}`)).toBe("");
+    },
+    120_000,
   );
 });

@@ -1,6 +1,11 @@
-// Dotenv text as Compose and the platforms read it, for the variables a deploy pushes.
-import type { EnvVar } from "./types.ts";
-import { findClosingQuote } from "../core/env-merge.ts";
+// Dotenv text as Compose and the platforms read it: the variables a deploy pushes, and the
+// COMPOSE_* settings in a stack's .env that day-2 commands honour as compose does.
+import { findClosingQuote } from "./env-merge.ts";
+
+export interface EnvVar {
+  key: string;
+  value: string;
+}
 
 /** One `KEY=value` (or `export KEY=value`) line, trimmed: the key and the raw rest. */
 export const ENV_ASSIGNMENT = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/;
