@@ -41,6 +41,27 @@ export interface CreateResult {
   services: string[];
   volumes: { name: string; size: number }[];
   files: string[];
+  /** What the stack keeps outside its directory, and so outside this backup: writable bind mounts
+   *  of host folders and files, and compose files COMPOSE_FILE names elsewhere. */
+  notIncluded: string[];
+}
+
+/** The stack's own data and config outside `stack.dir`, which a backup of the directory and the
+ *  named volumes misses: said out loud, since a user restoring on a new machine would lose it.
+ *  Read-only mounts (config the stack only reads) and sockets or devices (the Docker socket,
+ *  a GPU) are not the stack's data. */
+export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
+  const inside = (path: string) => path === stack.dir || path.startsWith(stack.dir + sep);
+  const out: string[] = [];
+  for (const file of stack.composeFiles) if (!inside(file)) out.push(`compose file ${file}`);
+  for (const service of model.services) {
+    for (const bind of service.binds) {
+      if (bind.readOnly || inside(bind.source)) continue;
+      const st = statSync(bind.source, { throwIfNoEntry: false });
+      if (st && (st.isDirectory() || st.isFile())) out.push(`${bind.source} (bind-mounted into ${service.name} at ${bind.target})`);
+    }
+  }
+  return [...new Set(out)];
 }
 
 export const defaultBackupDir = (stack: Stack) => join(stack.dir, "backups");
@@ -78,6 +99,8 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const volumes = await stackVolumes(engine, model);
   const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
   const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
+  const notIncluded = outsideTheBackup(stack, model);
+  if (notIncluded.length) say(`Not in the backup, outside ${stack.dir}: ${notIncluded.join("; ")}`);
   mkdirSync(outputDir, { recursive: true });
   // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
   // the archive is written under a temporary name and renamed, so a listed backup is complete.
@@ -126,6 +149,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       services: manifest.services.map((s) => s.name),
       volumes: manifest.volumes.map((v) => ({ name: v.name, size: v.size })),
       files: manifest.files,
+      notIncluded,
     };
   } finally {
     rmSync(work, { recursive: true, force: true });

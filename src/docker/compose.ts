@@ -120,6 +120,30 @@ export interface ComposeService {
   image?: string;
   dependsOn: string[];
   hasBuild: boolean;
+  /** Host paths mounted into the service (bind mounts), as compose resolved them. */
+  binds: BindMount[];
+}
+
+export interface BindMount {
+  source: string;
+  target: string;
+  readOnly: boolean;
+}
+
+/** A service's bind mounts from `compose config`: v2's long form, or v1's `src:dst[:mode]` strings. */
+function bindsOf(volumes: unknown): BindMount[] {
+  if (!Array.isArray(volumes)) return [];
+  const binds: BindMount[] = [];
+  for (const v of volumes) {
+    if (typeof v === "string") {
+      const [source, target, mode] = v.split(":");
+      // v1 writes host paths absolute; a bare name is a named volume.
+      if (source?.startsWith("/") && target) binds.push({ source, target, readOnly: mode?.split(",").includes("ro") ?? false });
+    } else if (v && typeof v === "object" && v.type === "bind" && typeof v.source === "string" && typeof v.target === "string") {
+      binds.push({ source: v.source, target: v.target, readOnly: v.read_only === true });
+    }
+  }
+  return binds;
 }
 
 export interface ComposeVolume {
@@ -140,7 +164,7 @@ export function normaliseModel(raw: Record<string, any>, project: string): Compo
   const services: ComposeService[] = Object.entries((raw.services ?? {}) as Record<string, any>).map(([name, svc]) => {
     const deps = svc?.depends_on;
     const dependsOn = Array.isArray(deps) ? deps.map(String) : deps && typeof deps === "object" ? Object.keys(deps) : [];
-    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined };
+    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes) };
   });
   const volumes: ComposeVolume[] = Object.entries((raw.volumes ?? {}) as Record<string, any>).map(([key, vol]) => {
     const external = vol?.external === true || (typeof vol?.external === "object" && vol?.external !== null);

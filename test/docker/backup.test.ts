@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
-import { cli, cliMeasured, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { BASE_IMAGE, cli, cliMeasured, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -57,6 +57,7 @@ volumes:
       expect(existsSync(out.file)).toBe(true);
       expect(out.volumes.map((v: any) => v.name).sort()).toEqual([`${stack.project}_data`, `${stack.project}_more`]);
       expect(out.files).toEqual(expect.arrayContaining([".env", "docker-compose.yml", "stackgen.json"]));
+      expect(out.notIncluded).toEqual([]);
       expect(r.stderr).toContain("Stopping");
       // Services were started again after the cold copy.
       expect((await stack.container("store")).State.Running).toBe(true);
@@ -300,5 +301,54 @@ volumes:
       }
     },
     120_000,
+  );
+});
+
+describe("backup of a stack that keeps data outside its directory", () => {
+  const stack = TestStack.unique("bo");
+  const outside = mkdtempSync(join(tmpdir(), "stackgen-outside-"));
+  afterAll(async () => {
+    await stack.cleanup();
+    rmSync(outside, { recursive: true, force: true });
+  }, 60_000);
+
+  e2e(
+    "create names what it cannot hold: writable host folders and files, compose files elsewhere",
+    async () => {
+      mkdirSync(join(outside, "pgdata"));
+      mkdirSync(join(outside, "certs"));
+      writeFileSync(join(outside, "app.db"), "rows");
+      writeFileSync(join(outside, "extra.yml"), "services:\n  app:\n    environment: {EXTRA: \"1\"}\n");
+      mkdirSync(join(stack.dir, "conf"), { recursive: true });
+      stack.write(
+        "docker-compose.yml",
+        `name: ${stack.project}
+services:
+  app:
+    image: ${BASE_IMAGE}
+    command: ["sleep", "3600"]
+    volumes:
+      - ${join(outside, "pgdata")}:/var/lib/data
+      - ${join(outside, "app.db")}:/app.db
+      - ${join(outside, "certs")}:/certs:ro
+      - ./conf:/conf
+      - /dev/null:/dev/quiet
+`,
+      );
+      stack.write(".env", `COMPOSE_FILE=docker-compose.yml:${join(outside, "extra.yml")}\n`);
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.notIncluded).toEqual([
+        `compose file ${join(outside, "extra.yml")}`,
+        `${join(outside, "pgdata")} (bind-mounted into app at /var/lib/data)`,
+        `${join(outside, "app.db")} (bind-mounted into app at /app.db)`,
+      ]);
+      expect(r.stderr).toContain(`Not in the backup, outside ${stack.dir}`);
+      const text = await cli(["backup", "create", "--dir", stack.dir, "--hot"]);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain(`Not in this backup (outside the stack directory; copy them yourself):\n  compose file ${join(outside, "extra.yml")}`);
+    },
+    60_000,
   );
 });

@@ -179,6 +179,21 @@ describe("project names and compose model", () => {
       { key: "ext", name: "outside", external: true },
     ]);
   });
+  test("bind mounts in compose v2's long form and v1's strings; named volumes are not binds", () => {
+    const m = normaliseModel(
+      {
+        services: {
+          v2: { volumes: [{ type: "bind", source: "/srv/a", target: "/a" }, { type: "bind", source: "/srv/b", target: "/b", read_only: true }, { type: "volume", source: "data", target: "/d" }] },
+          v1: { volumes: ["/srv/c:/c:rw", "/srv/d:/d:ro,z", "data:/data", "/anonymous"] },
+        },
+      },
+      "proj",
+    );
+    expect(Object.fromEntries(m.services.map((s) => [s.name, s.binds]))).toEqual({
+      v2: [{ source: "/srv/a", target: "/a", readOnly: false }, { source: "/srv/b", target: "/b", readOnly: true }],
+      v1: [{ source: "/srv/c", target: "/c", readOnly: false }, { source: "/srv/d", target: "/d", readOnly: true }],
+    });
+  });
 });
 
 describe("image references", () => {
