@@ -18,17 +18,17 @@ export default defineCommand({
     const stack = loadStack(args.dir);
     // The engine is one of the checks: an unreachable one is reported, not thrown.
     const report = await runDoctor(stack, new Engine());
+    const failed = report.checks.filter((c) => c.status === "fail");
     if (args.json) printJson(report);
     else {
       const width = Math.max(...report.checks.map((c) => c.id.length));
       const lines = report.checks.map((c) => `${MARK[c.status](c.status.padEnd(4))}  ${c.id.padEnd(width)}  ${c.message}`);
-      const failed = report.checks.filter((c) => c.status === "fail").length;
       const warned = report.checks.filter((c) => c.status === "warn").length;
-      lines.push("", failed ? `${failed} check(s) failed: fix them before \`docker compose up -d\`.` : warned ? `Ready to start, with ${warned} warning(s).` : "Ready to start.");
+      lines.push("", failed.length ? `${failed.length} check(s) failed: fix them before \`docker compose up -d\`.` : warned ? `Ready to start, with ${warned} warning(s).` : "Ready to start.");
       printText(lines.join("\n"));
     }
     if (!report.ok) {
-      if (!args.json) log.error(`${report.project}: ${report.checks.filter((c) => c.status === "fail").map((c) => c.id).join(", ")} failed`);
+      if (!args.json) log.error(`${report.project}: ${failed.map((c) => c.id).join(", ")} failed`);
       process.exitCode = 1;
     }
   },

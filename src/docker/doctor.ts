@@ -2,7 +2,7 @@
 // out the hard way: engine and compose present, every published host port free (or held by this
 // stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
 // the .env file. Each check is independent, so one missing piece does not hide the others.
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
@@ -153,7 +153,8 @@ function envCheck(stack: Stack): DoctorCheck {
   const id = "env";
   const file = join(stack.dir, ".env");
   if (!existsSync(file)) {
-    const referring = stack.composeFiles.filter((f) => /\$\{[A-Za-z_]/.test(readFileSync(f, "utf8"))).map((f) => basename(f));
+    // The parsed documents keep every `${VAR}` as written (loadStack does not interpolate).
+    const referring = stack.composeFiles.filter((_, i) => /\$\{[A-Za-z_]/.test(JSON.stringify(stack.documents[i]))).map((f) => basename(f));
     return referring.length
       ? { id, status: "fail", message: `${referring.join(" and ")} ${referring.length === 1 ? "refers" : "refer"} to \${VAR}s but there is no .env; regenerate the bundle or restore .env from a backup` }
       : { id, status: "ok", message: "no .env, and the compose files need none" };
