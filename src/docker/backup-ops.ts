@@ -272,6 +272,9 @@ export interface RestoreResult {
   problems: string[];
   /** Services now running another image than the one whose data the backup holds. */
   imageChanges: ImageChange[];
+  /** What the restored stack keeps outside its directory (see outsideTheBackup): no backup holds
+   *  it, so it is as it was before the restore, whatever the backup's date. */
+  notRestored: string[];
 }
 
 export interface ImageChange {
@@ -392,6 +395,7 @@ export async function restoreBackup(
   say(`Waiting for ${unique.join(", ")} to be healthy`);
   const problems = await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
+  const notRestored = outsideTheBackup(current.stack, await current.config());
   return {
     restored: file,
     project: stack.project,
@@ -403,6 +407,7 @@ export async function restoreBackup(
     healthy: problems.length === 0,
     problems: problems.map((p) => `${p.service}: ${p.reason}`),
     imageChanges,
+    notRestored,
   };
 }
 

@@ -313,7 +313,7 @@ describe("backup of a stack that keeps data outside its directory", () => {
   }, 60_000);
 
   e2e(
-    "create names what it cannot hold: writable host folders and files, compose files elsewhere",
+    "create and restore name what no backup holds: writable host folders and files, compose files elsewhere",
     async () => {
       mkdirSync(join(outside, "pgdata"));
       mkdirSync(join(outside, "certs"));
@@ -348,6 +348,13 @@ services:
       const text = await cli(["backup", "create", "--dir", stack.dir, "--hot"]);
       expect(text.code).toBe(0);
       expect(text.stdout).toContain(`Not in this backup (outside the stack directory; copy them yourself):\n  compose file ${join(outside, "extra.yml")}`);
+      // A restore says what it did not bring back: those paths hold what they held before it.
+      writeFileSync(join(outside, "app.db"), "rows written after the backup");
+      const restored = await cli(["backup", "restore", out.file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(restored.code).toBe(0);
+      expect(JSON.parse(restored.stdout).notRestored).toEqual(out.notIncluded);
+      expect(restored.stderr).toContain(`Not restored, outside the stack directory (as they were before the restore): compose file ${join(outside, "extra.yml")}`);
+      expect(readFileSync(join(outside, "app.db"), "utf8")).toBe("rows written after the backup");
     },
     60_000,
   );
