@@ -28,6 +28,9 @@ export interface CreateOptions {
   kind?: string;
   /** Stop running services for the copy and start them again (default unless hot). */
   stopServices?: boolean;
+  /** Volumes to copy as well when they exist, though the compose files no longer name them (a
+   *  restore's safety backup: every volume the restore is about to replace). */
+  alsoVolumes?: { name: string; key: string }[];
   progress?: (message: string) => void;
 }
 
@@ -97,6 +100,9 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const say = opts.progress ?? (() => {});
   const { running, all } = await runningServices(engine, stack.project);
   const volumes = await stackVolumes(engine, model);
+  for (const v of opts.alsoVolumes ?? []) {
+    if (!volumes.some((x) => x.name === v.name) && (await engine.inspectVolume(v.name))) volumes.push(v);
+  }
   const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
   const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
   const notIncluded = outsideTheBackup(stack, model);
@@ -324,7 +330,10 @@ export async function restoreBackup(
   say("Taking a safety backup of the current state");
   let safety: CreateResult;
   try {
-    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", progress: say });
+    // Every volume the restore replaces is in it, also one the compose files no longer name (an
+    // orphan still holding data): otherwise the restore would destroy what nothing else holds.
+    const replaced = backup.volumes.map(({ name, key }) => ({ name, key }));
+    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", alsoVolumes: replaced, progress: say });
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.
     if (running.length > 0) {
@@ -338,6 +347,8 @@ export async function restoreBackup(
   let current = compose;
   /** Config files the restore wrote that were not there before (a rollback removes them again). */
   const added: string[] = [];
+  /** Volumes the restore created that did not exist before (a rollback removes them again). */
+  const createdVolumes: string[] = [];
   /** Replace config and volumes with `from`'s and start the stack. */
   const putInPlace = async (from: VerifiedBackup, volumeTars: { name: string; path: string }[]) => {
     if ((await engine.listProjectContainers(stack.project)).length > 0) {
@@ -351,6 +362,7 @@ export async function restoreBackup(
       const existing = await engine.inspectVolume(v.name);
       say(`Recreating volume ${v.name}`);
       if (existing) await engine.removeVolume(v.name);
+      else createdVolumes.push(v.name);
       await engine.createVolume({
         Name: v.name,
         Driver: existing?.Driver ?? "local",
@@ -372,6 +384,12 @@ export async function restoreBackup(
     try {
       const previous = await verifyBackupFile(safety.file, unpacked);
       for (const path of added.splice(0)) rmSync(join(stack.dir, path), { force: true });
+      // Volumes that did not exist before the restore go too, before anything starts on them.
+      const stale = createdVolumes.splice(0).filter((name) => !previous.volumes.some((v) => v.name === name));
+      if (stale.length) {
+        if ((await engine.listProjectContainers(stack.project)).length > 0) await current.down();
+        for (const name of stale) await engine.removeVolume(name);
+      }
       await putInPlace(previous, previous.volumes.map((v) => ({ name: v.name, path: v.path! })));
       return failure("RESTORE_FAILED", `${what}. The stack was put back as it was before the restore and started again.`);
     } catch (e) {

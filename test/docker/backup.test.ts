@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
-import { BASE_IMAGE, cli, cliMeasured, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { BASE_IMAGE, cli, cliMeasured, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -141,14 +142,17 @@ volumes:
       const gone = stack.ref("gone");
       await stack.build(gone, ["RUN touch /ok"]);
       stack.write("docker-compose.yml", current.replace(`image: ${ref}`, `image: ${gone}`));
-      stack.write("docker-compose.override.yml", "services:\n  store:\n    environment: {FROM_OVERRIDE: \"1\"}\n");
+      // The override also brings a volume of its own, which the state before the restore lacks.
+      stack.write("docker-compose.override.yml", "services:\n  store:\n    environment: {FROM_OVERRIDE: \"1\"}\n    volumes: [\"extra:/extra\"]\nvolumes:\n  extra: {}\n");
       await stack.up();
-      await stack.exec("store", "sh", "-c", "echo in-backup > /data/a.txt");
+      await stack.exec("store", "sh", "-c", "echo in-backup > /data/a.txt && echo x > /extra/x.txt");
       const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
       expect(made.code, made.stderr).toBe(0);
+      expect(JSON.parse(made.stdout).volumes.map((v: any) => v.name)).toContain(`${stack.project}_extra`);
       stack.write("docker-compose.yml", current);
       rmSync(overridePath);
       await stack.up();
+      await docker("volume", "rm", `${stack.project}_extra`);
       await stack.exec("store", "sh", "-c", "echo before-restore > /data/a.txt");
       await docker("rmi", gone);
 
@@ -165,6 +169,8 @@ volumes:
       expect(store.Config.Image).toBe(ref);
       expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("before-restore");
       expect((await stack.exec("store", "cat", "/more/m.txt")).trim()).toBe("m");
+      // The volume the failed restore created is gone again: it did not exist before.
+      expect((await run(["docker", "volume", "inspect", `${stack.project}_extra`])).code).not.toBe(0);
       expect(readdirSync(backupsDir).filter((f) => f.startsWith("."))).toEqual([]);
     },
     120_000,
@@ -357,5 +363,44 @@ services:
       expect(readFileSync(join(outside, "app.db"), "utf8")).toBe("rows written after the backup");
     },
     60_000,
+  );
+});
+
+describe("restore over a volume the compose files no longer name", () => {
+  const stack = TestStack.unique("bv");
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "the safety backup holds the orphan's contents before the restore replaces them",
+    async () => {
+      const withVolume = `name: ${stack.project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["keep:/keep"]\nvolumes:\n  keep: {}\n`;
+      stack.write("docker-compose.yml", withVolume);
+      await stack.up();
+      await stack.exec("app", "sh", "-c", "echo old > /keep/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      // The user drops the volume from the stack; it stays on the engine and gets newer data.
+      stack.write("docker-compose.yml", withVolume.replace('    volumes: ["keep:/keep"]\nvolumes:\n  keep: {}\n', ""));
+      await stack.up();
+      const orphan = `${stack.project}_keep`;
+      expect((await run(["docker", "run", "--rm", "-v", `${orphan}:/k`, BASE_IMAGE, "sh", "-c", "echo newer > /k/f"])).code).toBe(0);
+
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const result = JSON.parse(r.stdout);
+      expect((await stack.exec("app", "cat", "/keep/f")).trim()).toBe("old");
+      // What the orphan held is in the safety backup, byte for byte.
+      const unpacked = mkdtempSync(join(tmpdir(), "stackgen-safety-"));
+      try {
+        const safety = await verifyBackupFile(result.safetyBackup, unpacked);
+        const kept = safety.volumes.find((v) => v.name === orphan);
+        expect(kept).toBeDefined();
+        const entry = readTar(new Uint8Array(readFileSync(kept!.path!))).find((e) => e.name === `${orphan}/f`);
+        expect(new TextDecoder().decode(entry!.data)).toBe("newer\n");
+      } finally {
+        rmSync(unpacked, { recursive: true, force: true });
+      }
+    },
+    120_000,
   );
 });
