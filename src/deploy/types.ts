@@ -62,7 +62,6 @@ export interface DeployTarget {
   timeoutMs?: number;
 }
 
-
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 /**

@@ -413,7 +413,8 @@ export async function restoreBackup(
   say(`Waiting for ${unique.join(", ")} to be healthy`);
   const problems = await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
-  const notRestored = outsideTheBackup(current.stack, await current.config());
+  // Only a note: a restore that worked is not turned into a failure by it.
+  const notRestored = await current.config().then((restored) => outsideTheBackup(current.stack, restored), () => []);
   return {
     restored: file,
     project: stack.project,
