@@ -225,7 +225,7 @@ export function checkBackupFile(file: string): void {
 
 /** Read and verify a backup file (checked by checkBackupFile first), keeping its volume tars in
  *  `extractDir`; a one-line error (exit 2) when it is not acceptable. */
-export async function loadVerifiedBackup(file: string, project: string, extractDir: string): Promise<VerifiedBackup> {
+export async function loadVerifiedBackup(file: string, project: string | undefined, extractDir: string): Promise<VerifiedBackup> {
   let backup: VerifiedBackup;
   try {
     backup = await verifyBackupFile(file, extractDir);
@@ -236,7 +236,7 @@ export async function loadVerifiedBackup(file: string, project: string, extractD
     }
     throw e;
   }
-  if (backup.manifest.project !== project) {
+  if (project !== undefined && backup.manifest.project !== project) {
     throw new StackgenError(
       "BACKUP_FOREIGN",
       `Backup ${file} belongs to project "${backup.manifest.project}", not "${project}". Nothing was changed.`,
@@ -244,6 +244,29 @@ export async function loadVerifiedBackup(file: string, project: string, extractD
     );
   }
   return backup;
+}
+
+/** Into an empty directory (a new machine): the backup's config files are written first, so the
+ *  restore then finds the stack they describe. The stack must be the backup's project; otherwise
+ *  what was written is removed again and the directory is as empty as it was. */
+export function unpackConfigInto(dir: string, backup: VerifiedBackup): Stack {
+  const written: string[] = [];
+  try {
+    writeConfigFiles(dir, backup.files, written);
+    const stack = loadStack(dir);
+    if (stack.project !== backup.manifest.project) {
+      throw new StackgenError(
+        "BACKUP_FOREIGN",
+        `The backup is of project "${backup.manifest.project}", but its compose files in ${dir} make the project "${stack.project}" (named after the directory): restore into a directory named ${backup.manifest.project}. Nothing was changed.`,
+        400,
+      );
+    }
+    return stack;
+  } catch (e) {
+    // The directory was empty: every top-level entry the files made is ours to remove.
+    for (const top of new Set(written.map((path) => path.split("/")[0]!))) rmSync(join(dir, top), { recursive: true, force: true });
+    throw e;
+  }
 }
 
 /** Write restored config files, never through a symlink that leads out of the stack directory.

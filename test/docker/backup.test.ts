@@ -1,8 +1,8 @@
 // `stackgen backup create|list|restore` against a real engine.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
@@ -310,13 +310,19 @@ volumes:
   );
 });
 
-describe("backup of a stack that keeps data outside its directory", () => {
-  const stack = TestStack.unique("bo");
-  const outside = mkdtempSync(join(tmpdir(), "stackgen-outside-"));
+/** A test stack and a scratch folder outside it, both removed after the block. */
+function stackAndScratch(prefix: string): { stack: TestStack; scratch: string } {
+  const stack = TestStack.unique(prefix);
+  const scratch = mkdtempSync(join(tmpdir(), `stackgen-${prefix}-`));
   afterAll(async () => {
     await stack.cleanup();
-    rmSync(outside, { recursive: true, force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }, 60_000);
+  return { stack, scratch };
+}
+
+describe("backup of a stack that keeps data outside its directory", () => {
+  const { stack, scratch: outside } = stackAndScratch("bo");
 
   e2e(
     "create and restore name what no backup holds: writable host folders and files, compose files elsewhere",
@@ -400,6 +406,73 @@ describe("restore over a volume the compose files no longer name", () => {
       } finally {
         rmSync(unpacked, { recursive: true, force: true });
       }
+    },
+    120_000,
+  );
+});
+
+describe("restore into an empty directory (a new machine)", () => {
+  const { stack, scratch: elsewhere } = stackAndScratch("bn");
+
+  e2e(
+    "the stack comes back from the archive alone: config, secrets, volume contents, running",
+    async () => {
+      stack.write(
+        "docker-compose.yml",
+        `name: ${stack.project}
+services:
+  app:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    environment: {SECRET: "\${SECRET}"}
+    volumes: ["data:/data"]
+    healthcheck: {test: ["CMD", "test", "-f", "/data/f"], interval: 1s, timeout: 2s, retries: 5}
+volumes:
+  data: {}
+`,
+      );
+      stack.write(".env", "SECRET=s3cret\n");
+      chmodSync(join(stack.dir, ".env"), 0o600);
+      mkdirSync(join(stack.dir, "conf"), { recursive: true });
+      stack.write("conf/app.conf", "x=1\n");
+      expect((await stack.compose("up", "-d")).code).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo precious > /data/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      const archive = JSON.parse(made.stdout).file as string;
+      // The old machine is gone: its containers and volumes with it.
+      expect((await stack.compose("down", "-v", "-t", "0")).code).toBe(0);
+
+      // Refusals on the way leave nothing behind: no terminal and no --yes; a directory that holds
+      // something else than a stack.
+      const missing = join(elsewhere, "not-yet");
+      const refused = await cli(["backup", "restore", archive, "--dir", missing]);
+      expect(refused.code).toBe(2);
+      expect(existsSync(missing)).toBe(false);
+      const other = join(elsewhere, "other");
+      mkdirSync(other);
+      writeFileSync(join(other, "notes.txt"), "mine");
+      const notStack = await cli(["backup", "restore", archive, "--dir", other, "--yes"]);
+      expect(notStack.code).toBe(2);
+      expect(notStack.stderr).toContain("is not a stack directory");
+      expect(readdirSync(other)).toEqual(["notes.txt"]);
+
+      // The archive copied to the new machine's backups/ folder, restored from there.
+      const target = join(elsewhere, "restored");
+      mkdirSync(join(target, "backups"), { recursive: true });
+      const copied = join(target, "backups", basename(archive));
+      copyFileSync(archive, copied);
+      const r = await cli(["backup", "restore", copied, "--dir", target, "--yes", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ project: stack.project, services: ["app"], healthy: true });
+      expect(readFileSync(join(target, ".env"), "utf8")).toBe("SECRET=s3cret\n");
+      expect(statSync(join(target, ".env")).mode & 0o777).toBe(0o600);
+      expect(readFileSync(join(target, "conf/app.conf"), "utf8")).toBe("x=1\n");
+      const app = await stack.container("app");
+      expect(app.Config.Labels["com.docker.compose.project.working_dir"]).toBe(target);
+      expect(app.Config.Env).toContain("SECRET=s3cret");
+      expect((await run(["docker", "exec", app.Id, "cat", "/data/f"])).stdout).toBe("precious\n");
     },
     120_000,
   );

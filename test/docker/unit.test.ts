@@ -1,10 +1,11 @@
 // Pure logic of the day-2 commands: layering, uptime, tar and archive member checks, references.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
-import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput } from "../../src/docker/backup.ts";
+import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { unpackConfigInto } from "../../src/docker/backup-ops.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { readiness } from "../../src/docker/health.ts";
@@ -158,6 +159,30 @@ describe("project names and compose model", () => {
       expect(() => loadStack(dir, {})).toThrow(/"Not Valid" is not a valid compose project name/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  test("a backup's config unpacked into an empty directory gives its stack, or leaves the directory empty", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-unpack-"));
+    try {
+      const dir = join(root, "newhost");
+      mkdirSync(dir);
+      const text = (t: string) => new TextEncoder().encode(t);
+      const backupOf = (compose: string) =>
+        ({
+          manifest: { project: "shop" },
+          files: [
+            { path: "docker-compose.yml", data: text(compose), mode: 0o644 },
+            { path: "caddy/Caddyfile", data: text(":80\n"), mode: 0o644 },
+          ],
+          volumes: [],
+        }) as unknown as VerifiedBackup;
+      // Without a `name:` the project would be the directory's: not the backup's, so nothing stays.
+      expect(() => unpackConfigInto(dir, backupOf("services: {}\n"))).toThrow(/The backup is of project "shop", but .* make the project "newhost" .* restore into a directory named shop/);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(unpackConfigInto(dir, backupOf("name: shop\nservices: {}\n")).project).toBe("shop");
+      expect(readFileSync(join(dir, "caddy/Caddyfile"), "utf8")).toBe(":80\n");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
   test("depends_on in list and map form; volume names", () => {

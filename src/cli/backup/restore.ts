@@ -1,8 +1,8 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
-import { mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { checkBackupFile, defaultBackupDir, loadVerifiedBackup, restoreBackup, type ImageChange } from "../../docker/backup-ops.ts";
+import { checkBackupFile, loadVerifiedBackup, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -17,7 +17,7 @@ function rmEmptyDir(dir: string): void {
 }
 
 export default defineCommand({
-  meta: { name: "restore", description: "Restore a backup into the stack (volumes and config), then start it" },
+  meta: { name: "restore", description: "Restore a backup into the stack (volumes and config), then start it; into an empty --dir (a new machine) the archive brings the whole stack back" },
   args: {
     file: { type: "positional", description: "Backup archive (.tar.gz)", required: true },
     dir: dirArg,
@@ -28,23 +28,35 @@ export default defineCommand({
   async run({ args }) {
     const wait = timeoutMs(args.timeout);
     const file = resolve(String(args.file));
+    const dir = resolve(args.dir || ".");
+    // An empty (or new) directory is a new machine: the stack comes out of the backup itself.
+    // A `backups/` folder alone counts as empty: that is where one copies the archives to.
+    const fresh = !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).every((name) => name === "backups"));
     // The user's input (stack, file, --yes) is checked before the engine is asked: a wrong
     // file is exit 2 whether Docker runs or not.
-    const stack = loadStack(args.dir);
+    let stack = fresh ? undefined : loadStack(dir);
     checkBackupFile(file);
     // Verify everything before asking or touching anything.
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
     // backups, and streamed into the volumes from there.
-    const backupsDir = defaultBackupDir(stack);
+    const backupsDir = join(dir, "backups");
+    const madeDir = fresh && !existsSync(dir);
     const madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
     const work = mkdtempSync(join(backupsDir, ".restore-"));
     let result;
     try {
-      const backup = await loadVerifiedBackup(file, stack.project, work);
+      const backup = await loadVerifiedBackup(file, stack?.project, work);
       requireYesWithoutTerminal(args.yes, "Restore replaces the stack's volumes and config");
       const engine = await connectEngine();
       // Asked only once the restore can run.
-      await confirmOrAbort(args.yes, `Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`, "Restore cancelled; nothing was changed.");
+      const question = stack
+        ? `Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`
+        : `Restore "${backup.manifest.project}" from the backup of ${backup.manifest.createdAt} into the empty directory ${dir}?`;
+      await confirmOrAbort(args.yes, question, "Restore cancelled; nothing was changed.");
+      if (!stack) {
+        progress(`Writing the backup's ${backup.files.length} config file(s) into ${dir}`);
+        stack = unpackConfigInto(dir, backup);
+      }
       const compose = await openCompose(stack);
       const model = await compose.config();
       result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });
@@ -63,6 +75,7 @@ export default defineCommand({
       // A refused restore leaves no trace: the folder goes if it was made for this run and holds
       // nothing (a restore that ran keeps its safety backup there).
       if (madeBackupsDir) rmEmptyDir(backupsDir);
+      if (madeDir) rmEmptyDir(dir);
     }
     for (const change of result.imageChanges) log.warn(imageChangeMessage(change));
     if (result.notRestored.length) log.warn(`Not restored, outside the stack directory (as they were before the restore): ${result.notRestored.join("; ")}`);
