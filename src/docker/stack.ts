@@ -1,6 +1,6 @@
 // Finding the stack a day-2 command works on: a directory with stackgen.json or a compose file.
 // The compose file and the engine are the truth; stackgen.json only supplies a project name.
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import YAML from "yaml";
 import { StackgenError } from "../errors.ts";
@@ -80,6 +80,12 @@ export function composeSettings(dir: string, env: Record<string, string | undefi
     ...(file ? { files: file.value.split(separator).filter((f) => f.trim() !== "").map((f) => resolve(dir, f.trim())), filesFrom: file.from } : {}),
     ...(project ? { projectName: project.value } : {}),
   };
+}
+
+/** Whether `dir` holds no stack yet: missing, empty, or only a `backups/` folder (where one copies
+ *  the archives to on a new machine). Restore brings a stack back into such a directory. */
+export function isEmptyStackDir(dir: string): boolean {
+  return !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).every((name) => name === "backups"));
 }
 
 export function loadStack(dirArg: string | undefined, env: Record<string, string | undefined> = process.env): Stack {

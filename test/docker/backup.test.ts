@@ -463,6 +463,11 @@ volumes:
       mkdirSync(join(target, "backups"), { recursive: true });
       const copied = join(target, "backups", basename(archive));
       copyFileSync(archive, copied);
+      // What is there to restore from, before any stack exists.
+      const listed = await cli(["backup", "list", "--dir", target, "--json"]);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout).backups).toMatchObject([{ file: copied, project: stack.project, verified: true }]);
+      expect((await cli(["backup", "list", "--dir", target])).stdout).toContain(`verified  ${basename(archive)}  (project ${stack.project})`);
       const r = await cli(["backup", "restore", copied, "--dir", target, "--yes", "--json"]);
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ project: stack.project, services: ["app"], healthy: true });

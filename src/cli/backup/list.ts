@@ -1,17 +1,19 @@
 // stackgen backup list: the stack's backups, newest first, each verified.
+import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
 import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
-import { loadStack } from "../../docker/stack.ts";
+import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { green, printJson, printText, red } from "../output.ts";
 
 export default defineCommand({
-  meta: { name: "list", description: "List the stack's backups, newest first, and check each one" },
+  meta: { name: "list", description: "List the stack's backups, newest first, and check each one (in a directory with no stack yet: the archives in its backups/)" },
   args: { dir: dirArg, json: jsonArg },
   async run({ args }) {
-    const stack = loadStack(args.dir);
-    const dir = defaultBackupDir(stack);
+    // On a new machine the directory may hold only backups/ with the archives to restore from.
+    const stack = isEmptyStackDir(resolve(args.dir || ".")) ? undefined : loadStack(args.dir);
+    const dir = stack ? defaultBackupDir(stack) : join(resolve(args.dir || "."), "backups");
     const backups = await listBackups(dir);
     if (args.json) {
       printJson({ directory: dir, backups });
@@ -23,7 +25,7 @@ export default defineCommand({
     }
     // Another project's archive verifies, but restore would refuse it here: say so.
     const note = (b: (typeof backups)[number]) =>
-      b.problem ? `  (${b.problem})` : b.project && b.project !== stack.project ? `  (project ${b.project}: restore refuses it here)` : "";
+      b.problem ? `  (${b.problem})` : !stack ? `  (project ${b.project})` : b.project && b.project !== stack.project ? `  (project ${b.project}: restore refuses it here)` : "";
     const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${b.name}${note(b)}`);
     printText(lines.join("\n"));
   },

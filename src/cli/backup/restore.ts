@@ -1,10 +1,10 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
 import { checkBackupFile, loadVerifiedBackup, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
-import { loadStack } from "../../docker/stack.ts";
+import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 
@@ -30,8 +30,7 @@ export default defineCommand({
     const file = resolve(String(args.file));
     const dir = resolve(args.dir || ".");
     // An empty (or new) directory is a new machine: the stack comes out of the backup itself.
-    // A `backups/` folder alone counts as empty: that is where one copies the archives to.
-    const fresh = !existsSync(dir) || (statSync(dir).isDirectory() && readdirSync(dir).every((name) => name === "backups"));
+    const fresh = isEmptyStackDir(dir);
     // The user's input (stack, file, --yes) is checked before the engine is asked: a wrong
     // file is exit 2 whether Docker runs or not.
     let stack = fresh ? undefined : loadStack(dir);
