@@ -372,8 +372,8 @@ export async function restoreBackup(
   const added: string[] = [];
   /** Volumes the restore created that did not exist before (a rollback removes them again). */
   const createdVolumes: string[] = [];
-  /** Replace config and volumes with `from`'s and start the stack. */
-  const putInPlace = async (from: VerifiedBackup, volumeTars: { name: string; path: string }[]) => {
+  /** Replace config and volumes with `from`'s and start the stack (with `only`, just those services). */
+  const putInPlace = async (from: VerifiedBackup, volumeTars: { name: string; path: string }[], only?: string[]) => {
     if ((await engine.listProjectContainers(stack.project)).length > 0) {
       say("Removing the stack's containers (volumes are kept until replaced)");
       await current.down();
@@ -397,8 +397,16 @@ export async function restoreBackup(
     await writeVolumes(engine, volumeTars, images);
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = new Compose(compose.cli, loadStack(stack.dir));
-    say("Starting the stack");
-    await current.up();
+    if (only === undefined) {
+      say("Starting the stack");
+      await current.up();
+    } else {
+      await current.create();
+      if (only.length > 0) {
+        say(`Starting ${only.join(", ")}`);
+        await current.start(only);
+      }
+    }
   };
   /** After a failed restore, the state the safety backup holds goes back in place and starts. */
   const putBack = async (what: string): Promise<StackgenError> => {
@@ -413,8 +421,10 @@ export async function restoreBackup(
         if ((await engine.listProjectContainers(stack.project)).length > 0) await current.down();
         for (const name of stale) await engine.removeVolume(name);
       }
-      await putInPlace(previous, previous.volumes.map((v) => ({ name: v.name, path: v.path! })));
-      return failure("RESTORE_FAILED", `${what}. The stack was put back as it was before the restore and started again.`);
+      // As it was means running as it was: services the user had stopped stay stopped.
+      await putInPlace(previous, previous.volumes.map((v) => ({ name: v.name, path: v.path! })), running);
+      const started = running.length > 0 ? " and started again" : " (nothing was running before it, so nothing was started)";
+      return failure("RESTORE_FAILED", `${what}. The stack was put back as it was before the restore${started}.`);
     } catch (e) {
       return failure(
         "RESTORE_FAILED",

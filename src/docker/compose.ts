@@ -96,6 +96,11 @@ export class Compose {
     return this.must(["up", "--detach", "--no-deps", ...services], "docker compose up");
   }
 
+  /** Create the containers without starting any. */
+  create(): Promise<RunResult> {
+    return this.must(["up", "--no-start"], "docker compose up --no-start");
+  }
+
   up(): Promise<RunResult> {
     return this.must(["up", "--detach"], "docker compose up");
   }

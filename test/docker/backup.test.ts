@@ -172,6 +172,15 @@ volumes:
       // The volume the failed restore created is gone again: it did not exist before.
       expect((await run(["docker", "volume", "inspect", `${stack.project}_extra`])).code).not.toBe(0);
       expect(readdirSync(backupsDir).filter((f) => f.startsWith("."))).toEqual([]);
+
+      // As it was includes stopped: a stack the user had stopped is put back, not started.
+      expect((await stack.compose("stop", "-t", "0")).code).toBe(0);
+      const stopped = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(stopped.code).toBe(1);
+      expect(JSON.parse(stopped.stdout).error.message).toContain("put back as it was before the restore (nothing was running before it, so nothing was started)");
+      expect((await stack.container("store")).State.Running).toBe(false);
+      await stack.up();
+      expect((await stack.exec("store", "cat", "/data/a.txt")).trim()).toBe("before-restore");
     },
     120_000,
   );
