@@ -8,6 +8,7 @@ import { defineCommand } from "citty";
 import { parse as parseYaml } from "yaml";
 import { usageError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
+import { isWithin } from "../core/paths.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
 import { deployBundle, DESTINATION_ENV, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
@@ -123,7 +124,7 @@ function readProjectName(dir: string, composeYaml: string): string {
 function readMountedFiles(dir: string, source: string, into: BundleFiles): void {
   const root = path.resolve(dir);
   const full = path.resolve(root, source);
-  if (full !== root && !full.startsWith(root + path.sep)) return;
+  if (!isWithin(root, full)) return;
   const queue = [full];
   let count = 0;
   while (queue.length && count < MAX_FILES_PER_MOUNT) {

@@ -1,16 +1,17 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
 import { chmod, lstat, mkdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
-import { dirname, join, resolve, sep } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
 import { fileMode } from "../core/file-modes.ts";
 import { mergeEnv } from "../core/env-merge.ts";
+import { isWithin } from "../core/paths.ts";
 import { StackgenError, usageError } from "../errors.ts";
 
 /** Refuses (UNSAFE_PATH, bad input: exit 2) a file whose folder really lies outside the target. */
 function refuseOutside(realParent: string, realRoot: string, path: string, root: string): void {
-  if (!(realParent === realRoot || realParent.startsWith(realRoot + sep))) {
+  if (!isWithin(realRoot, realParent)) {
     throw new StackgenError("UNSAFE_PATH", `Refusing to write ${path}: it resolves outside ${root}`, 400, undefined, 2);
   }
 }
@@ -57,7 +58,7 @@ async function checkRoot(root: string): Promise<void> {
 /** Resolve `rel` inside `root`, refusing anything that would escape it. */
 export function insideDir(root: string, rel: string): string {
   const target = resolve(root, rel);
-  if (rel.includes("\0") || !(target === root || target.startsWith(root + sep))) throw usageError(`Refusing to write outside ${root}: ${rel}`);
+  if (rel.includes("\0") || !isWithin(root, target)) throw usageError(`Refusing to write outside ${root}: ${rel}`);
   return target;
 }
 

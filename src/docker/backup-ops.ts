@@ -1,7 +1,8 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve, sep } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { failure, StackgenError, usageError } from "../errors.ts";
+import { isWithin } from "../core/paths.ts";
 import {
   backupFileName,
   BackupInvalid,
@@ -54,12 +55,11 @@ export interface CreateResult {
  *  Read-only mounts (config the stack only reads) and sockets or devices (the Docker socket,
  *  a GPU) are not the stack's data. */
 export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
-  const inside = (path: string) => path === stack.dir || path.startsWith(stack.dir + sep);
   const out: string[] = [];
-  for (const file of stack.composeFiles) if (!inside(file)) out.push(`compose file ${file}`);
+  for (const file of stack.composeFiles) if (!isWithin(stack.dir, file)) out.push(`compose file ${file}`);
   for (const service of model.services) {
     for (const bind of service.binds) {
-      if (bind.readOnly || inside(bind.source)) continue;
+      if (bind.readOnly || isWithin(stack.dir, bind.source)) continue;
       const st = statSync(bind.source, { throwIfNoEntry: false });
       if (st && (st.isDirectory() || st.isFile())) out.push(`${bind.source} (bind-mounted into ${service.name} at ${bind.target})`);
     }
@@ -277,7 +277,7 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
     const target = join(stackDir, ...f.path.split("/"));
     mkdirSync(dirname(target), { recursive: true });
     const parent = realpathSync(dirname(target));
-    if (parent !== root && !parent.startsWith(root + sep)) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder leads outside ${stackDir}.`);
+    if (!isWithin(root, parent)) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder leads outside ${stackDir}.`);
     if (!existsSync(target)) created.push(f.path);
     writeFileSync(target, f.data, { mode: f.mode || 0o644 });
     chmodSync(target, f.mode || 0o644);

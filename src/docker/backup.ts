@@ -9,6 +9,7 @@ import { join, relative, resolve, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
+import { isWithin } from "../core/paths.ts";
 import { VERSION } from "../version.ts";
 import { checkMembers, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
@@ -50,7 +51,7 @@ export function bundleFiles(dir: string, exclude: string[] = []): string[] {
   const walk = (abs: string) => {
     for (const name of readdirSync(abs).sort()) {
       const path = join(abs, name);
-      if (excluded.some((e) => path === e || path.startsWith(e + sep))) continue;
+      if (excluded.some((e) => isWithin(e, path))) continue;
       const st = lstatSync(path);
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
