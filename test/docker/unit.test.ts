@@ -99,6 +99,16 @@ describe("status helpers", () => {
   });
 });
 
+/** Runs `body` in a fresh temporary folder, removed afterwards; `put` writes a file there. */
+function inTempDir(prefix: string, body: (dir: string, put: (name: string, text: string) => void) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), `stackgen-${prefix}-`));
+  try {
+    body(dir, (name, text) => writeFileSync(join(dir, name), text));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("project names and compose model", () => {
   test("compose name, then stackgen.json, then the directory", () => {
     expect(projectNameOf("fromcompose", "fromconfig", "/x/Dir")).toBe("fromcompose");
@@ -107,9 +117,7 @@ describe("project names and compose model", () => {
     expect(normaliseProjectName("_Hello World-1")).toBe("helloworld-1");
   });
   test("the compose file and the override file are the ones plain `docker compose` loads there", () => {
-    const dir = mkdtempSync(join(tmpdir(), "stackgen-files-"));
-    try {
-      const put = (name: string, text: string) => writeFileSync(join(dir, name), text);
+    inTempDir("files", (dir, put) => {
       put("docker-compose.yaml", "name: yaml\nservices: {}\n");
       put("docker-compose.yml", "name: yml\nservices: {}\n");
       expect(loadStack(dir)).toMatchObject({ composeFiles: [join(dir, "docker-compose.yml")], documents: [{ name: "yml", services: {} }], project: "yml" });
@@ -125,14 +133,10 @@ describe("project names and compose model", () => {
       expect(loadStack(dir)).toMatchObject({ composeFiles: [join(dir, "compose.yml"), join(dir, "compose.override.yaml")], project: "mine" });
       put("compose.override.yaml", "- not a mapping\n");
       expect(() => loadStack(dir)).toThrow(/compose.override.yaml must hold a YAML mapping/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
   test("COMPOSE_FILE and COMPOSE_PROJECT_NAME are honoured as compose honours them: environment first, then .env", () => {
-    const dir = mkdtempSync(join(tmpdir(), "stackgen-settings-"));
-    try {
-      const put = (name: string, text: string) => writeFileSync(join(dir, name), text);
+    inTempDir("settings", (dir, put) => {
       put("docker-compose.yml", "name: bundle\nservices:\n  web: {image: x}\n");
       put("docker-compose.override.yml", "services: {}\n");
       put("gpu.yml", "services:\n  web: {ports: ['8080:80']}\n");
@@ -157,13 +161,10 @@ describe("project names and compose model", () => {
       expect(() => loadStack(dir, { COMPOSE_FILE: "nope.yml" })).toThrow(`$COMPOSE_FILE names ${join(dir, "nope.yml")}`);
       put(".env", "COMPOSE_PROJECT_NAME=Not Valid\n");
       expect(() => loadStack(dir, {})).toThrow(/"Not Valid" is not a valid compose project name/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
   test("a backup's config unpacked into an empty directory gives its stack, or leaves the directory empty", () => {
-    const root = mkdtempSync(join(tmpdir(), "stackgen-unpack-"));
-    try {
+    inTempDir("unpack", (root) => {
       const dir = join(root, "newhost");
       mkdirSync(dir);
       const text = (t: string) => new TextEncoder().encode(t);
@@ -181,9 +182,7 @@ describe("project names and compose model", () => {
       expect(readdirSync(dir)).toEqual([]);
       expect(unpackConfigInto(dir, backupOf("name: shop\nservices: {}\n")).project).toBe("shop");
       expect(readFileSync(join(dir, "caddy/Caddyfile"), "utf8")).toBe(":80\n");
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
+    });
   });
   test("depends_on in list and map form; volume names", () => {
     const m = normaliseModel(
