@@ -67,7 +67,8 @@ export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
   return [...new Set(out)];
 }
 
-export const defaultBackupDir = (stack: Stack) => join(stack.dir, "backups");
+/** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */
+export const defaultBackupDir = (stackDir: string) => join(stackDir, "backups");
 
 async function runningServices(engine: Engine, project: string): Promise<{ running: string[]; all: Map<string, string> }> {
   const containers = await engine.listProjectContainers(project);
@@ -83,7 +84,7 @@ async function runningServices(engine: Engine, project: string): Promise<{ runni
 }
 
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
-  const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack));
+  const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack.dir));
   try {
     return await writeBackup(stack, engine, compose, model, opts, outputDir);
   } catch (e) {

@@ -1,5 +1,5 @@
 // stackgen backup list: the stack's backups, newest first, each verified.
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg } from "../../docker/cli-support.ts";
@@ -12,8 +12,9 @@ export default defineCommand({
   args: { dir: dirArg, json: jsonArg },
   async run({ args }) {
     // On a new machine the directory may hold only backups/ with the archives to restore from.
-    const stack = isEmptyStackDir(resolve(args.dir || ".")) ? undefined : loadStack(args.dir);
-    const dir = stack ? defaultBackupDir(stack) : join(resolve(args.dir || "."), "backups");
+    const root = resolve(args.dir || ".");
+    const stack = isEmptyStackDir(root) ? undefined : loadStack(root);
+    const dir = defaultBackupDir(root);
     const backups = await listBackups(dir);
     if (args.json) {
       printJson({ directory: dir, backups });

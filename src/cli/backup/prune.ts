@@ -34,7 +34,7 @@ export default defineCommand({
   async run({ args }) {
     const keep = keepCount(args.keep);
     const stack = loadStack(args.dir);
-    const directory = defaultBackupDir(stack);
+    const directory = defaultBackupDir(stack.dir);
     const plan = planPrune(await listBackups(directory), stack.project, keep);
     const dryRun = args["dry-run"];
     if (!dryRun && plan.removed.length > 0) {

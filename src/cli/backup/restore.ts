@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { checkBackupFile, loadVerifiedBackup, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
+import { checkBackupFile, defaultBackupDir, loadVerifiedBackup, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -38,7 +38,7 @@ export default defineCommand({
     // Verify everything before asking or touching anything.
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
     // backups, and streamed into the volumes from there.
-    const backupsDir = join(dir, "backups");
+    const backupsDir = defaultBackupDir(dir);
     const madeDir = fresh && !existsSync(dir);
     const madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
     const work = mkdtempSync(join(backupsDir, ".restore-"));
