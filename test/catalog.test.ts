@@ -156,6 +156,17 @@ describe("catalog", () => {
     expect(() => loadCatalog(bad)).toThrow(/variable TAILSCALE_AUTHKEY is beforeStart but has a value/);
   });
 
+  test("a signed API key must be a secret signed with a drawn secret of its own service", () => {
+    const file = "services/supabase.yaml";
+    const text = catalogFiles[file];
+    const notSecret = text.replace("name: SUPABASE_ANON_KEY, secret: true,", "name: SUPABASE_ANON_KEY,");
+    expect(() => loadCatalog({ ...catalogFiles, [file]: notSecret })).toThrow(/variable SUPABASE_ANON_KEY is a jwt but not secret/);
+    const signedWithSetting = text.replace("jwt: { secret: SUPABASE_JWT_SECRET, role: anon", "jwt: { secret: SUPABASE_PUBLIC_URL, role: anon");
+    expect(() => loadCatalog({ ...catalogFiles, [file]: signedWithSetting })).toThrow(/SUPABASE_ANON_KEY must be signed with a drawn secret variable of supabase, not SUPABASE_PUBLIC_URL/);
+    const signedWithKey = text.replace("jwt: { secret: SUPABASE_JWT_SECRET, role: anon", "jwt: { secret: SUPABASE_SERVICE_ROLE_KEY, role: anon");
+    expect(() => loadCatalog({ ...catalogFiles, [file]: signedWithKey })).toThrow(/must be signed with a drawn secret/);
+  });
+
   test("a dangling dependency or skill fails the load", () => {
     const bad = { ...catalogFiles, "services/n8n.yaml": catalogFiles["services/n8n.yaml"].replace("dependencies: [postgresql]", "dependencies: [postgresql, mongodb]") };
     expect(() => loadCatalog(bad)).toThrow(/unknown dependency mongodb/);

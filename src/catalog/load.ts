@@ -178,6 +178,12 @@ function crossCheck(
       if (v.publicUrlOf !== undefined && !byId.has(v.publicUrlOf)) p.push(`${where}: variable ${v.name} names unknown service ${v.publicUrlOf}`);
       if ((v.publicUrlOf !== undefined || v.publicUrlPart !== undefined) && !v.publicUrl) p.push(`${where}: variable ${v.name} has publicUrlOf/publicUrlPart without publicUrl`);
       if (v.beforeStart && (v.secret || v.default !== undefined)) p.push(`${where}: variable ${v.name} is beforeStart but has a value (secret or default)`);
+      if (v.jwt) {
+        const signer = s.variables?.find((x) => x.name === v.jwt!.secret);
+        if (!v.secret) p.push(`${where}: variable ${v.name} is a jwt but not secret`);
+        if (v.format !== undefined || v.length !== undefined) p.push(`${where}: variable ${v.name} is a jwt: format and length do not apply`);
+        if (!signer?.secret || signer.jwt) p.push(`${where}: variable ${v.name} must be signed with a drawn secret variable of ${s.id}, not ${v.jwt.secret}`);
+      }
     }
     for (const v of s.volumes) {
       if (v.source.startsWith("/")) continue;

@@ -30,9 +30,9 @@ export default defineCommand({
     if (args.name !== undefined) body.projectName = args.name;
     else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 
-    const { input, files, metadata, secretNames } = withFlagHints(() => generateBundle(body, getCatalog()));
+    const { input, files, metadata, secretNames, derivedSecrets } = withFlagHints(() => generateBundle(body, getCatalog()));
     const dir = resolve(args.dir ?? input.projectName);
-    const plan = await planBundle(dir, files, args.force === true, secretNames);
+    const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets);
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
     const summary = { dir, files: plan.map(({ path, action }) => ({ path, action })), metadata };
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.

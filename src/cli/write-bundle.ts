@@ -3,6 +3,7 @@
 import { chmod, lstat, mkdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
+import type { DerivedSecret } from "../core/generate/secrets.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
 import { fileMode } from "../core/file-modes.ts";
 import { mergeEnv } from "../core/env-merge.ts";
@@ -63,7 +64,7 @@ export function insideDir(root: string, rel: string): string {
 }
 
 /** Decide what happens to every file; reads the directory, writes nothing. */
-export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set()): Promise<PlannedFile[]> {
+export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = []): Promise<PlannedFile[]> {
   const root = resolve(dir);
   await checkRoot(root);
   const realRoot = await realExisting(root);
@@ -78,7 +79,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     refuseOutside(await realExisting(dirname(target)), realRoot, path, root);
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
-    else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content, secrets).text });
+    else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content, secrets, derived).text });
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content });

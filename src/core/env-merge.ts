@@ -1,6 +1,10 @@
 // Regenerating into an existing bundle must keep the user's .env values (database passwords are
 // baked into volumes). Pure: takes the old and new file texts, returns the merged text.
 
+import { findClosingQuote, parseEnvText } from "./parse-env.ts";
+import { envValue } from "./generate/env.ts";
+import type { DerivedSecret } from "./generate/secrets.ts";
+
 const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
 /** A user's line: `KEY=value`, also in the `export KEY=value` form Compose accepts. */
 const USER_LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
@@ -15,6 +19,22 @@ export interface EnvMerge {
   extra: string[];
 }
 
+/** A derived secret (an API key signed with another secret) must match the secret the stack
+ *  keeps: one that is new, or whose secret is the kept old one, is signed again with the value
+ *  that secret ends up with. Both kept: left as the user has them. */
+function signAgain(lines: string[], derived: readonly DerivedSecret[], kept: ReadonlySet<string>): void {
+  const lineOf = (name: string) => lines.findIndex((line) => line.startsWith(`${name}=`));
+  for (const d of derived) {
+    if (kept.has(d.name) && kept.has(d.from)) continue;
+    const at = lineOf(d.name);
+    const from = lineOf(d.from);
+    if (at < 0 || from < 0) continue;
+    // The kept value may be quoted or span lines: read it as compose would.
+    const value = parseEnvText(lines[from]!).find((v) => v.key === d.from)?.value ?? "";
+    if (value !== "") lines[at] = `${d.name}=${envValue(d.derive(value))}`;
+  }
+}
+
 const KEPT_HEADER = "# --- Kept from the previous .env (not used by the generated stack) ---";
 
 interface EnvEntry {
@@ -22,16 +42,6 @@ interface EnvEntry {
   value: string;
   /** The comment lines directly above the line (no blank line between), our own header excluded. */
   comments: string[];
-}
-
-/** Index in `text` (what follows an opening quote) of the quote that closes it, or -1. In double
- *  quotes a backslash escapes the next character. */
-export function findClosingQuote(text: string, quote: string): number {
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === "\\" && quote === '"') i++;
-    else if (text[i] === quote) return i;
-  }
-  return -1;
 }
 
 /** Whether a raw value opens a quote it does not close on its own line (a multi-line value). */
@@ -71,7 +81,7 @@ const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
 
 /** `secrets` names the generated secret variables: an empty old value of one is replaced by the
  *  new value (a stack must not start with an empty password); every other old value is kept. */
-export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set()): EnvMerge {
+export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = []): EnvMerge {
   const old = readEnvFile(existing);
   const kept: string[] = [];
   const added: string[] = [];
@@ -93,6 +103,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     kept.push(m[1]);
     return `${m[1]}=${before.value}`;
   });
+  signAgain(lines, derived, new Set(kept));
   const extra = [...old.keys()].filter((k) => !seen.has(k));
   if (extra.length) {
     // The user's own variables keep the comments written right above them.

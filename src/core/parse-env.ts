@@ -1,6 +1,15 @@
 // Dotenv text as Compose and the platforms read it: the variables a deploy pushes, and the
 // COMPOSE_* settings in a stack's .env that day-2 commands honour as compose does.
-import { findClosingQuote } from "./env-merge.ts";
+
+/** Index in `text` (what follows an opening quote) of the quote that closes it, or -1. In double
+ *  quotes a backslash escapes the next character. */
+export function findClosingQuote(text: string, quote: string): number {
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "\\" && quote === '"') i++;
+    else if (text[i] === quote) return i;
+  }
+  return -1;
+}
 
 export interface EnvVar {
   key: string;

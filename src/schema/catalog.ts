@@ -87,6 +87,15 @@ export const Variable = Type.Object({
   /** Left empty for the user (no default, not secret), and the service does not start or cannot
    *  do its job until it is filled in: the bundle's README and `.env` say so. */
   beforeStart: Type.Optional(Type.Boolean()),
+  /** A secret made from another rather than drawn: an HS256 JWT carrying `role` (and `issuer` as
+   *  `iss`), signed with the value of the secret variable `secret` of the same service. For apps
+   *  whose API keys are tokens checked against a shared secret (Supabase's anon and service_role
+   *  keys). Signed again whenever that secret gets a new value; never drawn on its own. */
+  jwt: Type.Optional(Type.Object({
+    secret: VarName,
+    role: Type.String({ pattern: "^[a-z_][a-z0-9_]*$" }),
+    issuer: Type.Optional(Type.String({ pattern: "^[a-z0-9_.-]+$" })),
+  }, STRICT)),
 }, STRICT);
 export type Variable = Static<typeof Variable>;
 

@@ -1,5 +1,6 @@
 // The CLI as a user runs it: subprocesses, exit codes, --json documents, files on disk.
 import { afterAll, describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -266,6 +267,22 @@ describe("generate", () => {
     expect(after.get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
     expect(after.get("MY_OWN")).toBe("1");
     expect(statSync(join(dir, ".env")).mode & 0o777).toBe(0o600);
+  });
+
+  test("regenerating a bundle from before its API keys signs them with the JWT secret it keeps", async () => {
+    const dir = join(tmp, "g-supabase");
+    expectOk(await cli(["generate", "--name", "gs", "--services", "supabase", "--dir", dir], { env }));
+    // As an older bundle had it: the secret (locked into running services) but no keys.
+    const older = readFileSync(join(dir, ".env"), "utf8").replace(/^SUPABASE_(ANON|SERVICE_ROLE)_KEY=.*\n/gm, "");
+    writeFileSync(join(dir, ".env"), older);
+    expectOk(await cli(["generate", "--name", "gs", "--services", "supabase", "--dir", dir], { env }));
+    const after = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    const secret = parseEnvValues(older).get("SUPABASE_JWT_SECRET")!;
+    for (const name of ["SUPABASE_ANON_KEY", "SUPABASE_SERVICE_ROLE_KEY"]) {
+      const [header, payload, signature] = after.get(name)!.split(".");
+      expect(signature).toBe(createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url"));
+    }
+    expect(after.get("SUPABASE_JWT_SECRET")).toBe(secret);
   });
 
   test("refuses to overwrite edited files unless --force; writes nothing then", async () => {

@@ -1,6 +1,7 @@
 // Regenerating `.env` over the user's: their values stay, new variables arrive, nothing is lost.
 import { describe, expect, test } from "bun:test";
 import { mergeEnv, parseEnvValues } from "../../src/core/env-merge.ts";
+import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
 const generated = ["# header", "DB_PASSWORD=fresh-secret-0123456789abcdefghijkl", "API_TOKEN=fresh-token-0123456789abcdefghijklm", "SITE_URL=http://localhost:8080", "NEW_SETTING=on", ""].join("\n");
 
@@ -48,5 +49,34 @@ describe("mergeEnv", () => {
     // Regenerated without secrets, an empty secret stays empty (nothing to fill it with).
     const noSecrets = generated.replace(/^(DB_PASSWORD|API_TOKEN)=.*$/gm, "$1=");
     expect(mergeEnv("DB_PASSWORD=\n", noSecrets, new Set(["DB_PASSWORD"])).filled).toEqual([]);
+  });
+
+  describe("an API key signed with a secret", () => {
+    const derived = derivedSecrets([{ name: "API_KEY", jwt: { secret: "JWT_SECRET", role: "anon" } }]);
+    const secrets = new Set(["JWT_SECRET", "API_KEY"]);
+    const fresh = (secret: string) => ["JWT_SECRET=" + secret, "API_KEY=" + signJwt(secret, { role: "anon" }), ""].join("\n");
+    const newText = fresh("new-secret-0123456789abcdefghijklmnopq");
+
+    test("new beside a kept secret: signed with the kept one, not the one it was generated with", () => {
+      const merged = mergeEnv("JWT_SECRET=old-secret-0123456789abcdefghijklmnopq\n", newText, secrets, derived);
+      const values = parseEnvValues(merged.text);
+      expect(values.get("JWT_SECRET")).toBe("old-secret-0123456789abcdefghijklmnopq");
+      expect(values.get("API_KEY")).toBe(signJwt("old-secret-0123456789abcdefghijklmnopq", { role: "anon" }));
+      expect(merged.added).toEqual(["API_KEY"]);
+    });
+
+    test("a quoted kept secret is read as compose reads it", () => {
+      const merged = mergeEnv("JWT_SECRET='old secret with spaces 0123456789abcdef'\n", newText, secrets, derived);
+      expect(parseEnvValues(merged.text).get("API_KEY")).toBe(signJwt("old secret with spaces 0123456789abcdef", { role: "anon" }));
+    });
+
+    test("both kept: left as they are; an empty secret filled: the kept key is signed again", () => {
+      const old = fresh("old-secret-0123456789abcdefghijklmnopq");
+      expect(mergeEnv(old, newText, secrets, derived).text).toBe(old);
+      const filled = mergeEnv("JWT_SECRET=\nAPI_KEY=\n", newText, secrets, derived);
+      expect(filled.text).toBe(newText);
+      const stale = mergeEnv(`JWT_SECRET=\nAPI_KEY=${signJwt("other", { role: "anon" })}\n`, newText, secrets, derived);
+      expect(parseEnvValues(stale.text).get("API_KEY")).toBe(signJwt("new-secret-0123456789abcdefghijklmnopq", { role: "anon" }));
+    });
   });
 });

@@ -1,6 +1,7 @@
 // Generation: every service alone, every preset and 200 seeded random selections produce sound
 // bundles; caddy and promtool accept the generated configs; each input field takes effect.
 import { describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -137,6 +138,40 @@ describe("compose escaping", () => {
     const cmd = (compose.services.redis.command as string[]).join(" ");
     expect(cmd).toContain('"$$REDISCLI_AUTH"');
     expect(cmd).not.toContain("$$$");
+  });
+});
+
+describe("signed API keys", () => {
+  /** The claims of an HS256 token when `secret` signed it, else undefined (checked with node:crypto). */
+  const claimsIf = (token: string, secret: string) => {
+    const [header, payload, signature] = token.split(".");
+    const expected = createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url");
+    if (signature !== expected || JSON.parse(Buffer.from(header!, "base64url").toString()).alg !== "HS256") return undefined;
+    return JSON.parse(Buffer.from(payload!, "base64url").toString());
+  };
+
+  test("Supabase's anon and service_role keys are tokens signed with the stack's own JWT secret, fresh with it", () => {
+    for (const source of [fixedSecrets(), cryptoSecrets]) {
+      const env = parseEnvValues(generateBundle({ projectName: "sb", services: ["supabase"] }, catalog, { secrets: source }).files[".env"]);
+      const secret = env.get("SUPABASE_JWT_SECRET")!;
+      expect(secret).toMatch(/^[A-Za-z0-9]{40}$/);
+      expect(claimsIf(env.get("SUPABASE_ANON_KEY")!, secret)).toEqual({ role: "anon", iss: "supabase" });
+      expect(claimsIf(env.get("SUPABASE_SERVICE_ROLE_KEY")!, secret)).toEqual({ role: "service_role", iss: "supabase" });
+    }
+    const [a, b] = [1, 2].map(() => parseEnvValues(generateBundle({ projectName: "sb", services: ["supabase"] }, catalog).files[".env"]));
+    expect(a!.get("SUPABASE_SERVICE_ROLE_KEY")).not.toBe(b!.get("SUPABASE_SERVICE_ROLE_KEY"));
+  });
+
+  test("the compose file hands them to Studio and the agents; without generated secrets they are empty and required", () => {
+    const g = gen({ services: ["supabase"] });
+    const compose = composeOf(g.files);
+    expect(compose.services.supabase.environment).toMatchObject({ SUPABASE_ANON_KEY: "${SUPABASE_ANON_KEY}", SUPABASE_SERVICE_KEY: "${SUPABASE_SERVICE_ROLE_KEY}" });
+    expect(compose.services.core.environment?.SUPABASE_SERVICE_ROLE_KEY).toBe("${SUPABASE_SERVICE_ROLE_KEY}");
+    expect(g.derivedSecrets.map((d) => d.name)).toEqual(["SUPABASE_ANON_KEY", "SUPABASE_SERVICE_ROLE_KEY"]);
+    const unsecured = gen({ services: ["supabase"], generateSecrets: false });
+    expect(composeOf(unsecured.files).services.supabase.environment?.SUPABASE_ANON_KEY).toBe("${SUPABASE_ANON_KEY:?SUPABASE_ANON_KEY is empty - set it in .env}");
+    const bare = parseEnvValues(unsecured.files[".env"]);
+    expect([bare.get("SUPABASE_JWT_SECRET"), bare.get("SUPABASE_ANON_KEY"), bare.get("SUPABASE_SERVICE_ROLE_KEY")]).toEqual(["", "", ""]);
   });
 });
 

@@ -45,7 +45,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     // A complete document's .env holds the values the user saw or downloaded: deploy those (new
     // variables get the fresh ones). The other files are regenerated from its input.
     const documentEnv = (body.complete?.files as Record<string, string> | undefined)?.[".env"];
-    const envText = documentEnv === undefined ? generated.files[".env"] : mergeEnv(documentEnv, generated.files[".env"], generated.secretNames).text;
+    const envText = documentEnv === undefined ? generated.files[".env"] : mergeEnv(documentEnv, generated.files[".env"], generated.secretNames, generated.derivedSecrets).text;
     const files: Record<string, string> = { ...generated.files, ".env": envText };
 
     const encoder = new TextEncoder();

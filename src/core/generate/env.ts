@@ -17,7 +17,7 @@ function render(ctx: GenContext, valueOf: (v: EnvVariable) => string, intro: str
       const name = owner === "core" ? ctx.stack.core.name : ctx.catalog.servicesById.get(owner)?.name ?? owner;
       lines.push("", `# --- ${name} (${owner}) ---`);
     }
-    const kind = v.secret ? "generated secret" : v.beforeStart ? "required: fill in before the first start" : v.default === undefined ? "optional, fill in if you use it" : "setting";
+    const kind = v.jwt ? `generated: a token signed with ${v.jwt.secret}` : v.secret ? "generated secret" : v.beforeStart ? "required: fill in before the first start" : v.default === undefined ? "optional, fill in if you use it" : "setting";
     lines.push(`# ${v.description} (${kind})`, `${v.name}=${envValue(valueOf(v))}`);
   }
   return lines.join("\n") + "\n";

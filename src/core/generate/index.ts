@@ -11,7 +11,7 @@ import { resolve, type ResolvedStack } from "../resolve.ts";
 import { catalogMemo } from "../memo.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
 import type { Variable } from "../../schema/catalog.ts";
-import { cryptoSecrets, type SecretSource } from "./secrets.ts";
+import { cryptoSecrets, derivedSecrets, type DerivedSecret, type SecretSource } from "./secrets.ts";
 import { collectVariables, publicUrl } from "./variables.ts";
 import { composeFile } from "./compose.ts";
 import { envExampleFile, envFile } from "./env.ts";
@@ -42,6 +42,8 @@ export interface Generated {
   stack: ResolvedStack;
   /** Names of the `.env` variables that hold generated secrets. */
   secretNames: ReadonlySet<string>;
+  /** The secrets among them made from another (signed API keys): made again when that one changes. */
+  derivedSecrets: readonly DerivedSecret[];
   /** `files` as JSON text, built from a cached serialization of everything but `.env`. */
   filesJson(): string;
 }
@@ -66,6 +68,8 @@ interface Rendered {
   /** `.env` split around its secret values: `parts[0] + secret0 + parts[1] + ...`. */
   envParts: string[];
   envSecrets: Variable[];
+  /** The derived ones among `envSecrets`, with the positions of their value and its source. */
+  derived: { at: number; from: number; secret: DerivedSecret }[];
   /** JSON of `{".env": ..., ...files}` split the same way, made on first use: escaping 30 KB of
    *  text per request would cost more than generating. Secrets need no escaping (letters, digits,
    *  `-_.`). */
@@ -115,9 +119,10 @@ export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGene
 
 /** A bundle from a prepared generation: fresh secrets (and so `.env`) and metadata on every call. */
 export function finishGeneration({ input, generateSecrets, rendered }: PreparedGeneration, options: GenerateOptions = {}): Generated {
-  const { ctx, files, envParts, envSecrets } = rendered;
+  const { ctx, files, envParts, envSecrets, derived } = rendered;
   const source = options.secrets ?? cryptoSecrets;
-  const secrets = envSecrets.map((v) => (generateSecrets ? source(v.name, v.format ?? "alnum", v.length ?? 32) : ""));
+  const secrets = envSecrets.map((v) => (generateSecrets && !v.jwt ? source(v.name, v.format ?? "alnum", v.length ?? 32) : ""));
+  if (generateSecrets) for (const d of derived) secrets[d.at] = d.secret.derive(secrets[d.from]);
   const stack = ctx.stack;
   const metadata: GenerateMetadata = {
     generatedAt: (options.now?.() ?? new Date()).toISOString(),
@@ -137,6 +142,7 @@ export function finishGeneration({ input, generateSecrets, rendered }: PreparedG
     get secretNames() {
       return new Set(envSecrets.map((v) => v.name));
     },
+    derivedSecrets: derived.map((d) => d.secret),
     // Built on first use: the JSON answer never needs the object.
     get files() {
       return (all ??= { ".env": interleave(envParts, secrets), ...files });
@@ -194,7 +200,9 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
   // Secrets are alphanumeric or hex, so they go into the template unquoted.
   const envSecrets = ctx.variables.filter((v) => v.secret);
   const envParts = envFile({ ...ctx, variables: ctx.variables.map((v) => (v.secret ? { ...v, value: SECRET_MARK } : v)) }).split(SECRET_MARK);
-  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets };
+  const position = new Map(envSecrets.map((v, i) => [v.name, i]));
+  const derived = derivedSecrets(envSecrets).map((secret) => ({ at: position.get(secret.name)!, from: position.get(secret.from)!, secret }));
+  return { ctx, files: Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]])), envParts, envSecrets, derived };
 }
 
 /** Debian's PostgreSQL has no pgvector: a stack whose databases need extensions keeps it in a container. */

@@ -78,3 +78,27 @@ export function fixedSecrets(seed = "stackgen"): SecretSource {
     return derive(name, ALNUM, length);
   };
 }
+
+/** A secret made from another one (the `jwt` variables): `derive` takes the value of `from`. */
+export interface DerivedSecret {
+  name: string;
+  from: string;
+  derive(fromValue: string): string;
+}
+
+const base64url = (text: string) => Buffer.from(text).toString("base64url");
+const JWT_HEADER = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+
+/** An HS256 JWT with these claims. No `exp`: such a key lasts as long as its secret, and a new
+ *  secret (with keys signed again) revokes it. */
+export function signJwt(secret: string, claims: Record<string, string>): string {
+  const signed = `${JWT_HEADER}.${base64url(JSON.stringify(claims))}`;
+  return `${signed}.${new Bun.CryptoHasher("sha256", secret).update(signed).digest("base64url")}`;
+}
+
+/** The derived secrets among `variables` (a variable without a `jwt` is drawn, not derived). */
+export function derivedSecrets(variables: readonly { name: string; jwt?: { secret: string; role: string; issuer?: string } }[]): DerivedSecret[] {
+  return variables.flatMap(({ name, jwt }) => jwt
+    ? [{ name, from: jwt.secret, derive: (value: string) => signJwt(value, { role: jwt.role, ...(jwt.issuer ? { iss: jwt.issuer } : {}) }) }]
+    : []);
+}

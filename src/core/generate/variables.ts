@@ -2,7 +2,7 @@
 // injected source, defaults as declared, user-supplied values empty.
 import type { CatalogService } from "../../schema/catalog.ts";
 import { hasProxy, proxiedUrl, webServices, type EnvVariable, type GenContext, type GenOptions } from "./context.ts";
-import type { SecretSource } from "./secrets.ts";
+import { derivedSecrets, type SecretSource } from "./secrets.ts";
 
 const HOST_URL = /^(https?):\/\/(localhost|127\.0\.0\.1):(\d+)(.*)$/;
 
@@ -40,10 +40,14 @@ export function collectVariables(services: CatalogService[], core: CatalogServic
     for (const v of s.variables ?? []) {
       const declared = v.publicUrl && v.default !== undefined ? urlPart(urlOf(v.publicUrlOf ?? s.id, v.default), v.publicUrlPart) : v.default;
       const value = v.secret
-        ? (options.generateSecrets ? secrets(v.name, v.format ?? "alnum", v.length ?? 32) : "")
+        ? (options.generateSecrets && !v.jwt ? secrets(v.name, v.format ?? "alnum", v.length ?? 32) : "")
         : (declared ?? "");
       out.push({ ...v, ...(declared !== undefined ? { default: declared } : {}), owner: s.id, value });
     }
+  }
+  if (options.generateSecrets) {
+    const byName = new Map(out.map((v) => [v.name, v]));
+    for (const d of derivedSecrets(out)) byName.get(d.name)!.value = d.derive(byName.get(d.from)!.value);
   }
   return out;
 }
