@@ -133,7 +133,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
       if (t.keepExistingValues) {
         // Read before the new compose file adds empty rows for the variables it introduces.
         try {
-          ({ push: vars, kept } = variablesToPush(t.envVars, await platformEnv(api, uuid), true));
+          ({ push: vars, kept } = variablesToPush(t.envVars, await platformEnv(api, uuid), true, t.derivedSecrets));
         } catch (e) {
           if (!(e instanceof DeployError)) throw e;
           // Unreadable: send only what cannot replace anything that matters: no generated secret

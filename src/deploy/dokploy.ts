@@ -136,7 +136,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     if (reused) {
       try {
         const current = await api.call<{ env?: unknown }>("GET", "/compose.one", { query: { composeId } });
-        env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues);
+        env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues, t.derivedSecrets);
       } catch (e) {
         if (!(e instanceof DeployError)) throw e;
         // Unreadable: the bundle's own values still go in (as before the platform was read, so

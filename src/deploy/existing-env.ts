@@ -4,8 +4,13 @@
 // - except when the bundle was generated just now (the API relay): its secrets are new, and
 //   pushing them would lock services out of the data their old passwords protect. Then every
 //   value the platform has set stays, and only variables it lacks (or holds empty) are pushed.
+//   A signed API key pushed beside the secret it is signed with, which the platform keeps, is
+//   signed again with the platform's value (or not sent when that value is hidden): a key that
+//   does not match the running stack's secret is refused by it.
 import type { EnvVar } from "./types.ts";
 import { ENV_ASSIGNMENT, parseEnvText } from "../core/parse-env.ts";
+import { envValue } from "../core/generate/env.ts";
+import type { DerivedSecret } from "../core/generate/secrets.ts";
 
 /** A platform's variable: its value, or undefined when the platform does not show it (a token
  *  without the right to read secrets). A hidden value counts as set. */
@@ -14,10 +19,24 @@ export type PlatformEnv = Map<string, string | undefined>;
 const isSet = (platform: PlatformEnv, key: string) => platform.has(key) && platform.get(key) !== "";
 
 /** The bundle's variables to push, and the names whose platform value stays. */
-export function variablesToPush(ours: EnvVar[], platform: PlatformEnv, keepPlatformValues: boolean): { push: EnvVar[]; kept: string[] } {
+export function variablesToPush(ours: EnvVar[], platform: PlatformEnv, keepPlatformValues: boolean, derived: readonly DerivedSecret[] = []): { push: EnvVar[]; kept: string[] } {
   if (!keepPlatformValues) return { push: ours, kept: [] };
   const kept = ours.filter((v) => isSet(platform, v.key)).map((v) => v.key);
-  return { push: ours.filter((v) => !isSet(platform, v.key)), kept };
+  const signed = signedWithKept(derived, new Set(kept), (key) => platform.get(key));
+  const push = ours.filter((v) => !isSet(platform, v.key) && signed.get(v.key) !== null).map((v) => (signed.has(v.key) ? { key: v.key, value: signed.get(v.key)! } : v));
+  return { push, kept };
+}
+
+/** The derived secrets that are pushed while their source secret stays on the platform: their
+ *  value signed with the platform's, or null when the platform hides it (then not sent). */
+function signedWithKept(derived: readonly DerivedSecret[], kept: ReadonlySet<string>, platformValue: (key: string) => string | undefined): Map<string, string | null> {
+  const out = new Map<string, string | null>();
+  for (const d of derived) {
+    if (kept.has(d.name) || !kept.has(d.from)) continue;
+    const value = platformValue(d.from);
+    out.set(d.name, value ? d.derive(value) : null);
+  }
+  return out;
 }
 
 /** One assignment of a dotenv text as written: its whole source (a quoted value may span lines)
@@ -25,6 +44,8 @@ export function variablesToPush(ours: EnvVar[], platform: PlatformEnv, keepPlatf
  *  `KEY=value`, `KEY: value`, `export KEY=...`, dots and dashes in keys, ', " or ` quotes. */
 interface DotenvEntry {
   source: string;
+  /** The value, quotes removed. */
+  value: string;
   empty: boolean;
 }
 
@@ -36,7 +57,7 @@ function dotenvEntries(text: string): Map<string, DotenvEntry> {
     const value = (m[2] ?? "").trim();
     const unquoted = /^(['"`])([\s\S]*)\1$/.exec(value)?.[2] ?? value;
     // Later assignments win, as in dotenv.
-    entries.set(m[1]!, { source: m[0].trim(), empty: unquoted.trim() === "" });
+    entries.set(m[1]!, { source: m[0].trim(), value: unquoted, empty: unquoted.trim() === "" });
   }
   return entries;
 }
@@ -45,11 +66,12 @@ function dotenvEntries(text: string): Map<string, DotenvEntry> {
  *  with the platform's own lines for the values it keeps, then the platform-only variables.
  *  Platform lines are copied as written, never parsed and re-escaped: a value must reach the
  *  platform's parser exactly as before. */
-export function envTextForUpdate(ourText: string, platformText: string, keepPlatformValues: boolean): { text: string; kept: string[]; carried: string[] } {
+export function envTextForUpdate(ourText: string, platformText: string, keepPlatformValues: boolean, derived: readonly DerivedSecret[] = []): { text: string; kept: string[]; carried: string[] } {
   const platform = dotenvEntries(platformText);
   const ours = new Set(parseEnvText(ourText).map((v) => v.key));
   const kept = keepPlatformValues ? [...ours].filter((k) => platform.has(k) && !platform.get(k)!.empty) : [];
   const keep = new Set(kept);
+  const signed = signedWithKept(derived, keep, (key) => platform.get(key)?.value);
   let text = ourText;
   if (keep.size) {
     // Our own generated .env has one single-line `KEY=value` per variable.
@@ -57,7 +79,8 @@ export function envTextForUpdate(ourText: string, platformText: string, keepPlat
       .split("\n")
       .map((line) => {
         const key = ENV_ASSIGNMENT.exec(line.trim())?.[1];
-        return key !== undefined && keep.has(key) ? platform.get(key)!.source : line;
+        if (key !== undefined && keep.has(key)) return platform.get(key)!.source;
+        return key !== undefined && signed.get(key) ? `${key}=${envValue(signed.get(key)!)}` : line;
       })
       .join("\n");
   }

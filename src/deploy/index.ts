@@ -8,6 +8,7 @@ import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
 import { redact } from "./http.ts";
 import { ENV_ASSIGNMENT, parseEnvText } from "../core/parse-env.ts";
+import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
   DeployProvider,
   DeployResult,
@@ -49,6 +50,8 @@ export interface DeployOptions {
   keepExistingValues?: boolean;
   /** With keepExistingValues: the names of the generated secrets (see DeployTarget). */
   freshSecrets?: ReadonlySet<string>;
+  /** With keepExistingValues: the signed API keys among them (see DeployTarget). */
+  derivedSecrets?: readonly DerivedSecret[];
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
@@ -89,6 +92,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     destination: opts.destination?.trim() || undefined,
     keepExistingValues: opts.keepExistingValues === true,
     freshSecrets: opts.freshSecrets ?? new Set<string>(),
+    derivedSecrets: opts.derivedSecrets ?? [],
     fetch: opts.fetch,
     timeoutMs: opts.timeoutMs,
   };

@@ -1,6 +1,7 @@
 // Shared shapes of the deployers (SPEC §4.2, CONTRACT §5). The CLI, the HTTP API and the tests
 // all speak these types, so they stay free of any provider detail.
 import type { EnvVar } from "../core/parse-env.ts";
+import type { DerivedSecret } from "../core/generate/secrets.ts";
 
 export type { EnvVar };
 
@@ -58,6 +59,9 @@ export interface DeployTarget {
   /** The variables generated just now (with keepExistingValues): when the platform's own values
    *  cannot be read, these are treated as set there and not sent. */
   freshSecrets: ReadonlySet<string>;
+  /** With keepExistingValues: the signed API keys among them, signed again with a secret the
+   *  platform keeps. */
+  derivedSecrets: readonly DerivedSecret[];
   fetch?: FetchLike;
   timeoutMs?: number;
 }

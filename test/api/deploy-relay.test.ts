@@ -1,5 +1,6 @@
 // POST /v1/deploy: the loopback/key rule and the streamed steps, over real listeners and a fake
 // Coolify that checks every request against its published OpenAPI document.
+import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServers } from "../../src/api/server.ts";
 import { createApp, defaultDeployPolicy } from "../../src/api/app.ts";
@@ -100,6 +101,28 @@ describe("POST /v1/deploy", () => {
         const update = (await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, update: true, ...again }))).at(-1);
         expect(update.result.success).toBe(true);
         expect(values()).toEqual(deployed);
+      }
+      expect(own.violations).toEqual([]);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("an update that keeps the platform's JWT secret sends API keys signed with it", async () => {
+    const own = await new CoolifyFake().start();
+    try {
+      const input = { projectName: "relay-keys", services: ["supabase"] };
+      expect((await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, input }))).at(-1).result.success).toBe(true);
+      const envs = own.services[0]!.envs;
+      // As a stack deployed before its keys existed: the secret is there, the keys are not.
+      envs.delete("SUPABASE_ANON_KEY");
+      envs.delete("SUPABASE_SERVICE_ROLE_KEY");
+      const secret = envs.get("SUPABASE_JWT_SECRET")!.value;
+      expect((await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, update: true, input }))).at(-1).result.success).toBe(true);
+      expect(envs.get("SUPABASE_JWT_SECRET")!.value).toBe(secret);
+      for (const name of ["SUPABASE_ANON_KEY", "SUPABASE_SERVICE_ROLE_KEY"]) {
+        const [header, payload, signature] = envs.get(name)!.value.split(".");
+        expect(signature).toBe(createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url"));
       }
       expect(own.violations).toEqual([]);
     } finally {

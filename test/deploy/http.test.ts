@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
 import { normaliseInstanceUrl, parseEnvText } from "../../src/deploy/index.ts";
-import { envTextForUpdate } from "../../src/deploy/existing-env.ts";
+import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
+import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
 const v = (s: string) => parseVersion(s)!;
 
@@ -157,5 +158,32 @@ describe("envTextForUpdate", () => {
     const mine = new Map(parseEnvText(envTextForUpdate(ours, platform, false).text).map((v) => [v.key, v.value]));
     expect(mine.get("K0")).toBe("new");
     expect(mine.get("K5")).toBe(stored.get("K5"));
+  });
+});
+
+describe("a signed API key on an update that keeps the platform's secret", () => {
+  const derived = derivedSecrets([{ name: "SB_ANON_KEY", jwt: { secret: "SB_JWT_SECRET", role: "anon" } }]);
+  const fresh = `SB_JWT_SECRET=new-secret\nSB_ANON_KEY=${signJwt("new-secret", { role: "anon" })}\n`;
+  const signedWithOld = signJwt("old 'secret'", { role: "anon" });
+
+  test("Dokploy: the key goes in signed with the secret the platform keeps", () => {
+    const { text, kept } = envTextForUpdate(fresh, `SB_JWT_SECRET="old 'secret'"\n`, true, derived);
+    expect(kept).toEqual(["SB_JWT_SECRET"]);
+    const after = new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+    expect(after.get("SB_JWT_SECRET")).toBe("old 'secret'");
+    expect(after.get("SB_ANON_KEY")).toBe(signedWithOld);
+    // Both on the platform: both stay as they are.
+    const both = envTextForUpdate(fresh, `SB_JWT_SECRET=old\nSB_ANON_KEY=theirs\n`, true, derived);
+    expect(parseEnvText(both.text).find((v) => v.key === "SB_ANON_KEY")!.value).toBe("theirs");
+  });
+
+  test("Coolify: signed with the platform's value, or not sent when the platform hides it", () => {
+    const ours = parseEnvText(fresh);
+    const shown = variablesToPush(ours, new Map([["SB_JWT_SECRET", "old 'secret'"]]), true, derived);
+    expect(shown.push).toEqual([{ key: "SB_ANON_KEY", value: signedWithOld }]);
+    const hidden = variablesToPush(ours, new Map([["SB_JWT_SECRET", undefined]]), true, derived);
+    expect(hidden.push).toEqual([]);
+    // A first deploy (nothing on the platform) sends both as generated.
+    expect(variablesToPush(ours, new Map(), true, derived).push).toEqual(ours);
   });
 });

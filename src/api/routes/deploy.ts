@@ -64,6 +64,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
       // were generated just now, and the running stack's data is locked with the old ones.
       keepExistingValues: true,
       freshSecrets: generated.secretNames,
+      derivedSecrets: generated.derivedSecrets,
       projectName: input.projectName,
       composeYaml: files["docker-compose.yml"],
       envText,
