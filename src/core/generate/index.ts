@@ -142,7 +142,9 @@ export function finishGeneration({ input, generateSecrets, rendered }: PreparedG
     get secretNames() {
       return new Set(envSecrets.map((v) => v.name));
     },
-    derivedSecrets: derived.map((d) => d.secret),
+    get derivedSecrets() {
+      return derived.map((d) => d.secret);
+    },
     // Built on first use: the JSON answer never needs the object.
     get files() {
       return (all ??= { ".env": interleave(envParts, secrets), ...files });
