@@ -227,8 +227,9 @@ describe("input fields take effect", () => {
     for (const source of [cryptoSecrets, fixedSecrets("pw")]) {
       for (const length of [32, 48]) {
         const value = source("COOLIFY_ROOT_PASSWORD", "password", length);
-        expect(value).toHaveLength(length);
-        expect(value).toMatch(/^[A-Za-z0-9_.-]+$/);
+        // The length every secret has in letters and digits (CONTRACT §4), then one of each class.
+        expect(value).toHaveLength(length + classes.length);
+        expect(value).toMatch(new RegExp(`^[A-Za-z0-9]{${length}}[A-Z][a-z][0-9][-_.]$`));
         for (const re of classes) expect(value).toMatch(re);
       }
     }

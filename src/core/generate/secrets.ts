@@ -5,9 +5,10 @@ export type SecretSource = (name: string, format: SecretFormat, length: number) 
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX = "0123456789abcdef";
-/** `password`: alphanumeric, then one upper-case letter, one lower-case letter, one digit and one
- *  symbol, for apps that refuse a password without each (Coolify's root user). The symbols need
- *  no quoting in .env, YAML, JSON or URLs. */
+/** `password`: `length` alphanumeric characters (the secret every variable has), then one
+ *  upper-case letter, one lower-case letter, one digit and one symbol, for apps that refuse a
+ *  password without each (Coolify's root user). The symbols need no quoting in .env, YAML, JSON
+ *  or URLs. */
 const PASSWORD_CLASSES = ["ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789", "-_."];
 
 const codesOf = (alphabet: string) => Uint8Array.from(alphabet, (c) => c.charCodeAt(0));
@@ -57,7 +58,7 @@ const classChars = PASSWORD_CLASSES.map(characterStream);
 /** Uniform characters from crypto.getRandomValues (rejection sampling, no modulo bias). */
 export const cryptoSecrets: SecretSource = (_name, format, length) => {
   if (format === "hex") return hexChars(length);
-  if (format === "password") return alnumChars(length - classChars.length) + classChars.map((chars) => chars(1)).join("");
+  if (format === "password") return alnumChars(length) + classChars.map((chars) => chars(1)).join("");
   return alnumChars(length);
 };
 
@@ -74,7 +75,7 @@ export function fixedSecrets(seed = "stackgen"): SecretSource {
   };
   return (name, format, length) => {
     if (format === "hex") return derive(name, HEX, length);
-    if (format === "password") return derive(name, ALNUM, length - PASSWORD_CLASSES.length) + PASSWORD_CLASSES.map((a, i) => derive(`${name}:${i}`, a, 1)).join("");
+    if (format === "password") return derive(name, ALNUM, length) + PASSWORD_CLASSES.map((a, i) => derive(`${name}:${i}`, a, 1)).join("");
     return derive(name, ALNUM, length);
   };
 }
