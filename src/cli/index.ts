@@ -67,7 +67,9 @@ export function jsonRequested(argv: string[]): boolean {
 
 export async function run(argv: string[]): Promise<number> {
   const json = jsonRequested(argv);
-  if (argv[0] === "--version" || argv[0] === "-v") {
+  // `--version` alone, in any order with the JSON switches (`--json --version` too).
+  const words = argv.filter((w) => !/^--(no-)?json(=.*)?$/.test(w));
+  if (words.length === 1 && (words[0] === "--version" || words[0] === "-v")) {
     if (json) printJson({ name: "stackgen", version: VERSION, commit: COMMIT });
     else printText(`stackgen ${VERSION} (${COMMIT})`);
     return 0;

@@ -22,15 +22,28 @@ describe("basics", () => {
   });
 
   test("--version, --help and completion print one JSON document with --json", async () => {
-    const v = await cli(["--version", "--json"], { env });
-    expectOk(v);
-    expect(JSON.parse(v.stdout)).toMatchObject({ name: "stackgen", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    for (const args of [["--version", "--json"], ["--json", "--version"], ["--json", "-v"]]) {
+      const v = await cli(args, { env });
+      expectOk(v);
+      expect(JSON.parse(v.stdout)).toMatchObject({ name: "stackgen", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    }
     const help = await cli(["backup", "create", "--help", "--json"], { env });
     expectOk(help);
     expect(JSON.parse(help.stdout)).toMatchObject({ command: "stackgen backup create", usage: expect.stringContaining("--output") });
     const c = await cli(["completion", "fish", "--json"], { env });
     expectOk(c);
     expect(JSON.parse(c.stdout)).toEqual({ shell: "fish", script: (await cli(["completion", "fish"], { env })).stdout.replace(/\n$/, "") + "\n" });
+  });
+
+  test("npx stackgen does not load the .env of the directory it runs in (a stack's secrets and project name stay that stack's)", async () => {
+    const work = join(tmp, "dotenv-cwd");
+    mkdirSync(join(work, "elsewhere"), { recursive: true });
+    expectOk(await cli(["generate", "--services", "redis", "--dir", join(work, "lab")], { env }));
+    writeFileSync(join(work, "elsewhere", ".env"), "COMPOSE_PROJECT_NAME=wrongproj\n");
+    const shim = new URL("../../bin/stackgen.cjs", import.meta.url).pathname;
+    // No engine is needed: doctor names the project it found before it asks Docker anything.
+    const r = await run(["node", shim, "doctor", "--dir", "../lab", "--json"], { cwd: join(work, "elsewhere"), env: { ...env, DOCKER_HOST: "unix:///nonexistent.sock" } });
+    expect(JSON.parse(r.stdout).project).toBe("lab");
   });
 
   test("a nested command's help names it in full", async () => {

@@ -58,6 +58,23 @@ describe("stackgen.json configVersion on load (SPEC §9.5, §9.9)", () => {
   });
 });
 
+describe("a --dir that does not exist", () => {
+  test("is exit 2 for every command that reads the stack, backup list included (not an empty list)", async () => {
+    const missing = join(tmp, "typo");
+    for (const args of [["status"], ["update"], ["backup", "create"], ["backup", "list"]]) {
+      const r = await cli([...args, "--dir", missing, "--json"], { env });
+      expect(r.code, `${args.join(" ")}: ${r.stdout}`).toBe(2);
+      expect(jsonError(r.stdout).code, args.join(" ")).toBe("STACK_NOT_FOUND");
+    }
+    expect(existsSync(missing)).toBe(false);
+    // An empty directory is a new machine: no stack yet and no backups, not an error.
+    mkdirSync(join(tmp, "new-machine"));
+    const list = await cli(["backup", "list", "--dir", join(tmp, "new-machine"), "--json"], { env });
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout).backups).toEqual([]);
+  });
+});
+
 describe("backup restore checks its own arguments before connecting to Docker", () => {
   const dir = stackDir("shop", { configVersion: 2, deploymentType: "docker" });
   const archive = async (name: string, project: string) => {

@@ -1,4 +1,5 @@
 // stackgen backup list: the stack's backups, newest first, each verified.
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
@@ -13,7 +14,8 @@ export default defineCommand({
   async run({ args }) {
     // On a new machine the directory may hold only backups/ with the archives to restore from.
     const root = resolve(args.dir || ".");
-    const stack = isEmptyStackDir(root) ? undefined : loadStack(root);
+    // A directory that is not there is a mistyped --dir (exit 2), not a stack without backups.
+    const stack = isEmptyStackDir(root) && existsSync(root) ? undefined : loadStack(root);
     const dir = defaultBackupDir(root);
     const backups = await listBackups(dir);
     if (args.json) {
