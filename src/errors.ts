@@ -27,3 +27,17 @@ export const conflictError = (message: string, details?: FieldIssue[]) => new St
 export const failure = (code: string, message: string) => new StackgenError(code, message, 500, undefined, 1);
 /** Bad flags or input files (exit 2). */
 export const usageError = (message: string) => new StackgenError("USAGE_ERROR", message, 400, undefined, 2);
+
+/** Field paths of `issues` as seen from a document that holds them under `prefix`. */
+export const issuesUnder = (prefix: string, issues: FieldIssue[]): FieldIssue[] =>
+  issues.map((d) => ({ ...d, field: d.field === "body" ? prefix : `${prefix}.${d.field}` }));
+
+/** Runs `check` on a part of a document: the fields its errors name are given from the document's root. */
+export function withFieldsUnder<T>(prefix: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof StackgenError) || !error.details) throw error;
+    throw new StackgenError(error.code, error.message, error.status, issuesUnder(prefix, error.details), error.exitCode);
+  }
+}

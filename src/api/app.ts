@@ -2,11 +2,12 @@
 // call `createApp()` and hand requests to `app.handle` or listen with it.
 import { Elysia, ValidationError } from "elysia";
 import { withUnknownIds } from "../core/check-input.ts";
-import type { FieldIssue } from "../errors.ts";
+import { issuesUnder, type FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
 import { Health } from "../schema/api.ts";
 import { errorBodyFor, methodNotAllowed, toErrorReply } from "./errors.ts";
+import { documentSent } from "./json-body.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
@@ -78,9 +79,13 @@ export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string
 
 /** Shape-check issues of a selection body plus its unknown ids (under `input` and `complete.input`
  *  for a deploy request). */
-function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog: Catalog): FieldIssue[] {
+function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog: Catalog, request: Request): FieldIssue[] {
   const route = path.replace(/\/+$/, "");
-  if (route === "/v1/validate" || route === "/v1/generate") return withUnknownIds(issues, body, catalog);
+  if (route === "/v1/validate" || route === "/v1/generate") {
+    // A complete export's input was checked: name its fields as the client sent them.
+    const found = withUnknownIds(issues, body, catalog);
+    return documentSent(request) ? issuesUnder("input", found) : found;
+  }
   if (route !== "/v1/deploy" || typeof body !== "object" || body === null) return issues;
   const { input, complete } = body as { input?: unknown; complete?: { input?: unknown } | null };
   return withUnknownIds(withUnknownIds(issues, input, catalog, "input"), complete?.input, catalog, "complete.input");
@@ -126,7 +131,7 @@ export function createApp(options: AppOptions = {}) {
       if (wrongMethod) set.headers.allow = [...allowed, "OPTIONS"].join(", ");
       // The body failed its shape check before the route ran: name its unknown ids too.
       if (error instanceof ValidationError && error.type === "body" && reply.body.error.details) {
-        reply.body.error.details = withBodyIds(reply.body.error.details, path, error.value, catalog);
+        reply.body.error.details = withBodyIds(reply.body.error.details, path, error.value, catalog, request);
       }
       set.status = reply.status;
       set.headers["content-type"] = "application/json";

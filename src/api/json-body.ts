@@ -62,6 +62,18 @@ export function parseJsonObject(text: string, message: string, unwrap?: Unwrap):
   return unwrap ? unwrap(value as Record<string, unknown>) : (value as Record<string, unknown>);
 }
 
+/** Bodies an Elysia `parse` hook unwrapped (a complete export posted back), by request. */
+const unwrappedBodies = new WeakMap<Request, Record<string, unknown>>();
+
+/** The whole document a request sent when its hook checked only a part of it (`unwrap`). Core
+ *  calls given it read the same part and name fields as sent (`input.services.0`); Elysia hands
+ *  routes a copy of the part, so the part alone cannot tell where it came from. */
+export const documentSent = (request: Request): Record<string, unknown> | undefined => unwrappedBodies.get(request);
+
 /** An Elysia `parse` hook reading the body with `readJsonObject`. */
-export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap) => ({ request }: { request: Request }) =>
-  readJsonObject(request, message, maxBytes, unwrap);
+export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap) => async ({ request }: { request: Request }) => {
+  const doc = await readJsonObject(request, message, maxBytes);
+  const part = unwrap ? unwrap(doc) : doc;
+  if (part !== doc) unwrappedBodies.set(request, doc);
+  return part;
+};

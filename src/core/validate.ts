@@ -4,10 +4,13 @@ import { ValidateRequest, type ValidateResponse } from "../schema/api.ts";
 import { checkRequest, toSelection, VALIDATE_MESSAGE } from "./check-input.ts";
 
 export { VALIDATE_MESSAGE };
-import { migrateConfig, requestInput } from "./migrate.ts";
+import { checkedAsSent, migrateConfig, requestInput } from "./migrate.ts";
 import { resolve, toValidateResponse } from "./resolve.ts";
 
 export function validateSelection(body: unknown, catalog: Catalog): ValidateResponse {
-  const migrated = checkRequest<ValidateRequest>(ValidateRequest, migrateConfig(requestInput(body as Record<string, unknown>, VALIDATE_MESSAGE), VALIDATE_MESSAGE), catalog, VALIDATE_MESSAGE);
-  return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
+  const input = requestInput(body as Record<string, unknown>, VALIDATE_MESSAGE);
+  return checkedAsSent(input, () => {
+    const migrated = checkRequest<ValidateRequest>(ValidateRequest, migrateConfig(input, VALIDATE_MESSAGE), catalog, VALIDATE_MESSAGE);
+    return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
+  });
 }

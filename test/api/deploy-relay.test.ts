@@ -62,6 +62,7 @@ describe("POST /v1/deploy", () => {
       [{ ...body(), input: { projectName: "a", services: ["redis"] } }, "input.projectName", "3 to 255 characters"],
       [{ ...body(), input: { projectName: "relay-x", services: ["nope"] } }, "input.services.0", "nope"],
       [{ ...body(), input: undefined, complete: { formatVersion: "1", input: { projectName: "ab", services: ["redis"] } } }, "complete.input.projectName", "3 to 255 characters"],
+      [{ ...body(), input: undefined, complete: { formatVersion: "1", input: { projectName: "relay-x", services: ["nope"] } } }, "complete.input.services.0", "nope"],
       [{ ...body(), input: undefined, complete: { formatVersion: "99", input: { projectName: "relay-x", services: ["redis"] } } }, "complete.formatVersion", "Unsupported format version"],
       [{ ...body(), input: undefined, complete: { formatVersion: 1, input: { projectName: "relay-x", services: ["redis"] } } }, "complete.formatVersion", "Unsupported format version"],
     ];

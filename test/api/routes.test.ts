@@ -338,6 +338,27 @@ describe("POST /v1/generate", () => {
     }
   });
 
+  test("errors in a complete export posted back name its fields from the body's root (input.<field>)", async () => {
+    const exported = (input: unknown) => ({ formatVersion: "1", input, files: {}, metadata: {} });
+    const cases: [string, unknown, string[]][] = [
+      ["/v1/validate", exported({ services: ["redis", "nope"] }), ["input.services.1"]],
+      ["/v1/validate", exported({ services: ["redis"], gpu: "y" }), ["input.gpu"]],
+      // The hot route (plain JSON) and the Elysia route (?format=complete) alike.
+      ["/v1/generate", exported({ projectName: "BAD", services: ["nope"] }), ["input.projectName", "input.services.0"]],
+      ["/v1/generate?format=complete", exported({ projectName: "BAD", services: ["nope"] }), ["input.projectName", "input.services.0"]],
+      ["/v1/generate", exported({ projectName: "ok", configVersion: 7, services: ["redis"] }), ["input.configVersion"]],
+      ["/v1/generate", exported({ projectName: "ok" }), ["input.services"]],
+    ];
+    for (const [path, body, fields] of cases) {
+      const r = await call("POST", path, body);
+      expect(r.status, path).toBe(400);
+      expect((await json(r)).error.details.map((d: { field: string }) => d.field).sort(), `${path} ${JSON.stringify(body)}`).toEqual(fields);
+    }
+    // A plain body keeps its own paths.
+    const plain = await call("POST", "/v1/validate", { services: ["nope"] });
+    expect((await json(plain)).error.details.map((d: { field: string }) => d.field)).toEqual(["services.0"]);
+  });
+
   test("one answer names every offending field: shape errors and unknown ids together", async () => {
     const cases: [string, unknown, string[]][] = [
       ["/v1/validate", { services: ["redis", 5, "nope"] }, ["services.1", "services.2"]],

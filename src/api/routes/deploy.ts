@@ -5,10 +5,10 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { DeployRequest, ErrorBody } from "../../schema/api.ts";
-import { generateBundle, requestInput, GENERATE_MESSAGE } from "../../core/generate/index.ts";
+import { generateBundle } from "../../core/generate/index.ts";
 import { mergeEnv } from "../../core/env-merge.ts";
 import { deployBundle, projectNameProblem, type DeployStep } from "../../deploy/index.ts";
-import { StackgenError, validationError } from "../../errors.ts";
+import { StackgenError, validationError, withFieldsUnder } from "../../errors.ts";
 import { jsonObjectBody } from "../json-body.ts";
 
 /** Decides whether this request may make the server call out (loopback, valid key, or opt-in). */
@@ -20,26 +20,16 @@ export const FORBIDDEN_MESSAGE =
   "Deploying through the API is allowed only from this machine (loopback) or with a valid X-API-Key. " +
   "Set ALLOW_REMOTE_DEPLOY=true on the server to allow it from anywhere.";
 
-/** Runs `check` on a part of the body, naming the fields its errors point at from the body's root. */
-function underField<T>(prefix: string, check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (!(error instanceof StackgenError) || !error.details) throw error;
-    const details = error.details.map((d) => ({ ...d, field: d.field === "body" ? prefix : `${prefix}.${d.field}` }));
-    throw new StackgenError(error.code, error.message, error.status, details, error.exitCode);
-  }
-}
-
 export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: DeployPolicy, fetchImpl?: typeof fetch) =>
   new Elysia({ name: "deploy-routes" }).post("/deploy", async ({ body, request }) => {
     if (!policy(request)) throw new StackgenError("FORBIDDEN", FORBIDDEN_MESSAGE, 403);
-    const input = body.input ?? body.complete?.input;
-    if (!input) throw validationError(DEPLOY_MESSAGE, [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
-    // A complete document of another format version is refused, as generate refuses it.
-    if (body.complete && "formatVersion" in body.complete) underField("complete", () => requestInput(body.complete!, GENERATE_MESSAGE));
+    if (!body.input && !body.complete?.input) throw validationError(DEPLOY_MESSAGE, [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
+    // A complete document is generated as generate reads one posted back: through its `input`
+    // (another format version is refused), its errors naming `complete.input.<field>`.
+    const [source, sourceField] = body.input ? [body.input, "input"] : "formatVersion" in body.complete! ? [body.complete!, "complete"] : [body.complete!.input, "complete.input"];
     const inputField = body.input ? "input" : "complete.input";
-    const generated = underField(inputField, () => generateBundle(input, catalog));
+    const generated = withFieldsUnder(sourceField, () => generateBundle(source, catalog));
+    const input = generated.input;
     const nameProblem = projectNameProblem(body.provider, input.projectName);
     if (nameProblem) throw validationError(DEPLOY_MESSAGE, [{ field: `${inputField}.projectName`, message: nameProblem }]);
     // A complete document's .env holds the values the user saw or downloaded: deploy those (new

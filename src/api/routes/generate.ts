@@ -4,7 +4,7 @@ import type { Catalog } from "../../catalog/index.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
 import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
-import { jsonObjectBody } from "../json-body.ts";
+import { documentSent, jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 
 export const GENERATE_JSON_TYPE = "application/json; charset=utf-8";
@@ -33,8 +33,9 @@ export function wantsZip(format: string | undefined, accept: string | null | und
 }
 
 /** The JSON answer of a generation: `{files, metadata}`, or the complete export document. */
-export function generateJson(body: Record<string, unknown>, catalog: Catalog, complete = false): string {
-  return bundleJson(generateBundle(body, catalog), complete ? `{"formatVersion":"${COMPLETE_FORMAT_VERSION}","input":${JSON.stringify(body)},` : "{");
+/** `sent`: the whole document when `body` is the input of a complete export posted back. */
+export function generateJson(body: Record<string, unknown>, catalog: Catalog, complete = false, sent = body): string {
+  return bundleJson(generateBundle(sent, catalog), complete ? `{"formatVersion":"${COMPLETE_FORMAT_VERSION}","input":${JSON.stringify(body)},` : "{");
 }
 
 /** `{files, metadata}` (after `head`), serialized by hand around the cached JSON of the files:
@@ -44,9 +45,10 @@ export function bundleJson({ metadata, filesJson }: Generated, head = "{"): stri
 }
 
 export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
-  new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers }) => {
+  new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers, request }) => {
+    const sent = documentSent(request) ?? body;
     if (wantsZip(query.format, headers.accept)) {
-      const { input, files } = generateBundle(body, catalog);
+      const { input, files } = generateBundle(sent, catalog);
       // fflate builds its tables when loaded: only pay for it when a ZIP is asked for.
       const { zipBundle } = await import("../../core/bundle.ts");
       return new Response(zipBundle(input.projectName, files) as Uint8Array<ArrayBuffer>, {
@@ -56,7 +58,7 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
         },
       });
     }
-    return new Response(generateJson(body, catalog, query.format === "complete"), { headers: { "content-type": GENERATE_JSON_TYPE } });
+    return new Response(generateJson(body, catalog, query.format === "complete", sent), { headers: { "content-type": GENERATE_JSON_TYPE } });
   }, {
     // A whole `complete` export posted back is read through its `input`.
     parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, GENERATE_MESSAGE)),

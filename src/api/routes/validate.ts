@@ -2,11 +2,11 @@ import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
 import { validateSelection, VALIDATE_MESSAGE } from "../../core/validate.ts";
-import { jsonObjectBody } from "../json-body.ts";
+import { documentSent, jsonObjectBody } from "../json-body.ts";
 import { requestInput } from "../../core/migrate.ts";
 
 export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
-  new Elysia({ name: "validate-routes" }).post("/validate", ({ body }) => validateSelection(body, catalog), {
+  new Elysia({ name: "validate-routes" }).post("/validate", ({ body, request }) => validateSelection(documentSent(request) ?? body, catalog), {
     // A whole `complete` export is validated through its `input`, as generate reads it.
     parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, VALIDATE_MESSAGE)),
     body: ValidateRequest,

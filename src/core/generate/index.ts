@@ -4,7 +4,7 @@ import { GenerateRequest, type GenerateMetadata } from "../../schema/api.ts";
 import { conflictError, validationError } from "../../errors.ts";
 import { VERSION } from "../../version.ts";
 import { checkRequest, toSelection, type Selection } from "../check-input.ts";
-import { migrateConfig, requestInput } from "../migrate.ts";
+import { checkedAsSent, migrateConfig, requestInput } from "../migrate.ts";
 
 export { requestInput };
 import { resolve, type ResolvedStack } from "../resolve.ts";
@@ -48,12 +48,9 @@ export interface Generated {
   filesJson(): string;
 }
 
-/** Parse and migrate a body (generation input or config document) into a checked GenerateRequest. */
-export function parseGenerateInput(body: unknown, catalog: Catalog): GenerateRequest {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
-  }
-  const migrated = migrateConfig(requestInput(body as Record<string, unknown>, GENERATE_MESSAGE), GENERATE_MESSAGE);
+/** Migrate a generation input or config document into a checked GenerateRequest. */
+function parseGenerateInput(doc: Record<string, unknown>, catalog: Catalog): GenerateRequest {
+  const migrated = migrateConfig(doc, GENERATE_MESSAGE);
   const input = checkRequest<GenerateRequest>(GenerateRequest, migrated, catalog, GENERATE_MESSAGE);
   if (!input.services?.length && !input.skillPacks?.length && !input.preset) {
     throw validationError(GENERATE_MESSAGE, [{ field: "services", message: "Select at least one service, skill pack or preset" }]);
@@ -96,8 +93,15 @@ export function generateBundle(body: unknown, catalog: Catalog, options: Generat
 
 /** Check the body and render (or reuse) everything but `.env`; throws 400 / 409 errors. */
 export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGeneration {
-  const input = parseGenerateInput(body, catalog);
-  const selection = toSelection(input, catalog, GENERATE_MESSAGE);
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
+  }
+  // The input of a complete export posted back: its errors name fields as the client sent them.
+  const doc = requestInput(body as Record<string, unknown>, GENERATE_MESSAGE);
+  const { input, selection } = checkedAsSent(doc, () => {
+    const input = parseGenerateInput(doc, catalog);
+    return { input, selection: toSelection(input, catalog, GENERATE_MESSAGE) };
+  });
   const opts: GenOptions = {
     projectName: input.projectName,
     proxy: selection.proxy,
