@@ -600,6 +600,16 @@ describe("config migrations", () => {
     expect(bm.files["install.sh"]).toBeDefined();
   });
 
+  test("the existing deploymentType is kept, local included (SPEC §9.7), and local builds what docker builds", () => {
+    const docker = gen({ services: ["redis"], deployment: "docker" });
+    for (const asked of [{ configVersion: 1, deploymentType: "local" }, { configVersion: 2, deploymentType: "local" }, { deployment: "local" }]) {
+      const g = gen({ services: ["redis"], ...asked });
+      expect(JSON.parse(g.files["stackgen.json"]).deploymentType, JSON.stringify(asked)).toBe("local");
+      expect(g.files["install.sh"]).toBeUndefined();
+      expect(g.files["docker-compose.yml"]).toBe(docker.files["docker-compose.yml"]);
+    }
+  });
+
   test("an unknown version has no migration path", () => {
     expect(() => gen({ configVersion: 7, services: ["redis"] })).toThrow(/^No migration path from config version 7/);
   });

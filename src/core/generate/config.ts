@@ -15,7 +15,7 @@ export function configFile(ctx: GenContext, files: FileMap): FileMap {
     configVersion: CURRENT_CONFIG_VERSION,
     projectName: ctx.projectName,
     services: ctx.stack.resolvedServices,
-    deploymentType: ctx.deployment,
+    deploymentType: ctx.deploymentType,
     skillPacks: ctx.skillPacks,
     ...(ctx.preset ? { preset: ctx.preset } : {}),
     proxy: ctx.proxy,

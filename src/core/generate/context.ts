@@ -14,6 +14,8 @@ export interface GenOptions {
   /** Set only when the user asked for a platform: compose then pins it per service. */
   platform?: Platform;
   deployment: "docker" | "bare-metal";
+  /** The deployment as asked (`local` is docker, and stackgen.json keeps the word: SPEC §9.7). */
+  deploymentType: "docker" | "bare-metal" | "local";
   generateSecrets: boolean;
   coreVersion: string;
   skillPacks: string[];

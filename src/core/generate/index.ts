@@ -102,13 +102,15 @@ export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGene
     const input = parseGenerateInput(doc, catalog);
     return { input, selection: toSelection(input, catalog, GENERATE_MESSAGE) };
   });
+  const deploymentType = input.deployment ?? input.deploymentType ?? "docker";
   const opts: GenOptions = {
     projectName: input.projectName,
     proxy: selection.proxy,
     domain: selection.domain,
     gpu: selection.gpu,
     platform: input.platform,
-    deployment: (input.deployment ?? input.deploymentType ?? "docker") === "bare-metal" ? "bare-metal" : "docker",
+    deployment: deploymentType === "bare-metal" ? "bare-metal" : "docker",
+    deploymentType,
     generateSecrets: input.generateSecrets ?? true,
     coreVersion: input.coreVersion ?? DEFAULT_CORE_VERSION,
     skillPacks: selection.skillPacks,
