@@ -1,8 +1,14 @@
 // HTTP/CLI contracts (SPEC §2.4–2.8, CONTRACT §3). Each schema drives request validation,
 // the OpenAPI document and the TypeScript type of the same name.
-import { Type, type Static } from "@sinclair/typebox";
+import { CloneType, Type, type Static, type TSchema } from "@sinclair/typebox";
 import { CatalogService, CategoryId, Maturity, Platform, Preset, SkillPack, Category } from "./catalog.ts";
 import { COMPLETE_FORMAT_VERSION } from "./versions.ts";
+
+/** A route's own copy of a schema. Elysia changes a route's schema in place when it first checks
+ *  a request (it sets `additionalProperties: false` and strips unknown fields), and the core
+ *  checks bodies against the shared schema: once changed, any body with an unknown field (which
+ *  CONTRACT §3 says is ignored) failed in the hot routes and the CLI of the same process. */
+export const routeSchema = <T extends TSchema>(schema: T): T => CloneType(schema);
 
 export const MAX_IDS = 200;
 const IdList = (description: string) =>

@@ -7,6 +7,8 @@ import { createApp } from "../../src/api/app.ts";
 import { hotRoutes } from "../../src/api/hot-routes.ts";
 import { MAX_BODY_BYTES } from "../../src/api/guard/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
+import { MAIN } from "../support/tools.ts";
+import { eventually, freePort } from "./guard-helpers.ts";
 
 const catalog = getCatalog();
 const app = createApp({ catalog });
@@ -158,5 +160,36 @@ describe("bodies seen again (answers and prepared generations are kept by body t
     const [one, two] = [(await hot(request("/v1/generate", long), "/v1/generate"))!, (await hot(request("/v1/generate", long), "/v1/generate"))!];
     expect(stable(two.body)).toEqual(stable(one.body));
     expect(secretsOf(two.body)[0]).not.toBe(secretsOf(one.body)[0]);
+  });
+});
+
+describe("the app's routes leave the shared schemas as they are", () => {
+  // Elysia changes a route's schema in place when it first checks a body (unknown fields become
+  // errors there). A fresh server, whose first requests go to the Elysia routes (a query string
+  // sends them there), must still ignore unknown fields on the hot routes afterwards.
+  test("after Elysia served validate, generate and deploy, a body with unknown fields is still accepted", async () => {
+    const port = await freePort();
+    const proc = Bun.spawn([process.execPath, MAIN, "serve", "--port", String(port), "--ui-port", "0", "--host", "127.0.0.1"], {
+      env: { ...process.env, LOG_LEVEL: "silent" },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    try {
+      const post = (path: string, body: unknown) =>
+        fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      await eventually(() => fetch(`http://127.0.0.1:${port}/v1/health`).then((r) => r.ok, () => false), 10_000, "the server");
+      expect((await post("/v1/validate?via=app", { services: ["redis"] })).status).toBe(200);
+      expect((await post("/v1/generate?format=complete", { projectName: "first", services: ["redis"] })).status).toBe(200);
+      // Refused by the relay's policy or the platform: what matters is that its schema was compiled.
+      await post("/v1/deploy", { provider: "coolify", url: "http://127.0.0.1:9", apiKey: "k", input: { projectName: "first", services: ["redis"] } }).then((r) => r.text());
+      const withExtras = { projectName: "later", services: ["redis"], note: "kept by the client", uiState: { open: true } };
+      for (const path of ["/v1/validate", "/v1/generate", "/v1/validate?via=app", "/v1/generate?format=complete"]) {
+        const r = await post(path, withExtras);
+        expect(r.status, `${path}: ${await r.clone().text()}`).toBe(200);
+      }
+    } finally {
+      proc.kill();
+      await proc.exited;
+    }
   });
 });

@@ -4,7 +4,7 @@ import type { Catalog } from "../../catalog/index.ts";
 import { categorySummary, scorePacks } from "../../core/listings.ts";
 import {
   ServicesQuery, ServicesResponse, ServiceResponse, PresetsResponse, PresetResponse, SkillsQuery, SkillsResponse,
-  ErrorBody, FlatErrorBody,
+  ErrorBody, FlatErrorBody, routeSchema,
 } from "../../schema/api.ts";
 import { notFound } from "../../errors.ts";
 import { pathOf } from "../guard/request-log.ts";
@@ -25,7 +25,7 @@ export const catalogRoutes = (catalog: Catalog) =>
       const filtered = query.category !== undefined || query.maturity !== undefined;
       return { services, categories: categorySummary(catalog, services, !filtered), total: services.length };
     }, {
-      query: ServicesQuery,
+      query: routeSchema(ServicesQuery),
       response: { 200: ServicesResponse, 400: ErrorBody },
       detail: { summary: "List services", description: "All 94 catalog services, optionally filtered by category and maturity.", tags: ["catalog"] },
     })
@@ -60,7 +60,7 @@ export const catalogRoutes = (catalog: Catalog) =>
       const packs = scorePacks(catalog.packs, ids);
       return { packs, total: packs.length };
     }, {
-      query: SkillsQuery,
+      query: routeSchema(SkillsQuery),
       response: { 200: SkillsResponse, 400: FlatErrorBody },
       detail: { summary: "List skill packs", description: "With `services`, only compatible packs with a compatibilityScore.", tags: ["catalog"] },
     });

@@ -4,7 +4,7 @@
 // It makes the server call a user-given URL, so only trusted callers may use it.
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
-import { DeployRequest, ErrorBody } from "../../schema/api.ts";
+import { DeployRequest, ErrorBody, routeSchema } from "../../schema/api.ts";
 import { generateBundle } from "../../core/generate/index.ts";
 import { mergeEnv } from "../../core/env-merge.ts";
 import { deployBundle, projectNameProblem, type DeployStep } from "../../deploy/index.ts";
@@ -80,7 +80,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
     parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes),
-    body: DeployRequest,
+    body: routeSchema(DeployRequest),
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",
       description: "Streams NDJSON: one `{type:\"step\", step, status, detail?}` line per deploy step, then `{type:\"result\", result}` " +

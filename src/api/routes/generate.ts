@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
-import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody } from "../../schema/api.ts";
+import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody, routeSchema } from "../../schema/api.ts";
 import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { documentSent, jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
@@ -62,8 +62,8 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   }, {
     // A whole `complete` export posted back is read through its `input`.
     parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, GENERATE_MESSAGE)),
-    body: GenerateRequest,
-    query: GenerateQuery,
+    body: routeSchema(GenerateRequest),
+    query: routeSchema(GenerateQuery),
     detail: {
       summary: "Generate a stack bundle",
       description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). A conflicting selection is 409 CONFLICT_ERROR.",

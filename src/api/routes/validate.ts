@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
-import { ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
+import { routeSchema, ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
 import { validateSelection, VALIDATE_MESSAGE } from "../../core/validate.ts";
 import { documentSent, jsonObjectBody } from "../json-body.ts";
 import { requestInput } from "../../core/migrate.ts";
@@ -9,7 +9,7 @@ export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "validate-routes" }).post("/validate", ({ body, request }) => validateSelection(documentSent(request) ?? body, catalog), {
     // A whole `complete` export is validated through its `input`, as generate reads it.
     parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, VALIDATE_MESSAGE)),
-    body: ValidateRequest,
+    body: routeSchema(ValidateRequest),
     detail: {
       summary: "Validate a selection",
       description: "Resolves dependencies, detects conflicts and port clashes, estimates memory. Conflicts still answer 200 with valid: false.",
