@@ -3,6 +3,7 @@
 import { CloneType, Type, type Static, type TSchema } from "@sinclair/typebox";
 import { CatalogService, CategoryId, Maturity, Platform, Preset, SkillPack, Category } from "./catalog.ts";
 import { COMPLETE_FORMAT_VERSION } from "./versions.ts";
+import { MAX_DOMAIN_LENGTH } from "./limits.ts";
 
 /** A route's own copy of a schema. Elysia changes a route's schema in place when it first checks
  *  a request (it sets `additionalProperties: false` and strips unknown fields), and the core
@@ -28,10 +29,10 @@ const SelectionFields = {
   preset: Type.Optional(Type.String({ maxLength: 64, description: "Preset id used as the base of the selection" })),
   proxy: Type.Optional(ProxyChoice),
   domain: Type.Optional(Type.String({
-    maxLength: 253,
+    maxLength: MAX_DOMAIN_LENGTH,
     // DNS labels; the last one not all digits, so an IP address is not taken for a domain.
-    pattern: "^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)*(?![0-9]+$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$",
-    errorMessage: "Expected a DNS name such as example.com or home.lan (letters, digits and hyphens between dots; not an IP address, no scheme or path)",
+    pattern: `^(?=.{1,${MAX_DOMAIN_LENGTH}}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)*(?![0-9]+$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`,
+    errorMessage: `Expected a DNS name such as example.com or home.lan (letters, digits and hyphens between dots; not an IP address, no scheme or path; at most ${MAX_DOMAIN_LENGTH} characters, so that <service>.<domain> is a valid host name)`,
     description: "Base domain; services are served at <service>.<domain>",
   })),
   gpu: Type.Optional(Type.Boolean({ description: "Add NVIDIA GPU reservations to GPU-capable services" })),

@@ -1,6 +1,7 @@
 // Catalog contracts: one TypeBox schema per kind of catalog file. The same objects check the
 // YAML files at load time, type the core and describe the API responses in OpenAPI.
 import { Type, type Static } from "@sinclair/typebox";
+import { MAX_DOMAIN_LENGTH } from "./limits.ts";
 
 export const CATEGORY_IDS = [
   "ai-agents", "ai-platforms", "ai-models", "automation", "database", "vector-db", "media", "social",
@@ -22,7 +23,9 @@ export type Maturity = Static<typeof Maturity>;
 export const Platform = Type.Union([Type.Literal("linux/amd64"), Type.Literal("linux/arm64")]);
 export type Platform = Static<typeof Platform>;
 
-const Id = Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", maxLength: 64 });
+// An id is also a host name's first label (`<id>.<domain>`): with the longest domain accepted,
+// the whole name stays within DNS's 253 characters.
+const Id = Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", maxLength: 253 - 1 - MAX_DOMAIN_LENGTH });
 /** Name of a variable in the bundle's `.env`: upper snake case. */
 const VarName = Type.String({ pattern: "^[A-Z][A-Z0-9_]*$", maxLength: 128 });
 const Duration = Type.String({ pattern: "^[0-9]+(ms|s|m|h)$" });

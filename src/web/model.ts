@@ -1,6 +1,7 @@
 // The form state and the request bodies built from it. Pure functions, unit-tested.
 import type { CatalogService, Preset, SkillPack } from "./api.ts";
 import { COMPLETE_FORMAT_VERSION, CURRENT_CONFIG_VERSION } from "../schema/versions.ts";
+import { MAX_DOMAIN_LENGTH } from "../schema/limits.ts";
 
 export type Proxy = "" | "caddy" | "traefik";
 /** "" leaves the platform to the server (its own architecture) and out of the compose file. */
@@ -43,7 +44,7 @@ const CORE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** As the API's schema: DNS labels, the last one not all digits (an IP address is no domain). */
 export const isDomain = (value: string): boolean =>
-  value.length <= 253 && value.split(".").every((label) => DNS_LABEL.test(label)) && !/^[0-9]+$/.test(value.split(".").pop()!);
+  value.length <= MAX_DOMAIN_LENGTH && value.split(".").every((label) => DNS_LABEL.test(label)) && !/^[0-9]+$/.test(value.split(".").pop()!);
 
 /** Problems with the free-text fields, keyed by field name; empty when all are fine. */
 export function fieldErrors(state: FormState): Partial<Record<"projectName" | "domain" | "coreVersion", string>> {

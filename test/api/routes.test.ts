@@ -6,6 +6,7 @@ import { startServers } from "../../src/api/server.ts";
 import { hotRoutes } from "../../src/api/hot-routes.ts";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { getCatalog } from "../../src/catalog/index.ts";
+import { MAX_DOMAIN_LENGTH } from "../../src/schema/limits.ts";
 
 const app = createApp();
 const catalog = getCatalog();
@@ -414,6 +415,8 @@ describe("POST /v1/generate", () => {
       [{ projectName: "../etc", services: ["redis"] }, "projectName"],
       [{ projectName: "x", services: ["redis"], domain: "bad domain;{}" }, "domain"],
       [{ projectName: "x", services: ["redis"], domain: "192.168.1.10" }, "domain"],
+      // Valid as a name, but <service>.<domain> would pass DNS's 253 characters.
+      [{ projectName: "x", services: ["lasuite-meet-frontend"], proxy: "caddy", domain: `${"a".repeat(60)}.`.repeat(4) + "com" }, "domain"],
       [{ projectName: "x", services: ["redis"], deployment: "k8s" }, "deployment"],
       [{ projectName: "x", services: ["nope"] }, "services.0"],
       [{ projectName: "x", preset: "nope" }, "preset"],
@@ -426,6 +429,18 @@ describe("POST /v1/generate", () => {
       expect(b.error.message).toBe("Invalid generation input");
       expect(b.error.details.map((d: any) => d.field), JSON.stringify(body)).toContain(field);
     }
+  });
+
+  test("the longest domain accepted leaves every service a valid host name under it", async () => {
+    const longest = [`${"b".repeat(63)}.`, `${"c".repeat(63)}.`, `${"d".repeat(63)}.`].join("") + "e".repeat(MAX_DOMAIN_LENGTH - 3 * 64);
+    expect(longest).toHaveLength(MAX_DOMAIN_LENGTH);
+    const r = await call("POST", "/v1/generate", { projectName: "x", preset: "videoconf", services: ["lasuite-meet-frontend"], proxy: "caddy", domain: longest });
+    expect(r.status).toBe(200);
+    const hosts = [...(await json(r)).files.Caddyfile.matchAll(/^([a-z0-9.-]+\.e+)\b/gm)].map((m) => m[1]);
+    expect(hosts.length).toBeGreaterThan(0);
+    for (const host of hosts) expect(host.length, host).toBeLessThanOrEqual(253);
+    // The catalog schema holds every id to what is left.
+    for (const s of catalog.services) expect(s.id.length + 1 + MAX_DOMAIN_LENGTH).toBeLessThanOrEqual(253);
   });
 
   test("a value that breaks a pattern is explained in words, not by the regular expression", async () => {
