@@ -295,6 +295,25 @@ describe("CORS", () => {
     expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
   });
 
+  test("a preflight's Allow names the methods of its path, as that path's 405 does", async () => {
+    const servers = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", catalog: testCatalog(), guardConfig: guardConfig({ logLevel: "silent" }) });
+    try {
+      const base = `http://127.0.0.1:${servers.api.port}`;
+      for (const [path, allow] of [["/v1/services", "GET, HEAD, OPTIONS"], ["/v1/services/redis", "GET, HEAD, OPTIONS"], ["/v1/generate", "POST, OPTIONS"]]) {
+        const preflight = await fetch(base + path, { method: "OPTIONS" });
+        expect(preflight.status).toBe(204);
+        expect(preflight.headers.get("allow"), path).toBe(allow);
+        const wrong = await fetch(base + path, { method: "DELETE" });
+        expect(wrong.status).toBe(405);
+        expect(wrong.headers.get("allow"), path).toBe(allow);
+      }
+      // A path the app does not have claims no methods.
+      expect((await fetch(base + "/v1/nothing-here", { method: "OPTIONS" })).headers.get("allow")).toBeNull();
+    } finally {
+      await servers.stop();
+    }
+  });
+
   test("preflight is answered on every route of the OpenAPI document", async () => {
     server = await startTestServer({ anonymousLimits: { standard: 2, generate: 1 } });
     const doc = (await (await get("/v1/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>> };

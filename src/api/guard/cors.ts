@@ -20,12 +20,13 @@ export function addCorsHeaders(headers: Record<string, string>, allowed: "*" | r
   }
 }
 
-/** Extra headers of a preflight answer (204). */
-export function preflightHeaders(): Record<string, string> {
+/** Extra headers of a preflight answer (204); `allow`: the methods the path answers, when known
+ *  (the same list a 405 from that path names). */
+export function preflightHeaders(allow: readonly string[]): Record<string, string> {
   return {
     "access-control-allow-methods": ALLOWED_METHODS,
     "access-control-allow-headers": ALLOWED_HEADERS,
     "access-control-max-age": PREFLIGHT_MAX_AGE_S,
-    allow: ALLOWED_METHODS,
+    ...(allow.length > 0 ? { allow: [...allow, "OPTIONS"].join(", ") } : {}),
   };
 }

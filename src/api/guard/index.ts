@@ -24,6 +24,8 @@ export interface GuardDeps {
   logSink?: LogSink;
   /** A counter store to use instead of the one the config selects. */
   store?: CounterStore;
+  /** The methods the app answers at a path (a preflight's `Allow`); none known without it. */
+  methodsAt?: (path: string) => string[];
 }
 
 export interface Guard {
@@ -81,7 +83,7 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
         delete verdict.headers["retry-after"];
         Object.assign(headers, verdict.headers);
         if (!preflight) return undefined;
-        Object.assign(headers, preflightHeaders());
+        Object.assign(headers, preflightHeaders(deps.methodsAt?.(path) ?? []));
         return new Response(null, { status: 204 });
       });
     }
