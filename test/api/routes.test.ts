@@ -204,7 +204,7 @@ describe("OpenAPI document", () => {
     expect(Object.keys(body("/v1/deploy").properties)).toEqual(expect.arrayContaining(["provider", "url", "apiKey", "input", "complete"]));
   });
 
-  test("every operation declares the guard's answers, headers and the optional X-API-Key", async () => {
+  test("every operation declares the guard's answers, the unexpected failure (500), headers and the optional X-API-Key", async () => {
     const doc = await document();
     const scheme = Object.values(doc.components.securitySchemes ?? {}).find((s: any) => s.type === "apiKey") as any;
     expect(scheme).toMatchObject({ type: "apiKey", in: "header", name: "X-API-Key" });
@@ -214,7 +214,7 @@ describe("OpenAPI document", () => {
     const header = (doc: any, h: any) => (h?.$ref ? doc.components.headers[h.$ref.replace("#/components/headers/", "")] : h);
     for (const { path, method, op } of operations(doc)) {
       const where = `${method} ${path}`;
-      const statuses = ["401", "429", ...(method === "post" ? ["413"] : [])];
+      const statuses = ["401", "429", "500", ...(method === "post" ? ["413"] : [])];
       for (const status of statuses) {
         const response = op.responses?.[status];
         expect(response, `${where} ${status}`).toBeDefined();

@@ -35,7 +35,7 @@ const GUARD_COMPONENTS = {
   },
 };
 
-/** The refusals the guard may answer on any operation, with the error body used on `path`. */
+/** The refusals the guard may answer on any operation, and the unexpected failure, with the error body used on `path`. */
 function guardResponses(path: string, hasBody: boolean): Json {
   const flat = typeof errorBodyFor(path, { code: "", message: "" }).error === "string";
   const content = { "application/json": { schema: schemaRef(flat ? "FlatErrorBody" : "ErrorBody") } };
@@ -43,6 +43,8 @@ function guardResponses(path: string, hasBody: boolean): Json {
     401: { description: "UNAUTHORIZED: the X-API-Key header holds an invalid key (requests without a key are not refused)", content },
     ...(hasBody ? { 413: { description: "PAYLOAD_TOO_LARGE: the body is larger than the server's limit (1 MiB by default)", content } } : {}),
     429: { description: "RATE_LIMITED: too many requests in the window; retry after Retry-After seconds", headers: { "Retry-After": headerRef("Retry-After") }, content },
+    // SPEC §7: any route may fail unexpectedly; generate documents its own GENERATION_ERROR.
+    500: { description: "INTERNAL_ERROR: an unexpected failure on the server (never a client's mistake)", content },
   };
 }
 
