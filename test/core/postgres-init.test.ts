@@ -2,7 +2,7 @@
 // every service gets its own login with its own password, Synapse gets a C-collated database,
 // and running the script twice changes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getCatalog } from "../../src/catalog/index.ts";
@@ -138,5 +138,77 @@ describe("postgres init script", () => {
     expect(made.code, made.stderr).toBe(0);
     const login = await psqlAs("umami", nasty, "umami", "select current_user");
     expect(login.stdout.trim()).toBe("umami");
+  });
+
+  test("no password is ever among psql's arguments (any user of the host can list them, and this runs with every health check)", async () => {
+    if (!available) return;
+    // A psql that records its arguments, then runs the real one.
+    const shim = join(dir, "shim");
+    const argvLog = join(dir, "argv.log");
+    rmSync(shim, { recursive: true, force: true });
+    mkdirSync(shim);
+    writeFileSync(join(shim, "psql"), `#!/bin/sh\nprintf '%s\\n' "$*" >> ${argvLog}\nexec ${bin("psql")} "$@"\n`);
+    chmodSync(shim, 0o755);
+    chmodSync(join(shim, "psql"), 0o755);
+    writeFileSync(argvLog, "");
+    chmodSync(argvLog, 0o666);
+    const grown = generateBundle({ projectName: "pg3", services: ["n8n", "litellm"], platform: "linux/amd64" }, getCatalog(), { secrets: fixedSecrets("pg3") });
+    const values = parseEnvValues(grown.files[".env"]);
+    const script3 = join(dir, "30.sh");
+    writeFileSync(script3, grown.files["postgres/init/10-databases.sh"]);
+    chmodSync(script3, 0o755);
+    const env = { POSTGRES_USER: "postgres", PGPASSWORD: SUPER_PW, PATH: `${shim}:/usr/bin:/bin`, N8N_DB_PASSWORD: values.get("N8N_DB_PASSWORD")!, LITELLM_DB_PASSWORD: values.get("LITELLM_DB_PASSWORD")!, POSTGRESQL_AGENT_PASSWORD: values.get("POSTGRESQL_AGENT_PASSWORD")! };
+    const r = await as(["sh", script3], env);
+    expect(r.code, r.stderr).toBe(0);
+    const argv = readFileSync(argvLog, "utf8");
+    expect(argv).toContain("-d postgres");
+    for (const name of ["N8N_DB_PASSWORD", "LITELLM_DB_PASSWORD", "POSTGRESQL_AGENT_PASSWORD"]) expect(argv).not.toContain(values.get(name)!);
+    expect(argv).not.toContain(SUPER_PW);
+    const login = await psqlAs("litellm", values.get("LITELLM_DB_PASSWORD")!, "litellm", "select current_user");
+    expect(login.stdout.trim()).toBe("litellm");
+  });
+
+  test("the bare-metal install creates the databases as postgres from a folder postgres cannot read", async () => {
+    if (!available) return;
+    const bundle = generateBundle({ projectName: "pgbm", services: ["nocodb", "paperless-ngx"], deployment: "bare-metal", platform: "linux/amd64" }, getCatalog(), { secrets: fixedSecrets("pgbm") });
+    const native = bundle.files["native/postgresql.sh"]!;
+    const line = native.split("\n").find((l) => l.includes("runuser -u postgres -- sh -c"))!;
+    expect(line).toBeDefined();
+    // The bundle as root unpacked it under its own home: mode 0700.
+    const home = mkdtempSync(join(tmpdir(), "stackgen-root-home-"));
+    chmodSync(home, 0o700);
+    try {
+      mkdirSync(join(home, "postgres", "init"), { recursive: true });
+      writeFileSync(join(home, "postgres", "init", "10-databases.sh"), bundle.files["postgres/init/10-databases.sh"]);
+      writeFileSync(join(home, ".env"), bundle.files[".env"]);
+      // What native/postgresql.sh does around that line: .env exported, then the line itself.
+      const r = await run(["bash", "-c", `set -euo pipefail; cd "${home}"; set -a; . ./.env; set +a; ${line}`], { env: { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", PGHOST: socket, PGPORT: "55432", PGPASSWORD: SUPER_PW } });
+      expect(r.code, r.stderr).toBe(0);
+      const values = parseEnvValues(bundle.files[".env"]);
+      for (const [user, varName] of [["nocodb", "NOCODB_DB_PASSWORD"], ["paperless", "PAPERLESS_NGX_DB_PASSWORD"]]) {
+        const login = await psqlAs(user, values.get(varName)!, user, "select current_user");
+        expect(login.stdout.trim(), user).toBe(user);
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test("the bare-metal install sets the superuser's password as given, quotes and all, through psql's input", async () => {
+    if (!available) return;
+    const catalogEntry = getCatalog().servicesById.get("postgresql")!;
+    const configure = catalogEntry.native!.configure!;
+    const lines = configure.slice(configure.findIndex((l) => l.startsWith("PW_SQL=")));
+    expect(lines[1]).toContain("ALTER ROLE postgres");
+    const setTo = (password: string, current: string) =>
+      run(["bash", "-c", `set -euo pipefail; ${lines.slice(0, 2).join("\n")}`], { env: { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", PGHOST: socket, PGPORT: "55432", PGPASSWORD: current, POSTGRESQL_PASSWORD: password } });
+    const nasty = `q'uo"te\\back$slash;--`;
+    const r = await setTo(nasty, SUPER_PW);
+    expect(r.code, r.stderr).toBe(0);
+    expect((await psqlAs("postgres", nasty, "postgres", "select 1")).stdout.trim()).toBe("1");
+    expect((await psqlAs("postgres", SUPER_PW, "postgres", "select 1")).code).not.toBe(0);
+    // Back as it was for anything after this.
+    const back = await setTo(SUPER_PW, nasty);
+    expect(back.code, back.stderr).toBe(0);
   });
 });

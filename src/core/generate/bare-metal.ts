@@ -26,8 +26,10 @@ export function bareMetalFiles(ctx: GenContext): FileMap {
     ];
     if (s.id === "postgresql" && needsPostgresInit(ctx)) {
       lines.push(
-        "# Create each service's database and user (same script the container would run).",
-        `runuser -u postgres -- env POSTGRES_USER=postgres ${ctx.stack.services.flatMap((x) => x.databases ?? []).map((d) => `${d.passwordVar}="$${d.passwordVar}"`).join(" ")} sh ./${POSTGRES_INIT_SCRIPT}`,
+        "# Create each service's database and user (the script the container runs), as postgres. The",
+        "# passwords come from .env, exported above, not from any command line (ps lists those to all),",
+        "# and the script is handed over as text: postgres may not be able to read this folder.",
+        `POSTGRES_USER=postgres runuser -u postgres -- sh -c "$(cat ./${POSTGRES_INIT_SCRIPT})"`,
       );
     }
     files[`native/${s.id}.sh`] = lines.join("\n") + "\n";

@@ -10,7 +10,10 @@ CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
 printf "listen_addresses = 'localhost,%s'\n" "${GW:-localhost}" > "$CONF/conf.d/stackgen.conf"
 grep -q '172.16.0.0/12 scram-sha-256' "$CONF/pg_hba.conf" || echo 'host all all 172.16.0.0/12 scram-sha-256' >> "$CONF/pg_hba.conf"
 systemctl restart postgresql
-runuser -u postgres -- psql -v ON_ERROR_STOP=1 -v pw="$POSTGRESQL_PASSWORD" <<< "ALTER ROLE postgres PASSWORD :'pw';"
+PW_SQL=${POSTGRESQL_PASSWORD//\'/\'\'}
+runuser -u postgres -- psql -X -v ON_ERROR_STOP=1 <<< "ALTER ROLE postgres PASSWORD '$PW_SQL';"
 systemctl enable --now postgresql
-# Create each service's database and user (same script the container would run).
-runuser -u postgres -- env POSTGRES_USER=postgres POSTGRESQL_AGENT_PASSWORD="$POSTGRESQL_AGENT_PASSWORD" sh ./postgres/init/10-databases.sh
+# Create each service's database and user (the script the container runs), as postgres. The
+# passwords come from .env, exported above, not from any command line (ps lists those to all),
+# and the script is handed over as text: postgres may not be able to read this folder.
+POSTGRES_USER=postgres runuser -u postgres -- sh -c "$(cat ./postgres/init/10-databases.sh)"

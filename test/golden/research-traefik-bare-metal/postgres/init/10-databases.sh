@@ -4,15 +4,24 @@
 # stackgen 0.1.0.
 set -eu
 
+# A value as a psql meta-command argument: single-quoted, with ' and \ escaped.
+quoted() {
+  printf "'%s'" "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/''/g")"
+}
+
 # create_database <name> <owner> <password> [collation]
+# The values reach psql on its input, never among its arguments: every user of the host can list
+# a process's arguments (ps), and this runs with every health check.
 create_database() {
-  psql -v ON_ERROR_STOP=1 -U "$POSTGRES_USER" -d postgres -v db="$1" -v owner="$2" -v pw="$3" -v coll="${4:-}" <<'SQL'
+  { printf '\\set db %s\n\\set owner %s\n\\set pw %s\n\\set coll %s\n' "$(quoted "$1")" "$(quoted "$2")" "$(quoted "$3")" "$(quoted "${4:-}")"
+    cat <<'SQL'
 SELECT format('CREATE ROLE %I LOGIN PASSWORD %L', :'owner', :'pw')
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'owner') \gexec
 SELECT CASE WHEN :'coll' = '' THEN format('CREATE DATABASE %I OWNER %I', :'db', :'owner')
             ELSE format('CREATE DATABASE %I OWNER %I TEMPLATE template0 LC_COLLATE %L LC_CTYPE %L', :'db', :'owner', :'coll', :'coll') END
  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = :'db') \gexec
 SQL
+  } | psql -X -v ON_ERROR_STOP=1 -U "$POSTGRES_USER" -d postgres
 }
 
 # PostgreSQL
