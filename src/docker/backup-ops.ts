@@ -3,6 +3,7 @@ import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, r
 import { dirname, join, resolve } from "node:path";
 import { failure, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
+import { getCatalog } from "../catalog/index.ts";
 import {
   backupFileName,
   BackupInvalid,
@@ -63,6 +64,13 @@ export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
       const st = statSync(bind.source, { throwIfNoEntry: false });
       if (st && (st.isDirectory() || st.isFile())) out.push(`${bind.source} (bind-mounted into ${service.name} at ${bind.target})`);
     }
+  }
+  // Bare-metal: a service of stackgen.json that compose does not run is installed on the host.
+  const inCompose = new Set(model.services.map((s) => s.name));
+  const configured = Array.isArray(stack.config?.services) ? (stack.config.services as unknown[]) : [];
+  for (const id of configured) {
+    const native = typeof id === "string" && !inCompose.has(id) ? getCatalog().servicesById.get(id)?.native : undefined;
+    if (native) out.push(`${id}'s data, installed on this host rather than in a container: ${native.dataOnHost}`);
   }
   return [...new Set(out)];
 }

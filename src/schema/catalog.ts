@@ -134,6 +134,9 @@ export type Sidecar = Static<typeof Sidecar>;
 export const NativeRecipe = Type.Object({
   packages: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9.+-]*$" }), { minItems: 1 }),
   systemdUnit: Type.String({ pattern: "^[a-z0-9@._-]+$" }),
+  /** Where it keeps its data on the host and how to copy it: no volume holds it, so stackgen's
+   *  backups do not, and the bundle's README and `backup create` say so. */
+  dataOnHost: Type.String({ minLength: 20 }),
   /** Shell lines run after install (no user input is ever interpolated into them). */
   configure: Type.Optional(Type.Array(Type.String())),
 }, STRICT);

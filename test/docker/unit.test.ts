@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
-import { unpackConfigInto } from "../../src/docker/backup-ops.ts";
+import { outsideTheBackup, unpackConfigInto } from "../../src/docker/backup-ops.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { readiness } from "../../src/docker/health.ts";
@@ -420,5 +420,39 @@ describe("backup archive verification", () => {
   test("file names sort by time", () => {
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"))).toBe("p-20240102T030405678Z.tar.gz");
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"), "pre-restore")).toBe("p-pre-restore-20240102T030405678Z.tar.gz");
+  });
+});
+
+describe("what a backup cannot hold", () => {
+  test("a bare-metal stack's natively installed services: their data is named with how to copy it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-native-"));
+    try {
+      const { generateBundle } = await import("../../src/core/generate/index.ts");
+      const { getCatalog } = await import("../../src/catalog/index.ts");
+      const { files } = generateBundle({ projectName: "bm", preset: "devops", deployment: "bare-metal", platform: "linux/amd64" }, getCatalog());
+      for (const [path, text] of Object.entries(files)) {
+        mkdirSync(join(dir, path, ".."), { recursive: true });
+        writeFileSync(join(dir, path), text);
+      }
+      const stack = loadStack(dir);
+      const compose = (await import("yaml")).parse(files["docker-compose.yml"]);
+      const model = normaliseModel(compose, stack.project);
+      expect(model.services.map((s) => s.name)).not.toContain("postgresql");
+      const missing = outsideTheBackup(stack, model);
+      expect(missing).toEqual([
+        expect.stringMatching(/^postgresql's data, installed on this host.*\/var\/lib\/postgresql.*pg_dumpall/),
+        expect.stringMatching(/^redis's data, installed on this host.*\/var\/lib\/redis.*SAVE/),
+      ]);
+      // The bundle's README says the same before anyone needs it.
+      expect(files["README.md"]).toContain("pg_dumpall");
+      // A container deployment of the same stack has nothing outside.
+      const docker = generateBundle({ projectName: "bm", preset: "devops", platform: "linux/amd64" }, getCatalog()).files;
+      writeFileSync(join(dir, "docker-compose.yml"), docker["docker-compose.yml"]);
+      writeFileSync(join(dir, "stackgen.json"), docker["stackgen.json"]);
+      const containerStack = loadStack(dir);
+      expect(outsideTheBackup(containerStack, normaliseModel((await import("yaml")).parse(docker["docker-compose.yml"]), "bm"))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -62,7 +62,7 @@ stackgen backup restore backups/<file>.tar.gz
 stackgen backup prune --keep 7    # delete all but the 7 newest backups (add --yes in cron)
 \`\`\`
 
-Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to
+${nativeData(ctx)}Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to
 overwrite files you edited (use \`--force\` to replace them). Changes of your own (another port, a bind mount,
 more environment) are best kept in \`docker-compose.override.yml\`: \`docker compose\` and every stackgen command
 above load it, and regenerating never writes it. \`stackgen deploy\` sends \`docker-compose.yml\` alone.
@@ -75,6 +75,14 @@ ${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
 }
 
 /** Where the Let's Encrypt account e-mail of a public domain is set, per proxy. */
+/** Bare-metal: what the natively installed services keep on the host, which no backup holds. */
+function nativeData(ctx: GenContext): string {
+  const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
+  if (natives.length === 0) return "";
+  const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
+  return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n`;
+}
+
 function acmeAccount(ctx: GenContext): string {
   return has(ctx, "traefik")
     ? `Let's Encrypt knows you by the e-mail in \`traefik/traefik.yml\` (\`admin@${ctx.domain}\` until you put your own there)`
