@@ -124,6 +124,18 @@ describe("catalog", () => {
     expect(exposed).toEqual([]);
   });
 
+  test("a service holding the Docker socket publishes nothing on every interface beside its proxied web port", () => {
+    // Such a service is root on the host: a second port next to the proxy would bypass its TLS
+    // and, for apps that hand the admin account to the first visitor, give the host away.
+    // The reverse proxies themselves must listen on 80/443.
+    const open: string[] = [];
+    for (const s of catalog.services) {
+      if (s.category === "proxy" || !JSON.stringify([s.volumes, s.sidecars ?? []]).includes("docker.sock")) continue;
+      for (const p of s.ports) if (!p.web && !p.local) open.push(`${s.id}:${p.container}`);
+    }
+    expect(open).toEqual([]);
+  });
+
   test("every publicUrl variable is the service's own address on the host", () => {
     const urls = catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.publicUrl).map((v) => ({ s, v })));
     expect(urls.length).toBeGreaterThan(20);
