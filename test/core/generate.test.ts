@@ -502,6 +502,17 @@ describe("input fields take effect", () => {
     expect(c.services.postgresql.healthcheck).toBeDefined();
   });
 
+  test("a sidecar waits for what its service waits for (a worker uses the same database)", () => {
+    const c = composeOf(gen({ services: ["authentik"] }).files);
+    expect(c.services["authentik-worker"].depends_on).toEqual({ postgresql: { condition: "service_healthy" } });
+    // Every sidecar of every service: the same services, with the same conditions, as its service.
+    for (const service of getCatalog().services.filter((s) => s.sidecars?.length && s.id !== "core")) {
+      const all = composeOf(gen({ services: [service.id], platform: service.platforms[0] }).files).services;
+      const own = Object.fromEntries(Object.entries(all[service.id].depends_on ?? {}).filter(([name]) => !name.startsWith(`${service.id}-`)));
+      for (const sc of service.sidecars!) expect(all[`${service.id}-${sc.name}`].depends_on ?? {}, `${service.id}-${sc.name}`).toEqual(own);
+    }
+  });
+
   test("caddy with a domain maps <service>.<domain> to container:port with automatic TLS", () => {
     const g = gen({ services: ["n8n"], proxy: "caddy", domain: "example.com" });
     expect(g.files.Caddyfile).toContain("n8n.example.com {");

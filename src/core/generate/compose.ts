@@ -73,6 +73,11 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       return `${v.source}:${v.target}${v.readOnly ? ":ro" : ""}`;
     });
 
+  const condition = (id: string) => ({ condition: byId.get(id)!.healthCheck ? "service_healthy" : "service_started" });
+  /** The stack's services `s` depends on, with the condition to wait for. */
+  const parentDependencies = (s: CatalogService): [string, { condition: string }][] =>
+    s.id === "core" ? [] : s.dependencies.filter((d) => byId.has(d)).map((d) => [d, condition(d)]);
+
   for (const s of containerServices) {
     for (const sc of s.sidecars ?? []) {
       services[sidecarName(s, sc)] = {
@@ -84,6 +89,9 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         ...(sc.env && Object.keys(sc.env).length ? { environment: envOf(ctx, sc.env) } : {}),
         ...(sc.volumes?.length ? { volumes: volumeSpecs(sc.volumes) } : {}),
         ...(sc.healthCheck ? { healthcheck: healthcheck(sc.healthCheck, ctx) } : {}),
+        // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
+        // for the same services, or it starts before PostgreSQL has made its user and restarts.
+        ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
         labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name },
         networks: [NETWORK],
       };
@@ -110,7 +118,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       // The gateway starts after the services it uses; the proxy sits in front of it instead.
       for (const other of ctx.stack.services) if (byId.has(other.id) && other.category !== "proxy") dependOn(other.id, false);
     } else {
-      for (const d of s.dependencies) if (byId.has(d)) dependOn(d, !!byId.get(d)!.healthCheck);
+      for (const [d, c] of parentDependencies(s)) dependsOn[d] = c;
     }
 
     const vols = volumeSpecs(s.volumes);
