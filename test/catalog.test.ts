@@ -136,6 +136,23 @@ describe("catalog", () => {
     expect(open).toEqual([]);
   });
 
+  test("a Redis database index named by one service is named by no other (a cache clear empties the whole index)", () => {
+    const owners = new Map<string, Set<string>>();
+    for (const s of catalog.services) {
+      for (const env of [s.env, ...(s.sidecars ?? []).map((c) => c.env ?? {})]) {
+        for (const [key, value] of Object.entries(env)) {
+          const indices = [...value.matchAll(/@redis:6379\/(\d+)/g)].map((m) => m[1]!);
+          if (/^REDIS_(CACHE_)?DB$/.test(key)) indices.push(value);
+          for (const index of indices) owners.set(index, new Set([...(owners.get(index) ?? []), s.id]));
+        }
+      }
+    }
+    expect(owners.size).toBeGreaterThan(5);
+    const shared = [...owners].filter(([index, ids]) => index !== "0" && ids.size > 1).map(([index, ids]) => `${index}: ${[...ids].join(", ")}`);
+    expect(shared).toEqual([]);
+    for (const index of owners.keys()) expect(Number(index)).toBeLessThan(16); // Redis's default number of databases
+  });
+
   test("every publicUrl variable is the service's own address on the host", () => {
     const urls = catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.publicUrl).map((v) => ({ s, v })));
     expect(urls.length).toBeGreaterThan(20);
