@@ -89,6 +89,9 @@ describe("catalog", () => {
     }
     expect(unexplained).toEqual([]);
     expect(catalog.services.filter((s) => s.floatingTag).length).toBeLessThan(12);
+    // Released together upstream: an update must never pair a dashboard with another backend.
+    const tagOf = (id: string) => catalog.servicesById.get(id)!.image.split(":").at(-1);
+    expect(tagOf("convex-dashboard")).toBe(tagOf("convex")!);
   });
 
   test("every variable a service refers to is declared by it or a dependency, and namespaced", () => {
