@@ -6,7 +6,8 @@ import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
-import { readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
+import { mergeEnv } from "../core/env-merge.ts";
+import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
 
 export default defineCommand({
@@ -23,7 +24,8 @@ export default defineCommand({
     force: { type: "boolean", description: "Overwrite files you edited since the last generate" },
   },
   async run({ args }) {
-    const body: Record<string, unknown> = { ...(args.from ? await readInputFile(args.from) : {}), ...selectionFromArgs(args) };
+    const from = args.from ? await readInputDocument(args.from) : undefined;
+    const body: Record<string, unknown> = { ...from?.input, ...selectionFromArgs(args) };
     if (args.deployment !== undefined) body.deployment = args.deployment;
     if (args["core-version"] !== undefined) body.coreVersion = args["core-version"];
     if (args.secrets === false) body.generateSecrets = false;
@@ -31,6 +33,10 @@ export default defineCommand({
     else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 
     const { input, files, metadata, secretNames, derivedSecrets } = withFlagHints(() => generateBundle(body, getCatalog()));
+    // A complete export brings its stack back with the secrets it was made with (its volumes may
+    // hold data under them); variables the export lacks get fresh values. A .env already in --dir
+    // still wins over both when the plan merges it.
+    if (from?.exportedEnv !== undefined) files[".env"] = mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets).text;
     const dir = resolve(args.dir ?? input.projectName);
     const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets);
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
@@ -58,7 +64,7 @@ export default defineCommand({
     const changed = plan.filter((f) => f.action !== "unchanged").length;
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written).`,
-      ...(plan.some((f) => f.action === "keep-values") ? [yellow("Kept the existing .env values.")] : []),
+      ...(plan.some((f) => f.action === "keep-values") ? [yellow("Kept the existing .env values.")] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : "docker compose up -d"}`,
     ].join("\n"));

@@ -50,6 +50,11 @@ async function readCapped(path: string, limit: number): Promise<Buffer> {
 
 /** Read a JSON input file: a `complete` document (its `input`), a stackgen.json or a plain body. */
 export async function readInputFile(path: string): Promise<Record<string, unknown>> {
+  return (await readInputDocument(path)).input;
+}
+
+/** An input file's generation input, and the `.env` a complete export carries (its secrets). */
+export async function readInputDocument(path: string): Promise<{ input: Record<string, unknown>; exportedEnv?: string }> {
   let bytes: Buffer;
   try {
     // Input files are request bodies: the API's body limit applies.
@@ -69,8 +74,9 @@ export async function readInputFile(path: string): Promise<Record<string, unknow
   const d = doc as Record<string, unknown>;
   if ("formatVersion" in d && typeof d.input === "object" && d.input !== null) {
     if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw usageError(`${path} has format version ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"`);
-    return { ...(d.input as Record<string, unknown>) };
+    const env = (d.files as Record<string, unknown> | undefined)?.[".env"];
+    return { input: { ...(d.input as Record<string, unknown>) }, ...(typeof env === "string" ? { exportedEnv: env } : {}) };
   }
   const { files: _files, generatedBy: _by, ...rest } = d;
-  return rest;
+  return { input: rest };
 }

@@ -365,6 +365,33 @@ describe("generate", () => {
     expect((await cli(["generate", "--from", join(tmp, "broken.json"), "--dir", join(tmp, "g12")], { env })).code).toBe(2);
   });
 
+  test("--from a complete export brings back its .env values; new variables get fresh ones; a .env in --dir still wins", async () => {
+    const { generateJson } = await import("../../src/api/routes/generate.ts");
+    const { getCatalog } = await import("../../src/catalog/index.ts");
+    const exported = JSON.parse(generateJson({ projectName: "exp", services: ["n8n"] }, getCatalog(), true));
+    const file = join(tmp, "export.json");
+    writeFileSync(file, JSON.stringify(exported));
+    const sent = parseEnvValues(exported.files[".env"]);
+    expect(sent.get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
+    const dir = join(tmp, "imported");
+    const r = await cli(["generate", "--from", file, "--dir", dir], { env });
+    expectOk(r);
+    expect(r.stdout).toContain("Took the .env values of");
+    const imported = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    for (const [key, value] of sent) expect(imported.get(key), key).toBe(value);
+    expect(statSync(join(dir, ".env")).mode & 0o777).toBe(0o600);
+    // More services than the export had: its values stay, the new ones are drawn.
+    const grown = join(tmp, "imported-grown");
+    expectOk(await cli(["generate", "--from", file, "--services", "n8n,qdrant", "--dir", grown], { env }));
+    const grownEnv = parseEnvValues(readFileSync(join(grown, ".env"), "utf8"));
+    expect(grownEnv.get("N8N_DB_PASSWORD")).toBe(sent.get("N8N_DB_PASSWORD"));
+    expect(grownEnv.get("QDRANT_API_KEY")).toMatch(/^[A-Za-z0-9]{32,}$/);
+    // The stack already in --dir runs on its own .env: that one is kept over the export's.
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8").replace(`N8N_DB_PASSWORD=${sent.get("N8N_DB_PASSWORD")}`, "N8N_DB_PASSWORD=alreadyInUseByTheVolume0123456789"));
+    expectOk(await cli(["generate", "--from", file, "--dir", dir], { env }));
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("N8N_DB_PASSWORD")).toBe("alreadyInUseByTheVolume0123456789");
+  });
+
   test("--no-secrets leaves secrets empty", async () => {
     const dir = join(tmp, "g13");
     expectOk(await cli(["generate", "--name", "g13", "--services", "redis", "--no-secrets", "--dir", dir], { env }));
