@@ -62,18 +62,26 @@ export function parseJsonObject(text: string, message: string, unwrap?: Unwrap):
   return unwrap ? unwrap(value as Record<string, unknown>) : (value as Record<string, unknown>);
 }
 
-/** Bodies an Elysia `parse` hook unwrapped (a complete export posted back), by request. */
-const unwrappedBodies = new WeakMap<Request, Record<string, unknown>>();
+/** What an Elysia `parse` hook read, by request: the whole document and the part it checks. */
+const bodiesRead = new WeakMap<Request, { doc: Record<string, unknown>; part: Record<string, unknown> }>();
 
-/** The whole document a request sent when its hook checked only a part of it (`unwrap`). Core
- *  calls given it read the same part and name fields as sent (`input.services.0`); Elysia hands
- *  routes a copy of the part, so the part alone cannot tell where it came from. */
-export const documentSent = (request: Request): Record<string, unknown> | undefined => unwrappedBodies.get(request);
+/** The whole document a request sent when its hook checked only a part of it (`unwrap`: a
+ *  complete export posted back). Core calls given it read the same part and name fields as sent
+ *  (`input.services.0`); Elysia hands routes a copy of the part, so the part alone cannot tell
+ *  where it came from. */
+export const documentSent = (request: Request): Record<string, unknown> | undefined => {
+  const read = bodiesRead.get(request);
+  return read && read.part !== read.doc ? read.doc : undefined;
+};
+
+/** The body (or its checked part) as the client sent it, unknown fields included: Elysia hands
+ *  routes a copy without them. */
+export const bodySent = (request: Request): Record<string, unknown> | undefined => bodiesRead.get(request)?.part;
 
 /** An Elysia `parse` hook reading the body with `readJsonObject`. */
 export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap) => async ({ request }: { request: Request }) => {
   const doc = await readJsonObject(request, message, maxBytes);
   const part = unwrap ? unwrap(doc) : doc;
-  if (part !== doc) unwrappedBodies.set(request, doc);
+  bodiesRead.set(request, { doc, part });
   return part;
 };

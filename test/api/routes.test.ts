@@ -299,7 +299,8 @@ describe("POST /v1/generate", () => {
   });
 
   test("complete round-trips through its input", async () => {
-    const input = { projectName: "rt", preset: "researcher", domain: "example.com", coreVersion: "1.2.3" };
+    // A field stackgen does not know is ignored, and the export's input is still the body as sent (SPEC §2.7).
+    const input = { projectName: "rt", preset: "researcher", domain: "example.com", coreVersion: "1.2.3", note: { from: "a client" } };
     const first = await json(await call("POST", "/v1/generate?format=complete", input));
     expect(first.formatVersion).toBe("1");
     expect(first.input).toEqual(input);

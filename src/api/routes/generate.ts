@@ -4,7 +4,7 @@ import type { Catalog } from "../../catalog/index.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody, routeSchema } from "../../schema/api.ts";
 import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
-import { documentSent, jsonObjectBody } from "../json-body.ts";
+import { bodySent, documentSent, jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 
 export const GENERATE_JSON_TYPE = "application/json; charset=utf-8";
@@ -58,7 +58,8 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
         },
       });
     }
-    return new Response(generateJson(body, catalog, query.format === "complete", sent), { headers: { "content-type": GENERATE_JSON_TYPE } });
+    // A complete document's `input` is the body as sent (SPEC §2.7), unknown fields included.
+    return new Response(generateJson(bodySent(request) ?? body, catalog, query.format === "complete", sent), { headers: { "content-type": GENERATE_JSON_TYPE } });
   }, {
     // A whole `complete` export posted back is read through its `input`.
     parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, GENERATE_MESSAGE)),
