@@ -105,6 +105,16 @@ export function routeMethods(routes: readonly { method: string; path: string }[]
   };
 }
 
+/** Each app's method lookup, built once its routes are all there (405 answers, preflight Allow). */
+const methodLookups = new WeakMap<object, (path: string) => string[]>();
+
+/** The methods `app` answers at a path. */
+export function methodsOf(app: { routes: readonly { method: string; path: string }[] }): (path: string) => string[] {
+  let lookup = methodLookups.get(app);
+  if (!lookup) methodLookups.set(app, (lookup = routeMethods(app.routes)));
+  return lookup;
+}
+
 export function createApp(options: AppOptions = {}) {
   const catalog = options.catalog ?? getCatalog();
   const maxBodyBytes = options.guard?.config.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -119,13 +129,13 @@ export function createApp(options: AppOptions = {}) {
     .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
     .use(docsRoutes);
 
-  /** The methods each path answers, set once the app is built (for 405 answers). */
-  let methodsAt: (path: string) => string[] = () => [];
+  /** The built app, for its 405 answers (the handler below runs only once it is built). */
+  let built: Parameters<typeof methodsOf>[0] | undefined;
   const app = new Elysia()
     .onError(({ code, error, path, set, request }) => {
       // A known path asked with a method it does not answer: 405 with the methods it does.
       // (A route's own 404, an unknown id, comes with a method the path answers.)
-      const allowed = code === "NOT_FOUND" ? methodsAt(path) : [];
+      const allowed = code === "NOT_FOUND" && built ? methodsOf(built)(path) : [];
       const wrongMethod = allowed.length > 0 && !allowed.includes(request.method);
       const reply = wrongMethod ? methodNotAllowed(request.method, path, allowed) : toErrorReply(code, error, path);
       if (wrongMethod) set.headers.allow = [...allowed, "OPTIONS"].join(", ");
@@ -156,7 +166,7 @@ export function createApp(options: AppOptions = {}) {
       },
     }))
     .use(v1);
-  methodsAt = routeMethods(app.routes);
+  built = app;
   return app;
 }
 

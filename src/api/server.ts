@@ -1,7 +1,7 @@
 // Starts the two listeners: the API (all /v1 routes) and the UI listener, which serves the web
 // UI and answers the same /v1 routes so the page can use relative URLs.
 import type { Server } from "bun";
-import { createApp, routeMethods, type AppOptions } from "./app.ts";
+import { createApp, methodsOf, type AppOptions } from "./app.ts";
 import { createGuard, readGuardConfig, TRANSPORT_BODY_LIMIT, type GuardConfig, type Next } from "./guard/index.ts";
 import { hotRoutes } from "./hot-routes.ts";
 import { pathOf } from "./guard/request-log.ts";
@@ -20,11 +20,9 @@ export interface ServeOptions extends AppOptions {
 }
 
 export function startServers(options: ServeOptions) {
-  // A preflight's Allow names the methods the app answers at the path, known once the app is built.
-  let methodsAt: (path: string) => string[] = () => [];
-  const guard = options.guard ?? createGuard(options.guardConfig ?? readGuardConfig(process.env), { methodsAt: (path) => methodsAt(path) });
+  // A preflight's Allow names the methods the app answers at the path (the app is built below).
+  const guard = options.guard ?? createGuard(options.guardConfig ?? readGuardConfig(process.env), { methodsAt: (path) => methodsOf(app)(path) });
   const app = createApp({ ...options, guard, healthExtra: () => ({ ...guard.health(), ...(options.healthExtra?.() ?? {}) }) });
-  methodsAt = routeMethods(app.routes);
   const hot = hotRoutes(options.catalog ?? getCatalog(), guard.config.maxBodyBytes);
   const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
   // The app never sees the socket: the guard reads the caller's address from the server.
