@@ -202,7 +202,11 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     const res = await api.call<{ deployments?: { message?: string }[] }>("POST", "/deploy", {
       query: { uuid: stackUuid, force: "false" },
     });
-    return { value: undefined, detail: res?.deployments?.[0]?.message ?? "deployment queued" };
+    const message = res?.deployments?.[0]?.message;
+    // Coolify answers 200 when a token may not deploy this service, saying so in the message
+    // ("Unauthorized to deploy this service."): nothing starts, so it is not a success.
+    if (typeof message === "string" && /^unauthori[sz]ed/i.test(message.trim())) throw new DeployError(`Coolify did not deploy the stack: ${message}`, 403);
+    return { value: undefined, detail: message ?? "deployment queued" };
   });
 }
 

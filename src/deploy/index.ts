@@ -154,7 +154,8 @@ export function normaliseInstanceUrl(raw: string): string {
   try {
     url = new URL(raw.trim());
   } catch {
-    throw usageError(`"${raw}" is not a URL (expected e.g. https://coolify.example.com)`);
+    // Said without the input's user part: a pasted `https://user:token@…` must not be echoed.
+    throw usageError(`"${raw.replace(/\/\/[^/@]*@/, "//***@")}" is not a URL (expected e.g. https://coolify.example.com)`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);

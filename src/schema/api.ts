@@ -141,7 +141,8 @@ export const SkillsQuery = Type.Object({ services: Type.Optional(Type.String({ d
 
 export const DeployRequest = Type.Object({
   provider: Type.Union([Type.Literal("coolify"), Type.Literal("dokploy")]),
-  url: Type.String({ pattern: "^https?://", maxLength: 2048 }),
+  // Any case, as URLs read the scheme (HTTPS:// is https://).
+  url: Type.String({ pattern: "^[Hh][Tt][Tt][Pp][Ss]?://", maxLength: 2048 }),
   apiKey: Type.String({ minLength: 1, maxLength: 4096 }),
   update: Type.Optional(Type.Boolean()),
   /** Coolify: the Docker destination (uuid, name or network) on a server that has several. */

@@ -49,6 +49,12 @@ describe("POST /v1/deploy", () => {
     expect(JSON.stringify(events)).not.toContain(fake.token);
   });
 
+  test("the instance URL's scheme is read in any case, as the CLI reads it", async () => {
+    const r = await post({ ...body(), update: true, url: fake.url.replace(/^http:/, "HTTP:") });
+    expect(r.status).toBe(200);
+    expect((await lines(r)).at(-1).result.success).toBe(true);
+  });
+
   test("a complete document is accepted in place of input", async () => {
     const r = await post({ provider: "coolify", url: fake.url, apiKey: fake.token, update: true, complete: { formatVersion: "1", input: { projectName: "relay-demo", preset: "minimal" } } });
     const last = (await lines(r)).at(-1);

@@ -338,6 +338,17 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(fake.violations).toEqual([]);
   });
 
+  test("a deploy Coolify answers 200 but refuses in its message is a failure, not a success", async () => {
+    const fake = await startFake();
+    // What Coolify's deploy endpoint answers when the token's role may not deploy the service.
+    fake.injections.push({ operationId: "deploy-by-tag-or-uuid", reply: { status: 200, body: { deployments: [{ message: "Unauthorized to deploy this service.", deployment_uuid: null }] } } });
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.failedStep).toBe("Deploy");
+    expect(result.error).toContain("Unauthorized to deploy this service.");
+    expect(fake.violations).toEqual([]);
+  });
+
   test("a redirect is reported, never followed (the key does not travel)", async () => {
     const elsewhere = await startFake();
     const fake = await startFake();

@@ -54,6 +54,21 @@ describe("normaliseInstanceUrl", () => {
     expect(() => normaliseInstanceUrl("ftp://x")).toThrow("http:// or https://");
     expect(() => normaliseInstanceUrl("not a url")).toThrow("not a URL");
     expect(() => normaliseInstanceUrl("https://u:p@x")).toThrow("credentials");
+    // A URL that does not parse is quoted back without the credentials pasted into it.
+    let message = "";
+    try {
+      normaliseInstanceUrl("https://user:SECRETTOKEN123@host:99999/");
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain("not a URL");
+    expect(message).toContain("//***@host:99999");
+    expect(message).not.toContain("SECRETTOKEN123");
+    expect(message).not.toContain("user:");
+  });
+
+  test("reads the scheme in any case, as URLs do", () => {
+    expect(normaliseInstanceUrl("HTTPS://Coolify.Example.com/api/v1")).toBe("https://coolify.example.com");
   });
 });
 
