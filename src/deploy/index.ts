@@ -2,6 +2,8 @@
 // deployBundle adapts the compose file, runs one provider step by step, and always answers with
 // a DeployResult for platform failures (which step failed, what was already created). Only input
 // the platform would refuse anyway throws, before any call, as a usage error.
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { usageError } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
@@ -78,6 +80,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (!provider) throw usageError(`Unknown provider "${opts.provider}" (use ${PROVIDER_NAMES.join(" or ")})`);
   if (!opts.apiKey) throw usageError(`An API key for ${provider.label} is required`);
   const baseUrl = normaliseInstanceUrl(opts.url);
+  await checkInstanceAddress(baseUrl);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
   const { text: envText, dropped } = withoutLocalComposeSettings(opts.envText);
   if (dropped.length) changes.push(`.env: ${dropped.join(", ")} not sent: ${dropped.length === 1 ? "it chooses" : "they choose"} the files and project name on this machine; the platform runs docker-compose.yml under its own project name`);
@@ -148,6 +151,37 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   return result;
 }
 
+/** Addresses no Coolify or Dokploy instance has, which a caller of the relay could use to reach
+ *  what the server itself may reach: link-local (the cloud metadata service, 169.254.169.254),
+ *  unspecified (0.0.0.0, ::) and multicast. Loopback and private networks stay allowed: an
+ *  instance on this machine or the LAN is the common case. */
+export function instanceAddressAllowed(address: string): boolean {
+  // An IPv4 address mapped into IPv6 is that IPv4 address (URLs write it in hex: ::ffff:a9fe:a9fe).
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(address.toLowerCase());
+  const mapped = hex
+    ? [parseInt(hex[1]!, 16) >> 8, parseInt(hex[1]!, 16) & 255, parseInt(hex[2]!, 16) >> 8, parseInt(hex[2]!, 16) & 255].join(".")
+    : address.toLowerCase().replace(/^::ffff:(?=\d+\.)/, "");
+  if (isIP(mapped) === 4) {
+    const [a, b] = mapped.split(".").map(Number) as [number, number];
+    return !(a === 0 || (a === 169 && b === 254) || (a >= 224 && a <= 239) || mapped === "255.255.255.255");
+  }
+  if (isIP(mapped) === 6) return !(/^fe[89ab]/.test(mapped) || /^ff/.test(mapped) || /^(0*:)*:?0*$/.test(mapped));
+  return true;
+}
+
+const refusedAddress = (address: string) =>
+  `The instance URL leads to ${address}, a link-local, unspecified or multicast address where no Coolify or Dokploy runs; use the instance's own address`;
+
+/** Refuses an instance whose name resolves to an address instanceAddressAllowed refuses. A name
+ *  that does not resolve is left to the first call, which reports it as unreachable. */
+export async function checkInstanceAddress(baseUrl: string): Promise<void> {
+  const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, "");
+  if (isIP(host)) return;
+  const addresses = await lookup(host, { all: true }).catch(() => []);
+  const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
+  if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`));
+}
+
 /** Accept `https://host`, `https://host/`, and pasted API roots (`…/api`, `…/api/v1`). */
 export function normaliseInstanceUrl(raw: string): string {
   let url: URL;
@@ -161,6 +195,8 @@ export function normaliseInstanceUrl(raw: string): string {
     throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);
   }
   if (url.username || url.password) throw usageError("The instance URL must not contain credentials; pass the API key instead");
+  const literal = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(literal) && !instanceAddressAllowed(literal)) throw usageError(refusedAddress(literal));
   const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v1)?$/, "");
   return `${url.origin}${path}`;
 }

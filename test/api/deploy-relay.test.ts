@@ -171,7 +171,7 @@ describe("POST /v1/deploy", () => {
     const missing = await post({ provider: "coolify", url: fake.url, apiKey: "x" });
     expect(missing.status).toBe(400);
     // Checks shared with the CLI answer with the API's code, never the CLI's USAGE_ERROR.
-    for (const bad of [{ ...body(), url: "ftp://example.com" }, { ...body(), input: { projectName: "a", preset: "minimal" } }]) {
+    for (const bad of [{ ...body(), url: "ftp://example.com" }, { ...body(), url: "http://169.254.169.254/latest" }, { ...body(), input: { projectName: "a", preset: "minimal" } }]) {
       const r2 = await post(bad);
       expect(r2.status).toBe(400);
       const error = ((await r2.json()) as any).error;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
-import { normaliseInstanceUrl, parseEnvText } from "../../src/deploy/index.ts";
+import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
@@ -65,6 +65,18 @@ describe("normaliseInstanceUrl", () => {
     expect(message).toContain("//***@host:99999");
     expect(message).not.toContain("SECRETTOKEN123");
     expect(message).not.toContain("user:");
+  });
+
+  test("refuses link-local, unspecified and multicast addresses, where no instance runs (the cloud metadata service is one)", async () => {
+    for (const url of ["http://169.254.169.254/latest/meta-data", "http://0.0.0.0:8000", "http://[fe80::1]:3000", "http://[::]:8000", "http://224.0.0.1", "http://[::ffff:169.254.169.254]/"]) {
+      expect(() => normaliseInstanceUrl(url), url).toThrow("link-local, unspecified or multicast");
+    }
+    // This machine and the LAN are where instances usually are.
+    for (const address of ["127.0.0.1", "::1", "10.0.0.5", "192.168.1.20", "172.17.0.1", "fd00::5", "2001:db8::1", "8.8.8.8"]) expect(instanceAddressAllowed(address), address).toBe(true);
+    for (const address of ["169.254.0.1", "0.0.0.0", "fe80::1", "febf::1", "ff02::1", "::", "239.1.1.1", "::ffff:169.254.1.1"]) expect(instanceAddressAllowed(address), address).toBe(false);
+    // A name is checked by what it resolves to; one that does not resolve is left to the first call.
+    await checkInstanceAddress("http://localhost:8000");
+    await checkInstanceAddress("https://no-such-host.invalid");
   });
 
   test("reads the scheme in any case, as URLs do", () => {
