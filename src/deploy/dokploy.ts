@@ -1,7 +1,7 @@
 // Dokploy deployer (tRPC-over-HTTP: queries are GET with query input, mutations POST with JSON).
 // CONTRACT §5 / research §3: needs 0.25.0+ (environments, `x-api-key`), the compose source must be
 // `raw`, and `compose.update` carries both the compose file and the env text.
-import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion } from "./http.ts";
+import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
 import { envTextForUpdate } from "./existing-env.ts";
 
@@ -107,20 +107,33 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   } else {
     const sourceTypeOnCreate = compareVersions(version, parseVersion(SOURCE_TYPE_ON_CREATE)!) >= 0;
     composeId = await steps.run("Create compose stack", async () => {
-      const res = await api.call<{ composeId?: string }>("POST", "/compose.create", {
-        body: {
-          name,
-          description: DESCRIPTION,
-          environmentId: environment.environmentId,
-          composeType: "docker-compose",
-          composeFile: t.composeYaml,
-          ...(sourceTypeOnCreate ? { sourceType: "raw" } : {}),
-        },
-      });
+      const create = (serverId?: string) =>
+        api.call<{ composeId?: string }>("POST", "/compose.create", {
+          body: {
+            name,
+            description: DESCRIPTION,
+            environmentId: environment.environmentId,
+            composeType: "docker-compose",
+            composeFile: t.composeYaml,
+            ...(sourceTypeOnCreate ? { sourceType: "raw" } : {}),
+            ...(serverId ? { serverId } : {}),
+          },
+        });
+      let server: { serverId: string; name?: string } | undefined;
+      let res: { composeId?: string } | undefined;
+      try {
+        res = await create();
+      } catch (e) {
+        // Dokploy Cloud, or an instance set to remote servers only, runs stacks on a remote
+        // server and says so with a 401 that is not about the key: deploy to its first server.
+        if (!(e instanceof DeployError && e.status === 401 && /use a server/i.test(e.detail ?? ""))) throw e;
+        server = await firstServer(api);
+        res = await create(server.serverId);
+      }
       const id = res?.composeId;
       if (typeof id !== "string" || id === "") throw new DeployError('Dokploy answered compose.create without "composeId"');
       steps.note({ created: `Dokploy compose "${name}" (${id})` });
-      return { value: id, detail: id };
+      return { value: id, detail: server ? `${id} on server ${server.name ?? server.serverId}` : id };
     });
   }
   steps.note({
@@ -177,4 +190,14 @@ function defaultEnvironment(envs: DokployEnvironment[], fromCreate?: DokployEnvi
   if (production) return production;
   if (fromCreate?.environmentId) return envs.find((e) => e.environmentId === fromCreate.environmentId) ?? fromCreate;
   return undefined;
+}
+
+/** The first remote server Dokploy lists, for an instance that runs stacks on remote servers only. */
+async function firstServer(api: JsonClient): Promise<{ serverId: string; name?: string }> {
+  const rows = await api.call<unknown>("GET", "/server.all");
+  const server = (Array.isArray(rows) ? rows : []).find((r): r is { serverId: string; name?: string } => typeof r?.serverId === "string" && r.serverId !== "");
+  if (!server) {
+    throw new DeployError("Dokploy runs compose stacks on remote servers only here (Dokploy Cloud, or remote servers only), and lists none: add a server in Dokploy first", 400);
+  }
+  return server;
 }

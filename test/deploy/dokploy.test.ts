@@ -197,6 +197,31 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(fake.composes[0]!.sourceType).toBe("raw");
   });
 
+  test("Dokploy Cloud / remote servers only: the stack goes to the first remote server", async () => {
+    const fake = await startFake();
+    fake.remoteServersOnly = true;
+    fake.servers.push({ serverId: "srv-one", name: "edge-1", ipAddress: "203.0.113.7", serverStatus: "active" });
+    const result = await deployBundle(options(fake));
+    expect(fake.violations).toEqual([]);
+    expect(result.error).toBeUndefined();
+    expect(result.success).toBe(true);
+    expect(fake.composes).toHaveLength(1);
+    expect(fake.composes[0]!.serverId).toBe("srv-one");
+    expect(result.steps.find((s) => s.step === "Create compose stack")?.detail).toContain("on server edge-1");
+    expect(fake.sequence()).toEqual([...CREATE_SEQUENCE.slice(0, 5), "GET /server.all", ...CREATE_SEQUENCE.slice(4)]);
+  });
+
+  test("remote servers only, and none listed: a message that says so, not a wrong key", async () => {
+    const fake = await startFake();
+    fake.remoteServersOnly = true;
+    const result = await deployBundle(options(fake));
+    expect(result.success).toBe(false);
+    expect(result.failedStep).toBe("Create compose stack");
+    expect(result.error).toContain("add a server in Dokploy");
+    expect(result.error).not.toContain("Unauthorized");
+    expect(fake.composes).toHaveLength(0);
+  });
+
   test("500 mid-way: names the failed step and what was already created", async () => {
     const fake = await startFake();
     fake.injections.push({

@@ -19,6 +19,7 @@ export interface DokployComposeRow {
   sourceType: string;
   composeStatus: string;
   createdAt: string;
+  serverId: string | null;
 }
 
 export interface DokployEnvironmentRow {
@@ -64,6 +65,10 @@ export class DokployFake extends SpecFake {
   readonly environments: DokployEnvironmentRow[] = [];
   readonly composes: DokployComposeRow[] = [];
   readonly deployments: { composeId: string; title?: string }[] = [];
+  /** Dokploy Cloud, or `remoteServersOnly`: a compose must name one of `servers`. */
+  remoteServersOnly = false;
+  /** Remote servers, as server.all lists them. */
+  readonly servers: { serverId: string; name: string; ipAddress: string; serverStatus: string }[] = [];
 
   constructor(options: DokployFakeOptions = {}) {
     const rules: ProviderRules = {
@@ -134,9 +139,14 @@ export class DokployFake extends SpecFake {
         const envView = this.environmentView(environment, false);
         return { status: 200, body: atLeast(this.version, "0.25.0") ? { project, environment: envView } : project };
       }
+      case "server-all":
+        return { status: 200, body: this.servers };
       case "compose-create": {
         const environment = this.environments.find((e) => e.environmentId === body.environmentId);
         if (!environment) return notFound("Environment not found");
+        const serverId = typeof body.serverId === "string" ? body.serverId : null;
+        if (this.remoteServersOnly && !serverId) return { status: 401, body: { message: "You need to use a server to create a compose", code: "UNAUTHORIZED" } };
+        if (serverId && !this.servers.some((s) => s.serverId === serverId)) return notFound("Server not found");
         const row: DokployComposeRow = {
           composeId: randomId(21),
           name: String(body.name),
@@ -150,6 +160,7 @@ export class DokployFake extends SpecFake {
           sourceType: atLeast(this.version, "0.30.0") && typeof body.sourceType === "string" ? body.sourceType : "github",
           composeStatus: "idle",
           createdAt: new Date().toISOString(),
+          serverId,
         };
         this.composes.push(row);
         return { status: 200, body: row };
