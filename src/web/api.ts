@@ -24,8 +24,9 @@ export class ApiError extends Error {
   }
   /** One line for the user: message plus the offending fields. */
   describe(): string {
-    // A detail that only repeats the message (field `body`) adds nothing.
-    const fields = this.details.filter((d) => d.message !== this.message).map((d) => `${d.field}: ${d.message}`).join("; ");
+    // A detail that only repeats the message (field `body`, or a conflict's text after its code) adds nothing.
+    const repeats = (text: string) => this.message.includes(text.replace(/^[A-Z_]+: /, ""));
+    const fields = this.details.filter((d) => !repeats(d.message)).map((d) => `${d.field}: ${d.message}`).join("; ");
     return fields ? `${this.message} (${fields})` : this.message;
   }
 }

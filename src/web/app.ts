@@ -4,7 +4,7 @@ import { h, replaceChildren, byId } from "./dom.ts";
 import * as api from "./api.ts";
 import { initialState, inputOfLink, linkSearch, stateFromInput, validateBody } from "./model.ts";
 import { Store, indexCatalog, knownIds } from "./store.ts";
-import { plural } from "./explain.ts";
+import { leftOut, plural } from "./explain.ts";
 import { mountPresets, mountPacks, mountServices } from "./views/catalog.ts";
 import { mountSummary } from "./views/summary.ts";
 import { mountOptions } from "./views/options.ts";
@@ -62,7 +62,7 @@ function openLink(store: Store): void {
   store.form = state;
   const note = byId("link-note");
   const picked = [plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"), state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`].filter(Boolean).join(", ");
-  note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${ignored.length ? ` Not in this catalog, left out: ${ignored.join(", ")}.` : ""}`;
+  note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${leftOut(ignored)}`;
   note.hidden = false;
 }
 

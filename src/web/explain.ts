@@ -56,3 +56,11 @@ export function formatMB(mb: number): string {
   const gb = mb / 1024;
   return `${gb >= 10 ? gb.toFixed(0) : gb.toFixed(1).replace(/\.0$/, "")} GB`;
 }
+
+/** The ids an import or a link named that the catalog lacks, as one sentence; a long list is cut
+ *  short (a link can name thousands). */
+export function leftOut(ignored: readonly string[], shown = 10): string {
+  if (ignored.length === 0) return "";
+  const more = ignored.length > shown ? ` and ${ignored.length - shown} more` : "";
+  return ` Not in this catalog, left out: ${ignored.slice(0, shown).join(", ")}${more}.`;
+}

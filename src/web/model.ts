@@ -99,6 +99,14 @@ export function applyPreset(state: FormState, preset: Preset): FormState {
   };
 }
 
+/** Whether the selection is still what `applyPreset` made of `preset` (same services, packs,
+ *  proxy and GPU, in any order): once it drifts, the preset no longer shows as chosen. */
+export function matchesPreset(state: FormState, preset: Preset): boolean {
+  const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x) => b.includes(x));
+  return state.presetId === preset.id && same(state.services, preset.services) && same(state.skillPacks, preset.skillPacks)
+    && state.proxy === (preset.proxy ?? "") && state.gpu === preset.gpu;
+}
+
 /** A new proxy replaces the old one, together with the old proxy's service when the selection
  *  holds it (the full-stack preset lists caddy), as the API does with a preset's proxy. */
 export function chooseProxy(state: FormState, proxy: FormState["proxy"]): Partial<FormState> {
@@ -143,7 +151,10 @@ export interface KnownIds {
  */
 export function stateFromInput(input: Record<string, unknown>, known: KnownIds, base: FormState): ImportOutcome {
   const ignored: string[] = [];
-  let state: FormState = { ...base, services: [], skillPacks: [], presetId: null, proxy: "", gpu: false, domain: "" };
+  // Only the project name carries over when the input has none: every other choice is the
+  // input's, or the default the API would take for it (an imported export regenerates as exported).
+  const fresh = initialState();
+  let state: FormState = { ...base, services: [], skillPacks: [], presetId: null, proxy: "", gpu: false, domain: "", deployment: fresh.deployment, generateSecrets: fresh.generateSecrets, coreVersion: fresh.coreVersion };
   const presetId = typeof input.preset === "string" ? input.preset : undefined;
   if (presetId) {
     const preset = known.presets.get(presetId);
@@ -170,7 +181,7 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   else if (deployment === "docker" || deployment === "local") state.deployment = "docker";
   if (typeof input.generateSecrets === "boolean") state.generateSecrets = input.generateSecrets;
   if (typeof input.coreVersion === "string") state.coreVersion = input.coreVersion;
-  return { state, ignored };
+  return { state, ignored: [...new Set(ignored)] };
 }
 
 const stringList = (value: unknown): string[] => (Array.isArray(value) ? value.filter((x): x is string => typeof x === "string") : []);
@@ -220,6 +231,24 @@ export function inputOfLink(search: string): Record<string, unknown> | undefined
 
 /** The generation input of a parsed file: an exported complete document (SPEC §2.7), a bundle's
  *  stackgen.json or a plain generation input; an error saying what it is not otherwise. */
+/** A bundle path as stackgen writes them: relative, plain names, no `..` (a file imported from
+ *  anywhere must not put a ZIP entry outside its folder). */
+const BUNDLE_PATH = /^(?!.*(^|\/)\.\.?(\/|$))[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
+
+/** The files of a complete export, when it carries a whole bundle (a compose file and `.env`,
+ *  every path a bundle path, every content text) and its metadata; else undefined. */
+export function bundleOfDocument(doc: unknown): { files: Record<string, string>; metadata: Record<string, unknown> } | undefined {
+  if (!doc || typeof doc !== "object" || Array.isArray(doc)) return undefined;
+  const { files, metadata } = doc as { files?: unknown; metadata?: unknown };
+  if (!files || typeof files !== "object" || Array.isArray(files) || !metadata || typeof metadata !== "object" || Array.isArray(metadata)) return undefined;
+  const entries = Object.entries(files as Record<string, unknown>);
+  if (!entries.every(([path, text]) => BUNDLE_PATH.test(path) && typeof text === "string")) return undefined;
+  const m = metadata as Record<string, unknown>;
+  if (typeof m.totalServices !== "number" || typeof m.estimatedMemoryMB !== "number" || typeof m.generatedAt !== "string") return undefined;
+  if (typeof (files as Record<string, unknown>)["docker-compose.yml"] !== "string" || typeof (files as Record<string, unknown>)[".env"] !== "string") return undefined;
+  return { files: files as Record<string, string>, metadata: m };
+}
+
 export function inputOfDocument(doc: unknown): Record<string, unknown> {
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw new Error("The file is not a JSON object.");
   const d = doc as Record<string, unknown>;
@@ -252,7 +281,9 @@ export function localClosure(ids: Iterable<string>, byId: ReadonlyMap<string, Ca
 
 export function selectionClosure(state: FormState, byId: ReadonlyMap<string, CatalogService>, packsById: ReadonlyMap<string, SkillPack>): Set<string> {
   const packServices = state.skillPacks.flatMap((p) => packsById.get(p)?.services ?? []);
-  return localClosure([...state.services, ...packServices], byId);
+  // The proxy chosen in Options is a service of the stack, as the API resolves it.
+  const proxy = state.proxy && byId.has(state.proxy) ? [state.proxy] : [];
+  return localClosure([...state.services, ...packServices, ...proxy], byId);
 }
 
 /** What choosing `ids` would add to a stack that already resolves to `current`: ids and memory. */

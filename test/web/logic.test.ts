@@ -2,14 +2,14 @@
 import { describe, expect, test } from "bun:test";
 import {
   applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, inputOfLink, isDomain,
-  linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds,
+  linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds, bundleOfDocument, matchesPreset, selectionClosure,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
-import { formatMB } from "../../src/web/explain.ts";
-import { readNdjson } from "../../src/web/api.ts";
+import { formatMB, leftOut } from "../../src/web/explain.ts";
+import { ApiError, readNdjson } from "../../src/web/api.ts";
 import type { CatalogService, Preset } from "../../src/web/api.ts";
 
 const svc = (id: string, dependencies: string[] = [], estimatedMemoryMB = 100) => ({ id, dependencies, estimatedMemoryMB }) as unknown as CatalogService;
@@ -119,6 +119,62 @@ describe("form model", () => {
     expect(() => inputOfDocument({ formatVersion: "2", input: {} })).toThrow("formatVersion");
     expect(() => inputOfDocument({ formatVersion: "1" })).toThrow("input");
     expect(() => inputOfDocument([])).toThrow();
+  });
+});
+
+describe("import and selection (found by an audit of the page)", () => {
+  const known = { services: new Set(["n8n", "redis", "postgresql", "caddy"]), packs: new Set(["devops"]), presets: new Map([["devops", preset]]) };
+
+  test("an import takes the API's defaults for what its input leaves out, not the form's earlier choices", () => {
+    const before = { ...initialState(), deployment: "bare-metal" as const, generateSecrets: false, coreVersion: "2025.1.0", projectName: "mine" };
+    const { state } = stateFromInput({ projectName: "from-api", services: ["redis"] }, known, before);
+    expect(state).toMatchObject({ projectName: "from-api", deployment: "docker", generateSecrets: true, coreVersion: "latest", services: ["redis"] });
+    // Only the project name carries over when the input has none.
+    expect(stateFromInput({ services: ["redis"] }, known, before).state.projectName).toBe("mine");
+  });
+
+  test("ids left out are named once each, and a long list is cut short", () => {
+    const { ignored } = stateFromInput({ services: Array.from({ length: 5000 }, () => "a") }, known, initialState());
+    expect(ignored).toEqual(["a"]);
+    const many = Array.from({ length: 25 }, (_, i) => `x${i}`);
+    expect(leftOut(many)).toBe(` Not in this catalog, left out: ${many.slice(0, 10).join(", ")} and 15 more.`);
+    expect(leftOut([])).toBe("");
+  });
+
+  test("a complete export's bundle is taken only when whole and with plain relative paths", () => {
+    const g = generateBundle({ projectName: "imp", services: ["redis"] }, getCatalog());
+    const doc = { formatVersion: "1", input: g.input, files: g.files, metadata: g.metadata };
+    expect(bundleOfDocument(doc)?.files[".env"]).toBe(g.files[".env"]);
+    for (const path of ["../escape.sh", "a/../../b", "/etc/passwd", "skills/./x", "a\\b", ""]) {
+      expect(bundleOfDocument({ ...doc, files: { ...g.files, [path]: "x" } }), path).toBeUndefined();
+    }
+    expect(bundleOfDocument({ ...doc, files: { ...g.files, "README.md": 5 } })).toBeUndefined();
+    expect(bundleOfDocument({ ...doc, files: { "docker-compose.yml": "x" } })).toBeUndefined();
+    expect(bundleOfDocument({ ...doc, metadata: {} })).toBeUndefined();
+    expect(bundleOfDocument({ input: {} })).toBeUndefined();
+  });
+
+  test("a preset shows as chosen only while the selection is still the preset's", () => {
+    const applied = applyPreset(initialState(), preset);
+    expect(matchesPreset(applied, preset)).toBe(true);
+    expect(matchesPreset({ ...applied, services: [...applied.services].reverse() }, preset)).toBe(true);
+    expect(matchesPreset({ ...applied, services: ["redis"] }, preset)).toBe(false);
+    expect(matchesPreset({ ...applied, proxy: "traefik" }, preset)).toBe(false);
+    expect(matchesPreset({ ...applied, gpu: true }, preset)).toBe(false);
+    expect(matchesPreset({ ...applied, presetId: null }, preset)).toBe(false);
+  });
+
+  test("the proxy chosen in Options is part of the stack the page shows", () => {
+    const withCaddy = new Map([...byId, ["caddy", svc("caddy", [], 64)]]);
+    expect(selectionClosure({ ...initialState(), services: ["redis"], proxy: "caddy" }, withCaddy, new Map())).toEqual(new Set(["redis", "caddy"]));
+    expect(selectionClosure({ ...initialState(), services: ["redis"] }, withCaddy, new Map())).toEqual(new Set(["redis"]));
+  });
+
+  test("an API error does not repeat the conflict its message already states", () => {
+    const e = new ApiError(409, "CONFLICT_ERROR", "Incompatible selection: Redis and Valkey cannot run in the same stack.", [{ field: "services", message: "SERVICE_CONFLICT: Redis and Valkey cannot run in the same stack." }]);
+    expect(e.describe()).toBe("Incompatible selection: Redis and Valkey cannot run in the same stack.");
+    const v = new ApiError(400, "VALIDATION_ERROR", "Invalid generation input", [{ field: "domain", message: "Expected a DNS name" }]);
+    expect(v.describe()).toBe("Invalid generation input (domain: Expected a DNS name)");
   });
 });
 

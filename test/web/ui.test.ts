@@ -410,6 +410,19 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.setInputFiles("#import-input", { name: "broken.json", mimeType: "application/json", buffer: Buffer.from('{"formatVersion":"9"}') });
     await page.waitForSelector("#files-message[role=alert]:has-text('broken.json')");
     expect(await page.inputValue("#opt-projectName")).toBe("imported-stack");
+
+    // An export with secrets: its files are the preview, and the options it leaves out are the
+    // API's defaults again (not the bare-metal, no-secrets choices of the import before).
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "kept-secrets", services: ["redis"] });
+    await page.setInputFiles("#import-input", { name: "export.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(exported)) });
+    await page.waitForSelector("#files-message:has-text('Imported export.json')");
+    expect(await page.inputValue("#opt-deployment")).toBe("docker");
+    expect(await page.locator("#opt-generateSecrets").isChecked()).toBe(true);
+    expect(await page.inputValue("#opt-coreVersion")).toBe("latest");
+    await page.click("#preview button[data-path='.env']");
+    await page.click("#reveal-button");
+    expect(await page.textContent("#file-content")).toBe(exported.files[".env"]);
+    expect(await page.locator("#preview-stale").isHidden()).toBe(true);
   }, TEST_TIMEOUT_MS);
 
   test("deploys to a fake Coolify and shows every step", async () => {

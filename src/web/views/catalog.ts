@@ -2,7 +2,7 @@
 // toggle states and notes so keyboard focus is never lost.
 import { h, replaceChildren, byId } from "../dom.ts";
 import { formatMB } from "../explain.ts";
-import { applyPreset, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
+import { applyPreset, matchesPreset, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
 import type { CatalogService } from "../api.ts";
 import type { Store } from "../store.ts";
 
@@ -40,7 +40,8 @@ export function mountPresets(store: Store): void {
   }
   const sync = () => {
     for (const [id, button] of buttons) {
-      const active = store.form.presetId === id;
+      const preset = store.catalog.presets.find((p) => p.id === id);
+      const active = preset !== undefined && matchesPreset(store.form, preset);
       button.setAttribute("aria-pressed", String(active));
       button.closest(".card")?.classList.toggle("active", active);
     }
@@ -206,7 +207,7 @@ function noteFor(store: Store, service: CatalogService, ctx: NoteContext): (stri
   else if (ctx.included) {
     const by = ctx.requiredBy.get(id);
     const pack = ctx.packOf.get(id);
-    out.push(pack ? `Included by the ${pack} pack.` : by ? `Included: needed by ${names(store, by)}.` : "Included as a dependency.");
+    out.push(id === store.form.proxy ? "Included as the reverse proxy (step 3)." : pack ? `Included by the ${pack} pack.` : by ? `Included: needed by ${names(store, by)}.` : "Included as a dependency.");
   } else {
     const { added, memoryMB } = whatItAdds([id], ctx.current, store.catalog.servicesById);
     const extra = added.filter((x) => x !== id);

@@ -63,6 +63,8 @@ export function mountDeploy(store: Store): void {
     } else {
       localStorage.removeItem(REMEMBER_KEY);
     }
+    // Disabling the pressed button drops keyboard focus to the page: it goes back when done.
+    const focused = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     running = true;
     sync();
     steps.textContent = "";
@@ -92,6 +94,7 @@ export function mountDeploy(store: Store): void {
     } finally {
       running = false;
       sync();
+      if (focused && focused !== document.body && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
     }
   });
 }
@@ -137,5 +140,8 @@ function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"
 }
 
 function showError(target: HTMLElement, message: string): void {
-  replaceChildren(target, h("p", { class: "alert error", role: "alert" }, h("strong", {}, "Deployment failed: "), message));
+  // The platform already has a project of this name (SPEC §7's two wordings): say what redeploys it.
+  const exists = /Project already exists|API 409: Conflict/.test(message) && !(byId<HTMLInputElement>("deploy-update").checked);
+  replaceChildren(target, h("p", { class: "alert error", role: "alert" }, h("strong", {}, "Deployment failed: "), message,
+    exists ? " To redeploy that project, tick “Update an existing deployment of the same name” and deploy again." : ""));
 }

@@ -1,9 +1,9 @@
 // Step 4: preview every file of the bundle (secrets masked until revealed), copy or download one
 // file, download the ZIP, export and import the complete JSON document.
 import { h, replaceChildren, byId, saveFile, canCopy } from "../dom.ts";
-import { formatMB } from "../explain.ts";
+import { formatMB, leftOut, plural } from "../explain.ts";
 import * as api from "../api.ts";
-import { generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
+import { bundleOfDocument, generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
 import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
@@ -49,6 +49,8 @@ export function mountFiles(store: Store): void {
   syncButtons();
 
   const run = async (label: string, work: () => Promise<void>) => {
+    // Disabling the pressed button drops keyboard focus to the page: it goes back when done.
+    const focused = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     busy = true;
     syncButtons();
     say(`${label}…`);
@@ -59,6 +61,7 @@ export function mountFiles(store: Store): void {
     } finally {
       busy = false;
       syncButtons();
+      if (focused && focused !== document.body && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
     }
   };
 
@@ -66,9 +69,12 @@ export function mountFiles(store: Store): void {
   const completeDocument = async (): Promise<api.CompleteDocument> => {
     const key = currentKey();
     if (preview?.key === key) return preview.doc;
+    const shown = preview !== undefined;
     const doc = await api.generateComplete(generateBody(store.form));
     preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
     store.bundle = { key, doc };
+    // A preview on screen shows what was just downloaded or exported, never an older bundle.
+    if (shown) renderPreview();
     return doc;
   };
 
@@ -105,7 +111,7 @@ export function mountFiles(store: Store): void {
     }, "Download file");
     const m = p.doc.metadata;
     replaceChildren(area,
-      h("p", { class: "small" }, `${paths.length} files · ${m.totalServices} services · ${formatMB(m.estimatedMemoryMB)} · generated ${new Date(m.generatedAt).toLocaleString()}`),
+      h("p", { class: "small" }, `${plural(paths.length, "file")} · ${plural(m.totalServices, "service")} · ${formatMB(m.estimatedMemoryMB)} · generated ${new Date(m.generatedAt).toLocaleString()}`),
       h("div", { class: "preview-grid" },
         h("nav", { class: "file-tree", "aria-label": "Files in the bundle" }, treeList(buildFileTree(paths), p.selected, (path) => {
           p.selected = path;
@@ -157,11 +163,25 @@ export function mountFiles(store: Store): void {
     const file = importInput.files?.[0];
     if (!file) return;
     try {
-      const input = inputOfDocument(JSON.parse(await file.text()));
+      const imported: unknown = JSON.parse(await file.text());
+      const input = inputOfDocument(imported);
       const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
       store.setForm(state);
-      const parts = [`Imported ${file.name}: project ${state.projectName}, ${state.services.length} services, ${state.skillPacks.length} skill packs.`];
-      if (ignored.length) parts.push(`Not in this catalog, left out: ${ignored.join(", ")}.`);
+      const parts = [`Imported ${file.name}: project ${state.projectName}, ${plural(state.services.length, "service")}, ${plural(state.skillPacks.length, "skill pack")}.`];
+      if (ignored.length) parts.push(leftOut(ignored).trim());
+      // A complete export carries its bundle: its files (and the secrets its data may have been
+      // written with) become the preview, which the ZIP and a deploy use until a choice changes.
+      // Not when something was left out: the files would no longer match the choices.
+      const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
+      if (bundle) {
+        const key = currentKey();
+        const doc = { formatVersion: "1", input: generateBody(state), ...bundle } as unknown as api.CompleteDocument;
+        preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
+        store.bundle = { key, doc };
+        renderPreview();
+        syncButtons();
+        parts.push("Its files, with the secrets in its .env, are the preview below: the ZIP and a deploy use them until you change a choice.");
+      }
       say(parts.join(" "));
       announce(parts[0]);
     } catch (e) {
