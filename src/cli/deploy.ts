@@ -10,7 +10,7 @@ import { usageError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
 import { isWithin } from "../core/paths.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
-import { deployBundle, DESTINATION_ENV, PROVIDER_NAMES, PROVIDERS } from "../deploy/index.ts";
+import { deployBundle, DESTINATION_ENV, normaliseInstanceUrl, PROVIDER_NAMES, PROVIDERS, sendsKeyInClear } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
 import { composeSettings, OVERRIDE_FILE_NAMES } from "../docker/stack.ts";
 import { log, printJson, printText } from "./output.ts";
@@ -51,6 +51,8 @@ export default defineCommand({
     const url = optionalString(args.url) ?? (interactive ? await askLine(`${PROVIDERS[provider].label} URL: `) : undefined);
     if (!url) throw usageError("--url is required (the address of your instance, e.g. https://coolify.example.com)");
     const apiKey = await resolveApiKey(optionalString(args["api-key"] ?? (args as Record<string, unknown>).apiKey), provider, interactive);
+    const instance = normaliseInstanceUrl(url);
+    if (sendsKeyInClear(instance)) log.warn(`${instance} is plain http: the API key crosses the network unencrypted. Use https:// if the instance has it.`);
 
     const result = await deployBundle(
       {

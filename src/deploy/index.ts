@@ -182,6 +182,14 @@ export async function checkInstanceAddress(baseUrl: string): Promise<void> {
   if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`));
 }
 
+/** Whether calls to this instance URL carry the API key unencrypted over the network: plain
+ *  http:// to another machine (Coolify's own dashboard starts at http://<ip>:8000). */
+export function sendsKeyInClear(instanceUrl: string): boolean {
+  const url = new URL(instanceUrl);
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return url.protocol === "http:" && !(host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "::1");
+}
+
 /** Accept `https://host`, `https://host/`, and pasted API roots (`…/api`, `…/api/v1`). */
 export function normaliseInstanceUrl(raw: string): string {
   let url: URL;

@@ -75,6 +75,8 @@ describe("stackgen deploy (subprocess)", () => {
     expect(result.steps.map((s: { step: string }) => s.step)).toContain("Deploy");
     expect(run.stderr).toContain("Discover server");
     expect(run.stderr).toContain("Set env");
+    // Plain http to this machine: the key does not cross a network, so no warning.
+    expect(run.stderr).not.toContain("unencrypted");
     expect(fake.violations).toEqual([]);
     // Bundle files travelled inline.
     expect(fake.services[0]!.compose).toContain("scrape_interval: 15s");
@@ -121,6 +123,16 @@ describe("stackgen deploy (subprocess)", () => {
     expect(fake.services[0]!.destination_uuid).toBe(apps.uuid);
     expect(run.stderr).toContain("on destination localhost-apps (network apps)");
     expect(fake.violations).toEqual([]);
+  });
+
+  test("plain http to another machine: a warning that the key travels unencrypted (the key itself never printed)", async () => {
+    const dir = bundle();
+    const key = "plain-http-secret-key-5c1d";
+    // A name that does not resolve: the warning comes first, then the unreachable instance.
+    const run = await runCli(["--provider", "dokploy", "--url", "http://no-such-host.invalid:3000", "--api-key", key, "--dir", dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("http://no-such-host.invalid:3000 is plain http: the API key crosses the network unencrypted");
+    expectNoKey(run, key);
   });
 
   test("wrong key: exit 1 with the SPEC message, key not printed", async () => {

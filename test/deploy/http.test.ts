@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
-import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText } from "../../src/deploy/index.ts";
+import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, sendsKeyInClear } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
@@ -77,6 +77,11 @@ describe("normaliseInstanceUrl", () => {
     // A name is checked by what it resolves to; one that does not resolve is left to the first call.
     await checkInstanceAddress("http://localhost:8000");
     await checkInstanceAddress("https://no-such-host.invalid");
+  });
+
+  test("knows when the key would cross the network unencrypted (plain http to another machine)", () => {
+    for (const url of ["http://10.0.0.5:8000", "http://coolify.example.com", "http://[fd00::5]:3000"]) expect(sendsKeyInClear(url), url).toBe(true);
+    for (const url of ["https://coolify.example.com", "http://127.0.0.1:8000", "http://localhost:3000", "http://[::1]:3000", "http://coolify.localhost"]) expect(sendsKeyInClear(url), url).toBe(false);
   });
 
   test("reads the scheme in any case, as URLs do", () => {
