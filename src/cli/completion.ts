@@ -1,30 +1,44 @@
 // `stackgen completion bash|zsh|fish`: completion scripts for commands, flags and catalog ids.
-import { defineCommand } from "citty";
+import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS } from "../schema/catalog.ts";
 import { usageError } from "../errors.ts";
 import { printJson, printText } from "./output.ts";
 
-const COMMANDS: Record<string, string[]> = {
-  serve: ["--port", "--ui-port", "--host"],
-  validate: ["--preset", "--services", "--skill-packs", "--proxy", "--domain", "--gpu", "--platform", "--file", "--json"],
-  generate: ["--name", "--preset", "--services", "--skill-packs", "--proxy", "--domain", "--gpu", "--platform", "--deployment", "--core-version", "--no-secrets", "--dir", "--from", "--dry-run", "--force", "--json"],
-  services: ["--category", "--maturity", "--json"],
-  presets: ["--json"],
-  skills: ["--services", "--json"],
-  deploy: ["--provider", "--url", "--api-key", "--dir", "--update", "--json"],
-  status: ["--dir", "--json"],
-  doctor: ["--dir", "--json"],
-  update: ["--dir", "--dry-run", "--backup", "--timeout", "--json"],
-  backup: ["--dir", "--output", "--hot", "--yes", "--timeout", "--keep", "--dry-run", "--json"],
-  completion: ["--json"],
-  healthcheck: ["--port", "--host", "--timeout"],
-};
 /** Flags whose value is a file (directories offered to descend into), or a directory. */
 const FILE_FLAGS = ["--from", "--file"];
 const DIR_FLAGS = ["--dir", "--output"];
 
-export function completionScript(shell: string): string {
+interface CommandFlags {
+  /** Every flag the command takes, as typed (`--no-secrets` for a boolean that defaults to true). */
+  flags: string[];
+  /** Flags that take a value of the user's own (a URL, a name, a number): nothing to offer. */
+  free: string[];
+}
+
+/** The flags of every command and subcommand (`backup create`), read from their definitions, so
+ *  the scripts offer exactly what each command accepts. */
+export async function commandFlags(): Promise<Record<string, CommandFlags>> {
+  const { subCommands } = await import("./index.ts");
+  const out: Record<string, CommandFlags> = {};
+  const add = (path: string, cmd: CommandDef<any>) => {
+    const args = Object.entries((cmd.args ?? {}) as ArgsDef).filter(([, def]) => def.type !== "positional");
+    const flags = args.map(([name, def]) => (def.type === "boolean" && def.default === true ? `--no-${name}` : `--${name}`));
+    if (!flags.includes("--json")) flags.push("--json"); // every command takes it (strict-args.ts)
+    out[path] = { flags, free: args.filter(([, def]) => def.type === "string").map(([name]) => `--${name}`) };
+  };
+  for (const [name, load] of Object.entries(subCommands)) {
+    const cmd = await load();
+    const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : cmd.subCommands) as Record<string, CommandDef<any> | (() => Promise<CommandDef<any>>)> | undefined;
+    if (!subs) add(name, cmd);
+    else for (const [sub, def] of Object.entries(subs)) add(`${name} ${sub}`, typeof def === "function" ? await def() : def);
+  }
+  return out;
+}
+
+export async function completionScript(shell: string): Promise<string> {
+  if (!["bash", "zsh", "fish"].includes(shell)) throw usageError(`Unknown shell "${shell}": use bash, zsh or fish`);
+  const commandsFlags = await commandFlags();
   const c = getCatalog();
   const presets = c.presets.map((p) => p.id).join(" ");
   /** Flags taking one value from a fixed set. */
@@ -43,9 +57,15 @@ export function completionScript(shell: string): string {
     "--skill-packs": c.packs.map((p) => p.id).join(" "),
   };
   /** A command's first positional argument. */
-  const positional: Record<string, string> = { backup: "create list restore prune", completion: "bash zsh fish", presets };
-  const commands = Object.keys(COMMANDS).join(" ");
+  const backupSubcommands = Object.keys(commandsFlags).filter((k) => k.startsWith("backup ")).map((k) => k.slice(7)).join(" ");
+  const positional: Record<string, string> = { backup: backupSubcommands, completion: "bash zsh fish", presets };
+  const commands = [...new Set(Object.keys(commandsFlags).map((k) => k.split(" ")[0]!))].join(" ");
   const rows = (f: (key: string, words: string) => string, table: Record<string, string>) => Object.entries(table).map(([k, w]) => f(k, w)).join("\n");
+  const offered = new Set([...FILE_FLAGS, ...DIR_FLAGS, ...Object.keys(values), ...Object.keys(lists)]);
+  /** Flags whose value is the user's own text: nothing is offered after them (not flags, not files). */
+  const free = [...new Set(Object.values(commandsFlags).flatMap((c) => c.free))].filter((f) => !offered.has(f)).sort();
+  const nested = Object.entries(commandsFlags).filter(([path]) => path.includes(" "));
+  const single = Object.entries(commandsFlags).filter(([path]) => !path.includes(" "));
 
   if (shell === "bash") {
     return `# bash completion for stackgen; load with: source <(stackgen completion bash)
@@ -63,17 +83,21 @@ _stackgen() {
   case "$prev" in
     ${FILE_FLAGS.join("|")}) _stackgen_paths -f; return ;;
     ${DIR_FLAGS.join("|")}) _stackgen_paths -d; return ;;
+    ${free.join("|")}) COMPREPLY=(); return ;;
 ${rows((flag, ids) => `    ${flag}) _stackgen_list "${ids}"; return ;;`, lists)}
 ${rows((flag, v) => `    ${flag}) COMPREPLY=( $(compgen -W "${v}" -- "$cur") ); return ;;`, values)}
   esac
   if [[ $cur != -* ]]; then
     case "\${COMP_WORDS[*]:1:COMP_CWORD-1}" in
       "backup restore"*) _stackgen_paths -f; return ;;
-${rows((cmd, w) => `      ${cmd}) opts="${w}" ;;`, positional)}
+${rows((cmd, w) => `      ${cmd}|${cmd}\\ -*) opts="${w}" ;;`, positional)}
     esac
   fi
+  [ -z "$opts" ] && case "\${COMP_WORDS[1]} \${COMP_WORDS[2]}" in
+${nested.map(([path, c]) => `    "${path}") opts="${[...c.flags, "--help"].join(" ")}" ;;`).join("\n")}
+  esac
   [ -z "$opts" ] && case "\${COMP_WORDS[1]}" in
-${Object.entries(COMMANDS).map(([cmd, flags]) => `    ${cmd}) opts="${[...flags, "--help"].join(" ")}" ;;`).join("\n")}
+${single.map(([path, c]) => `    ${path}) opts="${[...c.flags, "--help"].join(" ")}" ;;`).join("\n")}
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
 }
@@ -83,11 +107,13 @@ complete -F _stackgen stackgen
   if (shell === "zsh") {
     return `#compdef stackgen
 # zsh completion for stackgen; load with: source <(stackgen completion zsh)
+# (compinit must have run first, as in any zsh set up for completion: autoload -U compinit && compinit)
 _stackgen() {
   if (( CURRENT == 2 )); then _values 'command' ${commands}; return; fi
   case "$words[CURRENT-1]" in
     ${FILE_FLAGS.join("|")}) _files; return ;;
     ${DIR_FLAGS.join("|")}) _files -/; return ;;
+    ${free.join("|")}) _message 'value'; return ;;
 ${rows((flag, ids) => `    ${flag}) _values -s , '${flag.slice(2)}' ${ids}; return ;;`, lists)}
 ${rows((flag, v) => `    ${flag}) _values '${flag.slice(2)}' ${v}; return ;;`, values)}
   esac
@@ -97,32 +123,33 @@ ${rows((flag, v) => `    ${flag}) _values '${flag.slice(2)}' ${v}; return ;;`, v
 ${rows((cmd, w) => `      ${cmd}) _values '${cmd}' ${w}; return ;;`, positional)}
     esac
   fi
+  case "$words[2] $words[3]" in
+${nested.map(([path, c]) => `    "${path}") _values 'option' ${c.flags.map((f) => `'${f}'`).join(" ")}; return ;;`).join("\n")}
+  esac
   case "$words[2]" in
-${Object.entries(COMMANDS).filter(([, f]) => f.length).map(([cmd, flags]) => `    ${cmd}) _values 'option' ${flags.map((f) => `'${f}'`).join(" ")} ;;`).join("\n")}
+${single.map(([path, c]) => `    ${path}) _values 'option' ${c.flags.map((f) => `'${f}'`).join(" ")} ;;`).join("\n")}
   esac
 }
 compdef _stackgen stackgen
 `;
   }
-  if (shell === "fish") {
-    const flagValue = (flag: string) =>
-      FILE_FLAGS.includes(flag) ? " -rF"
-      : DIR_FLAGS.includes(flag) ? " -xa '(__fish_complete_directories)'"
-      : lists[flag] ? ` -xa '(__fish_append , ${lists[flag]})'`
-      : values[flag] ? ` -xa '${values[flag]}'`
-      : "";
-    const flags = [...new Set(Object.values(COMMANDS).flat())];
-    const lines = [
-      "# fish completion for stackgen; load with: stackgen completion fish | source",
-      "complete -c stackgen -f",
-      `complete -c stackgen -n __fish_use_subcommand -a '${commands}'`,
-      ...Object.entries(positional).map(([cmd, w]) => `complete -c stackgen -n '__fish_seen_subcommand_from ${cmd}; and not __fish_seen_subcommand_from ${w}' -a '${w}'`),
-      "complete -c stackgen -n '__fish_seen_subcommand_from backup; and __fish_seen_subcommand_from restore' -F",
-      ...flags.map((f) => `complete -c stackgen -n '__fish_seen_subcommand_from ${Object.keys(COMMANDS).filter((cmd) => COMMANDS[cmd]!.includes(f)).join(" ")}' -l ${f.slice(2)}${flagValue(f)}`),
-    ];
-    return lines.join("\n") + "\n";
-  }
-  throw usageError(`Unknown shell "${shell}": use bash, zsh or fish`);
+  const flagValue = (flag: string) =>
+    FILE_FLAGS.includes(flag) ? " -rF"
+    : DIR_FLAGS.includes(flag) ? " -xa '(__fish_complete_directories)'"
+    : lists[flag] ? ` -xa '(__fish_append , ${lists[flag]})'`
+    : values[flag] ? ` -xa '${values[flag]}'`
+    : free.includes(flag) ? " -x"
+    : "";
+  const seen = (path: string) => path.split(" ").map((word) => `__fish_seen_subcommand_from ${word}`).join("; and ");
+  const lines = [
+    "# fish completion for stackgen; load with: stackgen completion fish | source",
+    "complete -c stackgen -f",
+    `complete -c stackgen -n __fish_use_subcommand -a '${commands}'`,
+    ...Object.entries(positional).map(([cmd, w]) => `complete -c stackgen -n '__fish_seen_subcommand_from ${cmd}; and not __fish_seen_subcommand_from ${w}' -a '${w}'`),
+    "complete -c stackgen -n '__fish_seen_subcommand_from backup; and __fish_seen_subcommand_from restore' -F",
+    ...Object.entries(commandsFlags).flatMap(([path, c]) => c.flags.map((f) => `complete -c stackgen -n '${seen(path)}' -l ${f.slice(2)}${flagValue(f)}`)),
+  ];
+  return lines.join("\n") + "\n";
 }
 
 export default defineCommand({
@@ -131,8 +158,8 @@ export default defineCommand({
     shell: { type: "positional", required: true, description: "bash, zsh or fish" },
     json: { type: "boolean", description: "Print one JSON document ({shell, script}) on stdout" },
   },
-  run({ args }) {
-    const script = completionScript(args.shell);
+  async run({ args }) {
+    const script = await completionScript(args.shell);
     if (args.json) printJson({ shell: args.shell, script });
     else printText(script);
   },

@@ -205,6 +205,15 @@ describe("basics", () => {
       ["generate --services ", ["redis", "postgresql"], []],
       ["services --category ai-", ["ai-agents", "ai-platforms", "ai-models"], ["database"]],
       ["services --maturity ", ["stable", "beta", "experimental"], ["myfile.json"]],
+      // Each backup subcommand offers its own options only.
+      ["backup list --", ["--dir", "--json"], ["--hot", "--keep", "--yes", "--output"]],
+      ["backup prune --", ["--keep", "--dry-run", "--yes"], ["--hot", "--output"]],
+      ["backup create --", ["--output", "--hot"], ["--keep", "--yes"]],
+      ["generate --", ["--no-secrets", "--force"], ["--secrets"]],
+      // After an option whose value is the user's own text: neither flags nor files.
+      ["deploy --url ", [], ["--dir", "myfile.json", "subdir"]],
+      ["generate --domain ", [], ["--dir", "myfile.json"]],
+      ["presets --json ", ["minimal", "devops"], ["myfile.json"]],
       ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
     ];
     const candidates = (out: string) => out.split("\n").filter(Boolean).map((l) => l.split("\t")[0]!.replace(/\/$/, ""));
