@@ -5,7 +5,7 @@
 // test/api/hot-routes.test.ts holds both paths to the same answers.
 import type { Catalog } from "../catalog/index.ts";
 import { validateSelection, VALIDATE_MESSAGE } from "../core/validate.ts";
-import { finishGeneration, GENERATE_MESSAGE, prepareGeneration, requestInput, type PreparedGeneration } from "../core/generate/index.ts";
+import { finishGeneration, GENERATE_MESSAGE, prepareGeneration, type PreparedGeneration } from "../core/generate/index.ts";
 import { errorBodyFor, toErrorReply } from "./errors.ts";
 import { catalogMemo } from "../core/memo.ts";
 import { parseJsonObject, readJsonText } from "./json-body.ts";
@@ -54,8 +54,9 @@ export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
   const generateRoute: Route = {
     message: GENERATE_MESSAGE,
     type: GENERATE_JSON_TYPE,
-    // A whole `complete` export posted back is read through its `input`, as on the Elysia route.
-    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(parseJsonObject(text, GENERATE_MESSAGE, (doc) => requestInput(doc, GENERATE_MESSAGE)), catalog)))),
+    // A whole `complete` export posted back is read through its `input` (by prepareGeneration),
+    // as on the Elysia route.
+    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(parseJsonObject(text, GENERATE_MESSAGE), catalog)))),
   };
   return (request, path) => {
     // A query string (format=zip|complete, or anything Elysia should judge) goes to the app.

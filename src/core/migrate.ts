@@ -35,18 +35,13 @@ export function migrateConfig(doc: Doc, message: string): Doc {
   return out;
 }
 
+/** Runs `check` on the `input` that requestInput read from `body`: when it came out of a complete
+ *  export, the fields its errors name are given from the export's root (`input.services.0`), as
+ *  the client sent them. */
+export const checkedAsSent = <T>(body: Doc, input: Doc, check: () => T): T => (input !== body ? withFieldsUnder("input", check) : check());
+
 /** The input of a body: itself, or the `input` of a whole `complete` export posted back.
  *  `message` is the caller's VALIDATION_ERROR message for an export of another format version. */
-/** The inputs requestInput took out of exports: errors about them name fields from the export's root. */
-const exportInputs = new WeakSet<object>();
-
-/** Whether `input` came out of a complete export (its fields are then `input.<field>` of the body). */
-const isExportInput = (input: unknown): boolean => typeof input === "object" && input !== null && exportInputs.has(input);
-
-/** Runs `check` on a generation input; when it came out of an export, the fields its errors name
- *  are given from the export's root (`input.services.0`), as the client sent them. */
-export const checkedAsSent = <T>(input: unknown, check: () => T): T => (isExportInput(input) ? withFieldsUnder("input", check) : check());
-
 export function requestInput(doc: Doc, message: string): Doc {
   // Any formatVersion marks an export (a number is a wrong version, not a field to ignore).
   if (!("formatVersion" in doc && typeof doc.input === "object" && doc.input !== null && !Array.isArray(doc.input) && !("projectName" in doc))) return doc;
@@ -54,6 +49,5 @@ export function requestInput(doc: Doc, message: string): Doc {
   if (doc.formatVersion !== COMPLETE_FORMAT_VERSION) {
     throw validationError(message, [{ field: "formatVersion", message: `Unsupported format version ${JSON.stringify(doc.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"` }]);
   }
-  exportInputs.add(doc.input);
   return doc.input as Doc;
 }

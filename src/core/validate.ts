@@ -9,7 +9,7 @@ import { resolve, toValidateResponse } from "./resolve.ts";
 
 export function validateSelection(body: unknown, catalog: Catalog): ValidateResponse {
   const input = requestInput(body as Record<string, unknown>, VALIDATE_MESSAGE);
-  return checkedAsSent(input, () => {
+  return checkedAsSent(body as Record<string, unknown>, input, () => {
     const migrated = checkRequest<ValidateRequest>(ValidateRequest, migrateConfig(input, VALIDATE_MESSAGE), catalog, VALIDATE_MESSAGE);
     return toValidateResponse(resolve(toSelection(migrated, catalog), catalog));
   });

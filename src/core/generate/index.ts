@@ -98,7 +98,7 @@ export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGene
   }
   // The input of a complete export posted back: its errors name fields as the client sent them.
   const doc = requestInput(body as Record<string, unknown>, GENERATE_MESSAGE);
-  const { input, selection } = checkedAsSent(doc, () => {
+  const { input, selection } = checkedAsSent(body as Record<string, unknown>, doc, () => {
     const input = parseGenerateInput(doc, catalog);
     return { input, selection: toSelection(input, catalog, GENERATE_MESSAGE) };
   });
