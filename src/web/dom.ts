@@ -51,3 +51,12 @@ export function saveFile(data: Blob, fileName: string): void {
 /** The Clipboard API exists only in a secure context (HTTPS, or this machine over HTTP): a page
  *  opened as http://<LAN address>:3654 shows no Copy button rather than one that always fails. */
 export const canCopy = (): boolean => window.isSecureContext && typeof navigator.clipboard?.writeText === "function";
+
+/** Remembers the focused element; the returned function puts focus back on it if it was lost
+ *  meanwhile. Disabling a pressed button while its work runs drops keyboard focus to the page. */
+export function holdFocus(): () => void {
+  const focused = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
+  return () => {
+    if (focused && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
+  };
+}

@@ -266,8 +266,12 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.selectOption("#opt-proxy", "caddy");
     await page.fill("#opt-domain", "example.test");
     await settled(page);
-    await page.click("#preview-button");
+    // Pressed from the keyboard: the button is disabled while it works, and focus comes back to it.
+    await page.focus("#preview-button");
+    await page.keyboard.press("Enter");
     await page.waitForSelector("#file-content");
+    await page.waitForFunction(() => !(document.getElementById("preview-button") as HTMLButtonElement).disabled);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("preview-button");
     const paths = await page.locator(".file-link").evaluateAll((els) => els.map((e) => e.getAttribute("data-path")));
     expect(paths).toContain("docker-compose.yml");
     expect(paths).toContain(".env");

@@ -74,7 +74,6 @@ ${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
   return { "README.md": text };
 }
 
-/** Where the Let's Encrypt account e-mail of a public domain is set, per proxy. */
 /** Bare-metal: what the natively installed services keep on the host, which no backup holds. */
 function nativeData(ctx: GenContext): string {
   const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
@@ -83,6 +82,7 @@ function nativeData(ctx: GenContext): string {
   return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n`;
 }
 
+/** Where the Let's Encrypt account e-mail of a public domain is set, per proxy. */
 function acmeAccount(ctx: GenContext): string {
   return has(ctx, "traefik")
     ? `Let's Encrypt knows you by the e-mail in \`traefik/traefik.yml\` (\`admin@${ctx.domain}\` until you put your own there)`

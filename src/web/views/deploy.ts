@@ -1,6 +1,6 @@
 // Step 5: deploy to Coolify or Dokploy through POST /v1/deploy, showing each step as it streams in.
 // The API key stays in memory unless the user ticks "remember" (then localStorage, on this device).
-import { h, replaceChildren, byId } from "../dom.ts";
+import { h, replaceChildren, byId, holdFocus } from "../dom.ts";
 import * as api from "../api.ts";
 import { generateBody } from "../model.ts";
 import type { Store } from "../store.ts";
@@ -63,8 +63,7 @@ export function mountDeploy(store: Store): void {
     } else {
       localStorage.removeItem(REMEMBER_KEY);
     }
-    // Disabling the pressed button drops keyboard focus to the page: it goes back when done.
-    const focused = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    const restoreFocus = holdFocus();
     running = true;
     sync();
     steps.textContent = "";
@@ -94,7 +93,7 @@ export function mountDeploy(store: Store): void {
     } finally {
       running = false;
       sync();
-      if (focused && focused !== document.body && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
+      restoreFocus();
     }
   });
 }

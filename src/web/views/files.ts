@@ -1,6 +1,6 @@
 // Step 4: preview every file of the bundle (secrets masked until revealed), copy or download one
 // file, download the ZIP, export and import the complete JSON document.
-import { h, replaceChildren, byId, saveFile, canCopy } from "../dom.ts";
+import { h, replaceChildren, byId, saveFile, canCopy, holdFocus } from "../dom.ts";
 import { formatMB, leftOut, plural } from "../explain.ts";
 import * as api from "../api.ts";
 import { bundleOfDocument, generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
@@ -49,8 +49,7 @@ export function mountFiles(store: Store): void {
   syncButtons();
 
   const run = async (label: string, work: () => Promise<void>) => {
-    // Disabling the pressed button drops keyboard focus to the page: it goes back when done.
-    const focused = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    const restoreFocus = holdFocus();
     busy = true;
     syncButtons();
     say(`${label}…`);
@@ -61,7 +60,7 @@ export function mountFiles(store: Store): void {
     } finally {
       busy = false;
       syncButtons();
-      if (focused && focused !== document.body && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
+      restoreFocus();
     }
   };
 
