@@ -241,12 +241,12 @@ export function bundleOfDocument(doc: unknown): { files: Record<string, string>;
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) return undefined;
   const { files, metadata } = doc as { files?: unknown; metadata?: unknown };
   if (!files || typeof files !== "object" || Array.isArray(files) || !metadata || typeof metadata !== "object" || Array.isArray(metadata)) return undefined;
-  const entries = Object.entries(files as Record<string, unknown>);
-  if (!entries.every(([path, text]) => BUNDLE_PATH.test(path) && typeof text === "string")) return undefined;
+  const f = files as Record<string, unknown>;
   const m = metadata as Record<string, unknown>;
+  if (!Object.entries(f).every(([path, text]) => BUNDLE_PATH.test(path) && typeof text === "string")) return undefined;
   if (typeof m.totalServices !== "number" || typeof m.estimatedMemoryMB !== "number" || typeof m.generatedAt !== "string") return undefined;
-  if (typeof (files as Record<string, unknown>)["docker-compose.yml"] !== "string" || typeof (files as Record<string, unknown>)[".env"] !== "string") return undefined;
-  return { files: files as Record<string, string>, metadata: m };
+  if (typeof f["docker-compose.yml"] !== "string" || typeof f[".env"] !== "string") return undefined;
+  return { files: f as Record<string, string>, metadata: m };
 }
 
 export function inputOfDocument(doc: unknown): Record<string, unknown> {

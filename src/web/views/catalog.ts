@@ -40,7 +40,7 @@ export function mountPresets(store: Store): void {
   }
   const sync = () => {
     for (const [id, button] of buttons) {
-      const preset = store.catalog.presets.find((p) => p.id === id);
+      const preset = store.catalog.presetsById.get(id);
       const active = preset !== undefined && matchesPreset(store.form, preset);
       button.setAttribute("aria-pressed", String(active));
       button.closest(".card")?.classList.toggle("active", active);

@@ -8,6 +8,7 @@ import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type Tr
 import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
+import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -64,17 +65,22 @@ export function mountFiles(store: Store): void {
     }
   };
 
-  /** The complete document for the current form, reusing the preview when it is current. */
-  const completeDocument = async (): Promise<api.CompleteDocument> => {
+  /** Makes `doc` the bundle of the current form: the preview, and what the ZIP, the export and a
+   *  deploy use (store.bundle). */
+  const useBundle = (doc: api.CompleteDocument) => {
     const key = currentKey();
-    if (preview?.key === key) return preview.doc;
-    const shown = preview !== undefined;
-    const doc = await api.generateComplete(generateBody(store.form));
     preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
     store.bundle = { key, doc };
+  };
+
+  /** The complete document for the current form, reusing the preview when it is current. */
+  const completeDocument = async (): Promise<api.CompleteDocument> => {
+    if (preview?.key === currentKey()) return preview.doc;
+    const shown = preview !== undefined;
+    useBundle(await api.generateComplete(generateBody(store.form)));
     // A preview on screen shows what was just downloaded or exported, never an older bundle.
     if (shown) renderPreview();
-    return doc;
+    return preview!.doc;
   };
 
   const renderPreview = () => {
@@ -173,10 +179,7 @@ export function mountFiles(store: Store): void {
       // Not when something was left out: the files would no longer match the choices.
       const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
       if (bundle) {
-        const key = currentKey();
-        const doc = { formatVersion: "1", input: generateBody(state), ...bundle } as unknown as api.CompleteDocument;
-        preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
-        store.bundle = { key, doc };
+        useBundle({ formatVersion: COMPLETE_FORMAT_VERSION, input: generateBody(state), ...bundle } as unknown as api.CompleteDocument);
         renderPreview();
         syncButtons();
         parts.push("Its files, with the secrets in its .env, are the preview below: the ZIP and a deploy use them until you change a choice.");
