@@ -19,20 +19,20 @@ interface CommandFlags {
 /** The flags of every command and subcommand (`backup create`), read from their definitions, so
  *  the scripts offer exactly what each command accepts. */
 export async function commandFlags(): Promise<Record<string, CommandFlags>> {
-  const { subCommands } = await import("./index.ts");
+  const { main, subcommandsOf, loadCommand } = await import("./index.ts");
   const out: Record<string, CommandFlags> = {};
-  const add = (path: string, cmd: CommandDef<any>) => {
+  const walk = async (cmd: CommandDef<any>, path: string): Promise<void> => {
+    const subs = await subcommandsOf(cmd);
+    if (subs) {
+      for (const [name, entry] of Object.entries(subs)) await walk(await loadCommand(entry), path ? `${path} ${name}` : name);
+      return;
+    }
     const args = Object.entries((cmd.args ?? {}) as ArgsDef).filter(([, def]) => def.type !== "positional");
     const flags = args.map(([name, def]) => (def.type === "boolean" && def.default === true ? `--no-${name}` : `--${name}`));
     if (!flags.includes("--json")) flags.push("--json"); // every command takes it (strict-args.ts)
     out[path] = { flags, free: args.filter(([, def]) => def.type === "string").map(([name]) => `--${name}`) };
   };
-  for (const [name, load] of Object.entries(subCommands)) {
-    const cmd = await load();
-    const subs = (typeof cmd.subCommands === "function" ? await cmd.subCommands() : cmd.subCommands) as Record<string, CommandDef<any> | (() => Promise<CommandDef<any>>)> | undefined;
-    if (!subs) add(name, cmd);
-    else for (const [sub, def] of Object.entries(subs)) add(`${name} ${sub}`, typeof def === "function" ? await def() : def);
-  }
+  await walk(main, "");
   return out;
 }
 

@@ -33,9 +33,12 @@ export const main = defineCommand({
   subCommands,
 });
 
-type Subcommands = Record<string, () => Promise<CommandDef<any>>>;
-const subcommandsOf = async (cmd: CommandDef<any>) =>
+type Subcommands = Record<string, CommandDef<any> | (() => Promise<CommandDef<any>>)>;
+/** A command's subcommands (citty allows them lazy), or undefined for a leaf command. */
+export const subcommandsOf = async (cmd: CommandDef<any>) =>
   (typeof cmd.subCommands === "function" ? await cmd.subCommands() : cmd.subCommands) as Subcommands | undefined;
+/** One subcommand, loaded if it is lazy. */
+export const loadCommand = async (entry: Subcommands[string]) => (typeof entry === "function" ? entry() : entry);
 
 /** Find the deepest command named by argv and the words that name it. */
 async function resolveCommand(argv: string[]): Promise<[CommandDef<any>, string[]]> {
@@ -45,7 +48,7 @@ async function resolveCommand(argv: string[]): Promise<[CommandDef<any>, string[
     if (a.startsWith("-")) break;
     const next = (await subcommandsOf(cmd))?.[a];
     if (!next) break;
-    cmd = await (typeof next === "function" ? next() : next);
+    cmd = await loadCommand(next);
     path.push(a);
   }
   return [cmd, path];
