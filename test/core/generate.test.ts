@@ -411,6 +411,27 @@ describe("input fields take effect", () => {
     expect(composeOf(g.files).services.headscale.volumes).toContain("./headscale/config.yaml:/etc/headscale/config.yaml:ro");
   });
 
+  test("the gateway gets the configuration it needs to start on the container network: local mode and its Control UI origins", () => {
+    // Without gateway.mode it exits ("Missing config"); bound to `lan` without allowed origins it
+    // exits too ("non-loopback Control UI requires gateway.controlUi.allowedOrigins").
+    const config = (body: Record<string, unknown>) => JSON.parse(gen(body).files["openclaw/openclaw.json"]!) as Record<string, any>;
+    const plain = config({ services: ["redis"] });
+    expect(plain.gateway.mode).toBe("local");
+    expect(plain.gateway.bind).toBe("lan");
+    expect(plain.gateway.controlUi.allowedOrigins).toEqual(["http://localhost:18789", "http://127.0.0.1:18789"]);
+    expect(config({ services: ["redis"], proxy: "caddy", domain: "example.com" }).gateway.controlUi.allowedOrigins).toContain("https://core.example.com");
+    expect(config({ services: ["redis"], proxy: "traefik" }).gateway.controlUi.allowedOrigins).toContain("http://core.localhost");
+    // Only settings the gateway documents: it refuses a configuration with keys it does not know.
+    expect(Object.keys(plain)).toEqual(["gateway"]);
+    expect(Object.keys(plain.gateway).sort()).toEqual(["bind", "controlUi", "mode", "port"]);
+    const core = composeOf(gen({ services: ["redis"] }).files).services.core;
+    expect(core.volumes).toContain("./openclaw/openclaw.json:/etc/openclaw/openclaw.json:ro");
+    expect(core.environment?.OPENCLAW_CONFIG_PATH).toBe("/etc/openclaw/openclaw.json");
+    // The port in the file is the one the gateway is told to listen on.
+    const command = core.command as string[];
+    expect(command[command.indexOf("--port") + 1]).toBe(String(plain.gateway.port));
+  });
+
   test("Synapse's server name, baked into every id on the first start, is the host users reach it at", () => {
     const name = (body: Record<string, unknown>) => parseEnvValues(gen({ services: ["matrix-synapse"], ...body }).files[".env"]).get("MATRIX_SYNAPSE_SERVER_NAME");
     expect(name({ proxy: "caddy", domain: "example.com" })).toBe("matrix-synapse.example.com");

@@ -3,6 +3,7 @@
 import { Scalar, stringify } from "yaml";
 import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
 import { allServices, hasPrivateDomain, hasProxy, hostnameOf, publishedOnLoopback, webServices, type FileMap, type GenContext } from "./context.ts";
+import { CORE_CONFIG_TARGET } from "./core-gateway.ts";
 import { bundleMounts, DOCKER_SOCKET, needsPostgresInit, POSTGRES_INIT_TARGET } from "./mounts.ts";
 
 export const NETWORK = "stack";
@@ -100,6 +101,8 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     const environment: Record<string, string> = envOf(ctx, s.env);
     if (s.id === "core") {
       for (const other of ctx.stack.services) Object.assign(environment, envOf(ctx, other.coreEnv ?? {}));
+      // The configuration comes from the bundle (./core-gateway.ts), not from the state volume.
+      environment.OPENCLAW_CONFIG_PATH = CORE_CONFIG_TARGET;
     }
     if (s.proxiedEnv && webById.has(s.id) && hasProxy(ctx)) Object.assign(environment, envOf(ctx, s.proxiedEnv));
     if (s.id === "caddy" && ctx.domain && !hasPrivateDomain(ctx)) {

@@ -21,6 +21,7 @@ import { prometheusFiles } from "./prometheus.ts";
 import { grafanaFiles } from "./grafana.ts";
 import { postgresInit } from "./postgres-init.ts";
 import { headscaleFiles } from "./headscale.ts";
+import { coreGatewayFiles } from "./core-gateway.ts";
 import { skillFiles } from "./skills.ts";
 import { readmeFile } from "./readme.ts";
 import { bareMetalFiles } from "./bare-metal.ts";
@@ -193,6 +194,7 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
   };
   const files: FileMap = {
     ...composeFile(ctx),
+    ...coreGatewayFiles(ctx),
     ...envExampleFile(ctx),
     ...caddyFile(ctx),
     ...traefikFiles(ctx),

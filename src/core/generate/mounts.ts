@@ -4,6 +4,7 @@
 import type { GenContext } from "./context.ts";
 import { has } from "./context.ts";
 import { HEADSCALE_CONFIG } from "./headscale.ts";
+import { CORE_CONFIG, CORE_CONFIG_TARGET } from "./core-gateway.ts";
 
 export interface BundleMount {
   /** Path inside the bundle, relative (`./Caddyfile`). */
@@ -27,6 +28,7 @@ export function bundleMounts(ctx: GenContext): Map<string, BundleMount[]> {
     m.get(id)!.push({ source, target, readOnly: true });
   };
   add("core", "./skills", "/home/node/.openclaw/skills");
+  add("core", `./${CORE_CONFIG}`, CORE_CONFIG_TARGET);
   if (has(ctx, "caddy")) add("caddy", "./Caddyfile", "/etc/caddy/Caddyfile");
   if (has(ctx, "traefik")) {
     add("traefik", "./traefik/traefik.yml", "/etc/traefik/traefik.yml");

@@ -70,6 +70,8 @@ above load it, and regenerating never writes it. \`stackgen deploy\` sends \`doc
 ## Skills
 
 The gateway reads the agent skills in \`skills/\` (see \`skills/README.md\`).
+Its own settings are in \`openclaw/openclaw.json\` (mounted read-only): to open its Control UI from another
+address than those listed under \`allowedOrigins\`, add that origin there and run \`docker compose restart core\`.
 ${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
   return { "README.md": text };
 }
