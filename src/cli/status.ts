@@ -17,7 +17,7 @@ export function renderStatus(report: StatusReport): string {
     s.name,
     s.state + (s.exitCode !== undefined ? ` (${s.exitCode})` : ""),
     s.uptime || "-",
-    s.health,
+    s.status,
     s.image,
     s.ports.join(", "),
   ]);

@@ -5,16 +5,21 @@ import { formatPorts, uptimeOf } from "./format.ts";
 
 export type Health = "healthy" | "unhealthy" | "starting" | "none";
 
+/** Container states as SPEC §3 names them. */
+export type State = "running" | "exited" | "restarting" | "paused" | "dead";
+
 export interface ServiceStatus {
   name: string;
   container: string;
-  state: string;
-  status: string;
+  state: State;
+  /** The health check's verdict (SPEC §3's health status values). */
+  status: Health;
   uptime: string;
-  health: Health;
   image: string;
   ports: string[];
   exitCode?: number;
+  /** Docker's own words for it ("Up 5 minutes (healthy)", "Exited (3) 2 minutes ago"). */
+  statusText: string;
 }
 
 export interface StatusReport {
@@ -31,20 +36,26 @@ export function healthOf(inspect: Pick<ContainerInspect, "State">): Health {
 
 const ENDED = new Set(["exited", "dead", "restarting"]);
 
+/** Docker's state in SPEC §3's terms: a container created but never started, or being removed, is
+ *  not running, which is what "exited" says (Docker's words stay in `statusText`). */
+export function stateOf(dockerState: string): State {
+  return dockerState === "running" || dockerState === "restarting" || dockerState === "paused" || dockerState === "dead" ? dockerState : "exited";
+}
+
 export function serviceStatus(summary: ContainerSummary, inspect: ContainerInspect, now = Date.now()): ServiceStatus {
   const running = inspect.State.Status === "running";
   const service = summary.Labels["com.docker.compose.service"] ?? summary.Names[0]?.replace(/^\//, "") ?? summary.Id.slice(0, 12);
   return {
     name: service,
     container: (summary.Names[0] ?? inspect.Name).replace(/^\//, ""),
-    state: inspect.State.Status,
-    status: summary.Status,
+    state: stateOf(inspect.State.Status),
+    status: healthOf(inspect),
     uptime: uptimeOf(running, inspect.State.StartedAt, now),
-    health: healthOf(inspect),
     image: inspect.Config.Image,
     ports: formatPorts(summary.Ports ?? []),
     // Only a container that has ended (or is between restarts) has an exit code worth showing.
     ...(ENDED.has(inspect.State.Status) ? { exitCode: inspect.State.ExitCode } : {}),
+    statusText: summary.Status,
   };
 }
 
@@ -54,8 +65,8 @@ export function summarise(services: ServiceStatus[]): StatusReport["summary"] {
     total: services.length,
     running,
     stopped: services.length - running,
-    healthy: services.filter((s) => s.health === "healthy").length,
-    unhealthy: services.filter((s) => s.health === "unhealthy").length,
+    healthy: services.filter((s) => s.status === "healthy").length,
+    unhealthy: services.filter((s) => s.status === "unhealthy").length,
   };
 }
 

@@ -47,18 +47,20 @@ services:
         expect(r.code).toBe(0);
         report = JSON.parse(r.stdout);
         const byName = Object.fromEntries(report.services.map((s: any) => [s.name, s]));
-        if (byName.sick?.health === "unhealthy" && byName.ok?.health === "healthy" && byName.gone?.state === "exited") break;
+        if (byName.sick?.status === "unhealthy" && byName.ok?.status === "healthy" && byName.gone?.state === "exited") break;
         await Bun.sleep(500);
       }
       const byName = Object.fromEntries(report.services.map((s: any) => [s.name, s]));
       expect(Object.keys(byName).sort()).toEqual(["gone", "ok", "sick"]);
-      expect(byName.ok).toMatchObject({ state: "running", health: "healthy", image: BASE_IMAGE });
+      // SPEC §2.8/§3: `status` holds the health verdict; Docker's own words are `statusText`.
+      expect(byName.ok).toMatchObject({ state: "running", status: "healthy", image: BASE_IMAGE });
       expect(byName.ok.uptime).toMatch(/^\d+[smhd]/);
       expect(byName.ok.ports[0]).toMatch(/^127\.0\.0\.1:\d+->80\/tcp$/);
       expect(byName.ok.exitCode).toBeUndefined();
-      expect(byName.sick).toMatchObject({ state: "running", health: "unhealthy" });
-      expect(byName.gone).toMatchObject({ state: "exited", uptime: "", exitCode: 3, health: "none" });
-      expect(byName.gone.status).toMatch(/Exited \(3\)/);
+      expect(byName.sick).toMatchObject({ state: "running", status: "unhealthy" });
+      expect(byName.gone).toMatchObject({ state: "exited", uptime: "", exitCode: 3, status: "none" });
+      expect(byName.gone.statusText).toMatch(/Exited \(3\)/);
+      for (const s of report.services) expect(Object.keys(s)).not.toContain("health");
       expect(report.summary).toEqual({ total: 3, running: 2, stopped: 1, healthy: 1, unhealthy: 1 });
 
       const text = await cli(["status", "--dir", stack.dir]);

@@ -12,7 +12,7 @@ import { readiness } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
-import { summarise, healthOf, serviceStatus } from "../../src/docker/status.ts";
+import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
 import { digestOf, splitTag } from "../../src/docker/update.ts";
 
@@ -71,7 +71,12 @@ describe("status helpers", () => {
     expect(status("paused").exitCode).toBeUndefined();
     expect(status("created").exitCode).toBeUndefined();
     expect(status("exited").exitCode).toBe(0);
-    const s = (state: string, health: any) => ({ name: "x", container: "x", state, status: "", uptime: "", health, image: "", ports: [] });
+    // SPEC §3's states only: a container created but never started (or being removed) is not running.
+    expect(status("created").state).toBe("exited");
+    expect(status("removing").state).toBe("exited");
+    for (const state of ["running", "exited", "restarting", "paused", "dead"]) expect(status(state).state).toBe(state as State);
+    expect(status("created").statusText).toBe("created");
+    const s = (state: State, health: Health): ServiceStatus => ({ name: "x", container: "x", state, status: health, uptime: "", image: "", ports: [], statusText: "" });
     expect(summarise([s("running", "healthy"), s("running", "unhealthy"), s("exited", "none")])).toEqual({
       total: 3,
       running: 2,
