@@ -37,6 +37,9 @@ const TYPE_FLAGS: Record<string, TarEntryType> = {
   "6": "fifo",
 };
 
+/** Member types that have no contents of their own. */
+const HEADER_ONLY = new Set<TarEntryType>(["hardlink", "symlink", "char", "block", "dir", "fifo"]);
+
 function readString(buf: Uint8Array, offset: number, length: number): string {
   let end = offset;
   while (end < offset + length && buf[end] !== 0) end++;
@@ -169,10 +172,17 @@ export class TarParser {
       this.sink = undefined; // global PAX header: nothing we need
     } else {
       const isUstar = readString(header, 257, 6).startsWith("ustar");
-      const prefix = isUstar ? readString(header, 345, 155) : "";
+      // Read as Docker's extractor (Go's archive/tar) reads it, or a member checked here could
+      // land elsewhere there: the name prefix counts in POSIX headers only ("ustar\0" + "00"),
+      // not in GNU ones ("ustar  "), which keep other fields in those bytes.
+      const posix = isUstar && header[262] === 0 && header[263] === 0x30 && header[264] === 0x30;
+      const prefix = posix ? readString(header, 345, 155) : "";
       const baseName = readString(header, 0, 100);
       const pax = this.pax;
       const type = TYPE_FLAGS[flag] ?? "other";
+      // Go reads no data after a directory, link, device or fifo header whatever size it declares,
+      // and takes those bytes for the next headers: members hidden from a reader that skips them.
+      if (HEADER_ONLY.has(type) && size > 0) throw new Error(`Tar member "${pax.path ?? this.longName ?? baseName}" (${type}) declares ${size} bytes of data`);
       const entry: TarHeader = {
         name: pax.path ?? this.longName ?? (prefix ? `${prefix}/${baseName}` : baseName),
         type,

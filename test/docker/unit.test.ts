@@ -298,6 +298,29 @@ describe("tar", () => {
     tar[10] ^= 0xff;
     expect(() => readTar(tar)).toThrow(/checksum/);
   });
+
+  /** Edit one 512-byte header in place and make its checksum right again (as a crafted archive would). */
+  const editHeader = (tar: Uint8Array, at: number, edit: (h: Uint8Array) => void) => {
+    const h = tar.subarray(at, at + 512);
+    edit(h);
+    h.fill(32, 148, 156);
+    const sum = h.reduce((n, b) => n + b, 0);
+    h.set(new TextEncoder().encode(sum.toString(8).padStart(6, "0") + "\0 "), 148);
+  };
+  test("members hidden in the declared data of a directory are refused: Docker's extractor would write them", () => {
+    // Go's archive/tar reads no data after a directory header and takes the next blocks for more
+    // members; a reader that skipped "its data" would never check the device node hidden there.
+    const tar = writeTar([entry("vol", "dir"), entry("vol/dev", "char"), fileEntry("vol/hidden", "x")]);
+    editHeader(tar, 0, (h) => h.set(new TextEncoder().encode((3 * 512).toString(8).padStart(11, "0") + "\0"), 124));
+    expect(() => readTar(tar)).toThrow(/Tar member "vol" \(dir\) declares 1536 bytes of data/);
+  });
+  test("the name prefix counts in POSIX headers only, as Go reads them (not in GNU ones)", () => {
+    const tar = writeTar([fileEntry("b.txt", "x")]);
+    editHeader(tar, 0, (h) => h.set(new TextEncoder().encode("evil"), 345));
+    expect(readTar(tar)[0].name).toBe("evil/b.txt");
+    editHeader(tar, 0, (h) => h.set(new TextEncoder().encode("ustar  \0"), 257));
+    expect(readTar(tar)[0].name).toBe("b.txt");
+  });
 });
 
 describe("archive member checks", () => {
