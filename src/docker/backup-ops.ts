@@ -1,6 +1,6 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { failure, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { getCatalog } from "../catalog/index.ts";
@@ -20,7 +20,7 @@ import {
 } from "./backup.ts";
 import { Compose, type ComposeModel } from "./compose.ts";
 import type { Engine } from "./engine.ts";
-import { waitReady } from "./health.ts";
+import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, type Stack } from "./stack.ts";
 
 export interface CreateOptions {
@@ -91,6 +91,17 @@ async function runningServices(engine: Engine, project: string): Promise<{ runni
   return { running, all };
 }
 
+/** What of the stack directory is not config: a backups folder inside it, or, when the backups go
+ *  into the directory itself, the work folder and the archives there. A folder above the stack
+ *  holds none of its files, so nothing of the stack is left out for it. */
+function leftOutOfConfig(stackDir: string, outputDir: string, work: string): string[] {
+  const dir = resolve(stackDir);
+  if (outputDir !== dir && isWithin(dir, outputDir)) return [outputDir];
+  if (outputDir !== dir) return [];
+  const archives = readdirSync(dir).filter((name) => name.endsWith(".tar.gz") || name.endsWith(".tar.gz.partial"));
+  return [work, ...archives.map((name) => join(dir, name))];
+}
+
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
   const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack.dir));
   try {
@@ -116,7 +127,13 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
   const notIncluded = outsideTheBackup(stack, model);
   if (notIncluded.length) say(`Not in the backup, outside ${stack.dir}: ${notIncluded.join("; ")}`);
-  mkdirSync(outputDir, { recursive: true });
+  try {
+    mkdirSync(outputDir, { recursive: true });
+  } catch (e) {
+    if (diskFull(e)) throw e;
+    // A file where the folder should be, or a place the user may not write: their input, not our failure.
+    throw usageError(`Cannot write backups to ${outputDir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Nothing was done.`);
+  }
   // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
   // the archive is written under a temporary name and renamed, so a listed backup is complete.
   const work = mkdtempSync(join(outputDir, ".work-"));
@@ -138,10 +155,13 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         await compose.start(running);
       }
     }
-    const files = bundleFiles(stack.dir, [outputDir]).map((path) => {
+    const files = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work)).map((path) => {
       const abs = join(stack.dir, path);
       return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
     });
+    // A backup without the stack's compose files could not bring it back (say on a new machine).
+    const missing = stack.composeFiles.filter((f) => isWithin(stack.dir, f) && !files.some((x) => join(stack.dir, x.path) === f));
+    if (missing.length) throw failure("BACKUP_FAILED", `The stack's ${missing.join(", ")} would not be in the backup. No backup was written.`);
     say("Writing the archive");
     const { manifest, size, sha256 } = await writeArchive(partial, {
       project: stack.project,
@@ -275,6 +295,73 @@ export function unpackConfigInto(dir: string, backup: VerifiedBackup): Stack {
     // The directory was empty: every top-level entry the files made is ours to remove.
     for (const top of new Set(written.map((path) => path.split("/")[0]!))) rmSync(join(dir, top), { recursive: true, force: true });
     throw e;
+  }
+}
+
+/** The stack the backup's own config files describe, read from a copy under `workDir`, in a folder
+ *  named like `targetDir` (compose may name the project after its directory). Nothing is written
+ *  to the stack directory: this is what a restore is checked against before anything changes. */
+export function backupConfigStack(backup: VerifiedBackup, targetDir: string, workDir: string): Stack {
+  const copy = join(mkdtempSync(join(workDir, "config-")), basename(targetDir));
+  mkdirSync(copy);
+  writeConfigFiles(copy, backup.files);
+  try {
+    return loadStack(copy);
+  } catch (e) {
+    throw new StackgenError("BACKUP_INVALID", `The backup's config files do not make a stack: ${(e as Error).message.replaceAll(copy, "<backup config>")} Nothing was changed.`, 400);
+  }
+}
+
+const PROJECT_LABEL = "com.docker.compose.project";
+
+/**
+ * Refuses, before anything changes, a backup that would restore into something that is not the
+ * stack's own: its config files must make the project its manifest names (or `up` would run, and
+ * take over, another project), and every volume it replaces must be one of that project's
+ * (the manifest's volume names are the archive's word: one of another project's would be emptied
+ * and overwritten). `model` is what compose makes of the backup's config (backupConfigStack).
+ */
+export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup, configStack: Stack, model: ComposeModel): Promise<void> {
+  const project = backup.manifest.project;
+  if (configStack.project !== project) {
+    throw new StackgenError("BACKUP_FOREIGN", `The backup's manifest is of project "${project}", but its config files make the project "${configStack.project}". Nothing was changed.`, 400);
+  }
+  const refused: string[] = [];
+  for (const v of backup.volumes) {
+    const declared = model.volumes.find((m) => m.name === v.name);
+    const existing = await engine.inspectVolume(v.name);
+    const owner = existing?.Labels?.[PROJECT_LABEL];
+    if (owner !== undefined && owner !== project) refused.push(`${v.name} belongs to project "${owner}"`);
+    else if (declared?.external) refused.push(`${v.name} is declared external (not the stack's own)`);
+    else if (declared || owner === project) continue;
+    else if (existing) refused.push(`${v.name} is not a volume of "${project}"`);
+    // An orphan of the project (a safety backup keeps those) may be made again under its own name.
+    else if (v.name !== `${project}_${v.key}`) refused.push(`${v.name} is not a volume of "${project}"`);
+  }
+  if (refused.length) {
+    throw new StackgenError("BACKUP_FOREIGN", `The backup would replace volumes that are not this stack's: ${refused.join("; ")}. Nothing was changed.`, 400);
+  }
+}
+
+/** Into a new directory: refuses when the project already has containers or volumes on this
+ *  engine, which the restore would take over (a stack running from another directory). */
+export async function refuseProjectElsewhere(engine: Engine, project: string, dir: string): Promise<void> {
+  const containers = await engine.listProjectContainers(project);
+  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter(Boolean))];
+  if (containers.length > 0) {
+    throw new StackgenError(
+      "BACKUP_FOREIGN",
+      `Project "${project}" already has containers on this engine${homes.length ? ` (its stack is in ${homes.join(", ")})` : ""}: restoring it into ${dir} would take them over. Restore with --dir ${homes[0] ?? "<its directory>"}, or remove that stack first. Nothing was changed.`,
+      400,
+    );
+  }
+  const volumes = await engine.listProjectVolumes(project);
+  if (volumes.length > 0) {
+    throw new StackgenError(
+      "BACKUP_FOREIGN",
+      `Project "${project}" already has volumes on this engine (${volumes.map((v) => v.Name).sort().join(", ")}): restoring it into ${dir} would replace their data. Restore into that stack's directory, or remove them first (docker volume rm). Nothing was changed.`,
+      400,
+    );
   }
 }
 
@@ -453,7 +540,10 @@ export async function restoreBackup(
   const started = (await runningServices(engine, stack.project)).all;
   const unique = [...started.keys()].sort();
   say(`Waiting for ${unique.join(", ")} to be healthy`);
-  const problems = await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
+  // A restore after which nothing runs did not bring the stack back.
+  const problems: ServiceReadiness[] = unique.length === 0
+    ? [{ service: stack.project, ok: false, reason: "no service of the restored stack started", final: true }]
+    : await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   // Only a note: a restore that worked is not turned into a failure by it.
   const notRestored = await current.config().then((restored) => outsideTheBackup(current.stack, restored), () => []);

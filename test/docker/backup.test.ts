@@ -491,3 +491,117 @@ volumes:
     120_000,
   );
 });
+
+/** Rewrite a backup so that it still verifies: `change` edits members and the manifest, then every
+ *  member's size and sha256 in the manifest are computed again (what a crafted archive would do). */
+function reseal(src: string, dest: string, change: (entries: TarEntry[], manifest: any) => TarEntry[]): void {
+  forge(src, dest, (es) => {
+    const manifest = JSON.parse(new TextDecoder().decode(es.find((e) => e.name === "manifest.json")!.data));
+    const members = change(es.filter((e) => e.name !== "manifest.json"), manifest);
+    const sum = (e: TarEntry) => ({ path: e.name, size: e.data.length, sha256: new Bun.CryptoHasher("sha256").update(e.data).digest("hex") });
+    manifest.members = members.filter((e) => e.type === "file").map(sum);
+    for (const v of manifest.volumes) {
+      const member = members.find((e) => e.name === v.member)!;
+      Object.assign(v, { size: member.data.length, sha256: sum(member).sha256 });
+    }
+    return [fileEntry("manifest.json", JSON.stringify(manifest)), ...members];
+  });
+}
+
+describe("restore never reaches beyond its own stack", () => {
+  const { stack, scratch } = stackAndScratch("br");
+  const victim = TestStack.unique("bw");
+  afterAll(() => victim.cleanup(), 60_000);
+  const composeOf = (project: string) =>
+    `name: ${project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`;
+  let archive = "";
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    victim.write("docker-compose.yml", composeOf(victim.project));
+    await victim.up();
+    await victim.exec("app", "sh", "-c", "echo precious > /data/f");
+    stack.write("docker-compose.yml", composeOf(stack.project));
+    await stack.up();
+    await stack.exec("app", "sh", "-c", "echo ours > /data/f");
+    const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+    archive = JSON.parse(made.stdout).file;
+  }, 120_000);
+
+  const expectUntouched = async () => {
+    expect((await victim.exec("app", "cat", "/data/f")).trim()).toBe("precious");
+    expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("ours");
+    expect((await stack.container("app")).State.Running).toBe(true);
+    expect((await victim.container("app")).State.Running).toBe(true);
+  };
+
+  e2e(
+    "a manifest naming another project's volume is refused before anything changes",
+    async () => {
+      const ours = `${stack.project}_data`;
+      const theirs = `${victim.project}_data`;
+      const forged = join(scratch, "other-volume.tar.gz");
+      reseal(archive, forged, (es, manifest) => {
+        const v = manifest.volumes.find((x: any) => x.name === ours);
+        const inner = readTar(es.find((e) => e.name === v.member)!.data).map((e) => ({ ...e, name: e.name.replace(ours, theirs) }));
+        Object.assign(v, { name: theirs, member: `volumes/${theirs}.tar` });
+        return es.map((e) => (e.name === `volumes/${ours}.tar` ? { ...e, name: `volumes/${theirs}.tar`, data: writeTar(inner) } : e));
+      });
+      expect((await verifyBackupFile(forged)).volumes.map((v) => v.name)).toEqual([theirs]);
+      const r = await cli(["backup", "restore", forged, "--dir", stack.dir, "--yes"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${theirs} belongs to project "${victim.project}"`);
+      expect(r.stderr).toContain("Nothing was changed");
+      await expectUntouched();
+    },
+    120_000,
+  );
+
+  e2e(
+    "config files that make another project than the manifest's are refused (up would take that project over)",
+    async () => {
+      const forged = join(scratch, "other-config.tar.gz");
+      reseal(archive, forged, (es) => es.map((e) => (e.name === "config/docker-compose.yml" ? fileEntry(e.name, composeOf(victim.project)) : e)));
+      const r = await cli(["backup", "restore", forged, "--dir", stack.dir, "--yes"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`its config files make the project "${victim.project}"`);
+      await expectUntouched();
+      expect(readFileSync(join(stack.dir, "docker-compose.yml"), "utf8")).toBe(composeOf(stack.project));
+    },
+    120_000,
+  );
+
+  e2e(
+    "into a new directory, a project that runs from another one is refused, not taken over",
+    async () => {
+      const fresh = join(scratch, stack.project);
+      const r = await cli(["backup", "restore", archive, "--dir", fresh, "--yes"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`Project "${stack.project}" already has containers on this engine (its stack is in ${stack.dir})`);
+      expect(existsSync(fresh)).toBe(false);
+      await expectUntouched();
+      expect((await stack.container("app")).Config.Labels["com.docker.compose.project.working_dir"]).toBe(stack.dir);
+    },
+    120_000,
+  );
+
+  e2e(
+    "backups written into the stack directory or a folder above it still hold its config; a file as --output is bad input",
+    async () => {
+      for (const output of [stack.dir, scratch]) {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--output", output, "--hot", "--json"]);
+        expect(r.code, r.stderr).toBe(0);
+        const out = JSON.parse(r.stdout);
+        expect(out.files).toContain("docker-compose.yml");
+        expect(out.files.some((f: string) => f.endsWith(".tar.gz") || f.startsWith(".work-"))).toBe(false);
+        rmSync(out.file);
+      }
+      const notAFolder = join(scratch, "a-file");
+      writeFileSync(notAFolder, "x");
+      const bad = await cli(["backup", "create", "--dir", stack.dir, "--output", notAFolder, "--json"]);
+      expect(bad.code).toBe(2);
+      expect(JSON.parse(bad.stdout).error.message).toContain(`Cannot write backups to ${notAFolder}`);
+    },
+    120_000,
+  );
+});

@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { checkBackupFile, defaultBackupDir, loadVerifiedBackup, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
+import { backupConfigStack, checkBackupFile, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -47,6 +47,11 @@ export default defineCommand({
       const backup = await loadVerifiedBackup(file, stack?.project, work);
       requireYesWithoutTerminal(args.yes, "Restore replaces the stack's volumes and config");
       const engine = await connectEngine();
+      // What the backup's own config makes of the stack, checked against the engine before anything
+      // changes: the same project, and volumes that are that project's (not another stack's).
+      const configStack = backupConfigStack(backup, dir, work);
+      if (!stack) await refuseProjectElsewhere(engine, backup.manifest.project, dir);
+      await checkRestoreTargets(engine, backup, configStack, await (await openCompose(configStack)).config());
       // Asked only once the restore can run.
       const question = stack
         ? `Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`
