@@ -1,9 +1,9 @@
 // `stackgen update` against a real engine and the local registry on 127.0.0.1:5000.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
-import { cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
+import { BASE_IMAGE, cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -190,6 +190,47 @@ volumes:
       expect(status.summary).toMatchObject({ total: 2, running: 2, healthy: 2 });
     },
     150_000,
+  );
+});
+
+describe("update --dry-run of a stack with an image built here", () => {
+  const stack = TestStack.unique("ub");
+  const pulledRef = stack.ref("pulled");
+  // Built from the stack's own Dockerfile and never pushed: no registry knows it.
+  const builtRef = stack.ref("built", "local");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(pulledRef, ["RUN echo v1 > /version"]);
+    mkdirSync(join(stack.dir, "app"));
+    stack.write("app/Dockerfile", `FROM ${BASE_IMAGE}\nRUN echo built > /version\n`);
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  pulled:
+    image: ${pulledRef}
+    init: true
+    command: ["sleep", "3600"]
+  built:
+    build: ./app
+    image: ${builtRef}
+    init: true
+    command: ["sleep", "3600"]
+`);
+    expect((await stack.compose("up", "-d", "--build")).code).toBe(0);
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "asks no registry about the built image (update does not pull it either) and reports it unchanged",
+    async () => {
+      const r = await cli(["update", "--dir", stack.dir, "--dry-run", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.failed).toBeUndefined();
+      expect(out.unchanged).toEqual(["built", "pulled"]);
+      expect(r.stderr).not.toContain(builtRef);
+    },
+    60_000,
   );
 });
 
