@@ -19,7 +19,7 @@ import {
   type VerifiedBackup,
 } from "./backup.ts";
 import { Compose, type ComposeModel } from "./compose.ts";
-import type { Engine } from "./engine.ts";
+import type { Engine, VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, type Stack } from "./stack.ts";
 
@@ -314,6 +314,10 @@ export function backupConfigStack(backup: VerifiedBackup, targetDir: string, wor
 
 const PROJECT_LABEL = "com.docker.compose.project";
 
+/** A volume whose data outlives its removal: a local one bound to a host folder or a network share
+ *  (`device`), or one of another driver. A restore replaces contents by recreating the volume. */
+const keepsDataElsewhere = (v: VolumeInspect) => v.Driver !== "local" || !!v.Options?.device;
+
 /**
  * Refuses, before anything changes, a backup that would restore into something that is not the
  * stack's own: its config files must make the project its manifest names (or `up` would run, and
@@ -333,6 +337,9 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
     const owner = existing?.Labels?.[PROJECT_LABEL];
     if (owner !== undefined && owner !== project) refused.push(`${v.name} belongs to project "${owner}"`);
     else if (declared?.external) refused.push(`${v.name} is declared external (not the stack's own)`);
+    else if (existing && keepsDataElsewhere(existing)) {
+      refused.push(`${v.name} keeps its data in ${existing.Options?.device ?? `the "${existing.Driver}" driver's storage`}, which recreating the volume does not empty (the backup would be mixed into what is there): empty it yourself first`);
+    }
     else if (declared || owner === project) continue;
     else if (existing) refused.push(`${v.name} is not a volume of "${project}"`);
     // An orphan of the project (a safety backup keeps those) may be made again under its own name.

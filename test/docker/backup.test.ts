@@ -605,3 +605,29 @@ describe("restore never reaches beyond its own stack", () => {
     120_000,
   );
 });
+
+describe("restore into a volume bound to a host folder", () => {
+  const { stack, scratch: folder } = stackAndScratch("bf");
+
+  e2e(
+    "is refused before anything changes: recreating the volume would not empty the folder, and the backup would be mixed into it",
+    async () => {
+      stack.write(
+        "docker-compose.yml",
+        `name: ${stack.project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data:\n    driver: local\n    driver_opts: {type: none, o: bind, device: ${folder}}\n`,
+      );
+      await stack.up();
+      await stack.exec("app", "sh", "-c", "echo kept > /data/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo newer > /data/f && echo stale > /data/junk");
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${stack.project}_data keeps its data in ${folder}`);
+      expect(r.stderr).toContain("Nothing was changed");
+      expect(readFileSync(join(folder, "f"), "utf8")).toBe("newer\n");
+      expect((await stack.container("app")).State.Running).toBe(true);
+    },
+    120_000,
+  );
+});
