@@ -19,7 +19,7 @@ import {
   type VerifiedBackup,
 } from "./backup.ts";
 import { Compose, type ComposeModel } from "./compose.ts";
-import type { Engine, VolumeInspect } from "./engine.ts";
+import type { ContainerSummary, Engine, VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, type Stack } from "./stack.ts";
 
@@ -78,18 +78,29 @@ export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
 /** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */
 export const defaultBackupDir = (stackDir: string) => join(stackDir, "backups");
 
-async function runningServices(engine: Engine, project: string): Promise<{ running: string[]; all: Map<string, string> }> {
+async function runningServices(engine: Engine, project: string): Promise<{ running: string[]; all: Map<string, string>; anonymous: string[] }> {
   const containers = await engine.listProjectContainers(project);
   const all = new Map<string, string>();
   const running: string[] = [];
+  const anonymous: string[] = [];
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
     if (!service) continue;
     all.set(service, c.ImageID);
     if (c.State === "running" && !running.includes(service)) running.push(service);
+    anonymous.push(...anonymousVolumes(service, c.Mounts ?? []));
   }
-  return { running, all };
+  return { running, all, anonymous };
 }
+
+/** Volumes without a name in the compose files (`- /data`, or an image's VOLUME no named volume
+ *  covers): no backup holds them, and a container made again (restore, `down` + `up`) gets new,
+ *  empty ones. Said out loud, with the fix. Docker names them with 64 hex digits. */
+function anonymousVolumes(service: string, mounts: NonNullable<ContainerSummary["Mounts"]>): string[] {
+  return mounts.filter((m) => m.Type === "volume" && /^[0-9a-f]{64}$/.test(m.Name ?? "")).map((m) => `the anonymous volume at ${m.Destination} in ${service}`);
+}
+
+const NAME_IT = "name it in docker-compose.override.yml to have it backed up";
 
 /** What of the stack directory is not config: a backups folder inside it, or, when the backups go
  *  into the directory itself, the work folder and the archives there. A folder above the stack
@@ -118,15 +129,17 @@ export async function createBackup(stack: Stack, engine: Engine, compose: Compos
 
 async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions, outputDir: string): Promise<CreateResult> {
   const say = opts.progress ?? (() => {});
-  const { running, all } = await runningServices(engine, stack.project);
+  const { running, all, anonymous } = await runningServices(engine, stack.project);
   const volumes = await stackVolumes(engine, model);
   for (const v of opts.alsoVolumes ?? []) {
     if (!volumes.some((x) => x.name === v.name) && (await engine.inspectVolume(v.name))) volumes.push(v);
   }
   const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
   const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
-  const notIncluded = outsideTheBackup(stack, model);
-  if (notIncluded.length) say(`Not in the backup, outside ${stack.dir}: ${notIncluded.join("; ")}`);
+  const outside = outsideTheBackup(stack, model);
+  if (outside.length) say(`Not in the backup, outside ${stack.dir}: ${outside.join("; ")}`);
+  if (anonymous.length) say(`Not in the backup: ${anonymous.join("; ")} (${NAME_IT})`);
+  const notIncluded = [...outside, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
   try {
     mkdirSync(outputDir, { recursive: true });
   } catch (e) {
@@ -448,7 +461,7 @@ export async function restoreBackup(
     if (!v.path) throw failure("RESTORE_FAILED", `Volume ${v.name} of the backup was not extracted. Nothing was changed.`);
     return { name: v.name, path: v.path };
   });
-  const { running, all } = await runningServices(engine, stack.project);
+  const { running, all, anonymous } = await runningServices(engine, stack.project);
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);
     await compose.stop();
@@ -553,7 +566,9 @@ export async function restoreBackup(
     : await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`));
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   // Only a note: a restore that worked is not turned into a failure by it.
-  const notRestored = await current.config().then((restored) => outsideTheBackup(current.stack, restored), () => []);
+  const outside = await current.config().then((restored) => outsideTheBackup(current.stack, restored), () => []);
+  // The containers were made again: an anonymous volume's data stays in the old, now unused, volume.
+  const notRestored = [...outside, ...anonymous.map((a) => `${a} (the new container has a new, empty one; the old one is kept unused: docker volume ls -f dangling=true)`)];
   return {
     restored: file,
     project: stack.project,

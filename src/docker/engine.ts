@@ -31,6 +31,7 @@ export interface ContainerSummary {
   Status: string;
   Labels: Record<string, string>;
   Ports: { IP?: string; PrivatePort: number; PublicPort?: number; Type: string }[];
+  Mounts?: { Type: string; Name?: string; Destination: string }[];
 }
 
 export interface ContainerInspect {

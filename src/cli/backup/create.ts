@@ -8,7 +8,7 @@ import { printJson, printText, progress } from "../output.ts";
 export function renderCreated(r: CreateResult): string {
   const volumes = r.volumes.length > 0 ? r.volumes.map((v) => `${v.name} (${formatBytes(v.size)})`).join(", ") : "none";
   const lines = [`Backup written: ${r.file} (${formatBytes(r.size)})`, `Volumes: ${volumes}`, `Config files: ${r.files.length}`];
-  if (r.notIncluded.length) lines.push("Not in this backup (outside the stack directory; copy them yourself):", ...r.notIncluded.map((x) => `  ${x}`));
+  if (r.notIncluded.length) lines.push("Not in this backup (copy what you need yourself):", ...r.notIncluded.map((x) => `  ${x}`));
   return lines.join("\n");
 }
 

@@ -82,7 +82,7 @@ export default defineCommand({
       if (madeDir) rmEmptyDir(dir);
     }
     for (const change of result.imageChanges) log.warn(imageChangeMessage(change));
-    if (result.notRestored.length) log.warn(`Not restored, outside the stack directory (as they were before the restore): ${result.notRestored.join("; ")}`);
+    if (result.notRestored.length) log.warn(`Not restored (no backup holds them): ${result.notRestored.join("; ")}`);
     if (!result.healthy) {
       log.error(`The restored stack is not healthy: ${result.problems.join("; ")}`);
       process.exitCode = 1;
