@@ -45,6 +45,17 @@ export const dokploy: DeployProvider = {
   deploy: deployToDokploy,
 };
 
+/** The version text in settings.getDokployVersion's answer: Dokploy sends a JSON string, its
+ *  published OpenAPI document an object (`{}`, or one with `version`). undefined when an object
+ *  names none; anything else is given to requireMinimumVersion, which says what came back. */
+function reportedVersion(answer: unknown): string | undefined {
+  if (answer !== null && typeof answer === "object" && !Array.isArray(answer)) {
+    const version = (answer as Record<string, unknown>).version;
+    return typeof version === "string" ? version : undefined;
+  }
+  return String(answer ?? "");
+}
+
 async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<void> {
   const api = createJsonClient({
     provider: "Dokploy",
@@ -59,12 +70,14 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   // SPEC §4.2's first step; the version check (CONTRACT §5) is part of it, as for Coolify.
   const { version, existing } = await steps.run("Test connection", async () => {
     const answer = await api.call<unknown>("GET", "/settings.getDokployVersion");
-    const shown = requireMinimumVersion("Dokploy", String(answer ?? ""), DOKPLOY_MIN_VERSION, "environments and x-api-key");
+    const reported = reportedVersion(answer);
+    const shown = reported === undefined ? undefined : requireMinimumVersion("Dokploy", reported, DOKPLOY_MIN_VERSION, "environments and x-api-key");
     const projects = await api.call<DokployProject[]>("GET", "/project.all");
     const found = Array.isArray(projects) ? projects.find((p) => p.name === name) : undefined;
     return {
-      value: { version: parseVersion(shown)!, existing: found },
-      detail: `Dokploy ${shown}; ${found ? `project "${name}" exists (${found.projectId})` : `no project named "${name}" yet`}`,
+      // Not reported: the instance is taken to be as its published API describes it (the newest).
+      value: { version: shown === undefined ? undefined : parseVersion(shown)!, existing: found },
+      detail: `Dokploy ${shown ?? "(version not reported)"}; ${found ? `project "${name}" exists (${found.projectId})` : `no project named "${name}" yet`}`,
     };
   });
 
@@ -105,7 +118,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     composeId = reused.composeId;
     steps.skip("Create compose stack", `reusing compose "${name}" (${composeId})`);
   } else {
-    const sourceTypeOnCreate = compareVersions(version, parseVersion(SOURCE_TYPE_ON_CREATE)!) >= 0;
+    const sourceTypeOnCreate = version === undefined || compareVersions(version, parseVersion(SOURCE_TYPE_ON_CREATE)!) >= 0;
     composeId = await steps.run("Create compose stack", async () => {
       const create = (serverId?: string) =>
         api.call<{ composeId?: string }>("POST", "/compose.create", {

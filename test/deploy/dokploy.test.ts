@@ -180,6 +180,27 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(fake.calls).toHaveLength(1);
   });
 
+  test("a version answered as an object (the published document's shape) is read, or taken as current when it names none", async () => {
+    const named = await startFake({ versionAnswer: { version: "v0.26.0" } });
+    const ok = await deployBundle(options(named));
+    expect(ok.success).toBe(true);
+    expect(ok.steps[0]!.detail).toContain("Dokploy v0.26.0");
+    const old = await startFake({ versionAnswer: { version: "v0.20.0" } });
+    const refused = await deployBundle(options(old));
+    expect(refused.success).toBe(false);
+    expect(refused.error).toContain("0.25.0 or later");
+    const empty = await startFake({ versionAnswer: {} });
+    const result = await deployBundle(options(empty));
+    expect(empty.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    expect(result.steps[0]!.detail).toContain("Dokploy (version not reported)");
+    // As the published document describes compose.create: with its sourceType.
+    expect((empty.calls.find((c) => c.path === "/compose.create")!.body as Record<string, unknown>).sourceType).toBe("raw");
+    // Not an object and not a version: something else answered.
+    const other = await startFake({ versionAnswer: 42 });
+    expect((await deployBundle(options(other))).error).toContain("did not report a version");
+  });
+
   test("0.25.x/0.26.0 (no isDefault): picks the production environment", async () => {
     const fake = await startFake({ version: "v0.26.0" });
     const result = await deployBundle(options(fake));

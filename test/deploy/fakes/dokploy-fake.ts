@@ -43,8 +43,10 @@ export interface DokployProjectRow {
 
 export interface DokployFakeOptions {
   apiKey?: string;
-  /** Answer of settings.getDokployVersion, e.g. "v0.30.2". */
+  /** The version it behaves as, and answers settings.getDokployVersion with, e.g. "v0.30.2". */
   version?: string;
+  /** Another answer to settings.getDokployVersion (its published document says an object). */
+  versionAnswer?: unknown;
 }
 
 /** Numeric [major, minor, patch] of a "v0.30.2" string. */
@@ -61,6 +63,7 @@ function atLeast(version: string, minimum: string): boolean {
 export class DokployFake extends SpecFake {
   apiKey: string;
   version: string;
+  versionAnswer: unknown;
   readonly projects: DokployProjectRow[] = [];
   readonly environments: DokployEnvironmentRow[] = [];
   readonly composes: DokployComposeRow[] = [];
@@ -82,6 +85,7 @@ export class DokployFake extends SpecFake {
     super(DOKPLOY_SPEC, "/api", rules);
     this.apiKey = options.apiKey ?? "test-dokploy-key-0001";
     this.version = options.version ?? "v0.30.2";
+    this.versionAnswer = "versionAnswer" in options ? options.versionAnswer : this.version;
   }
 
   /** Seed a project with its production environment (duplicate tests). */
@@ -124,7 +128,7 @@ export class DokployFake extends SpecFake {
     const body = (ctx.body ?? {}) as Record<string, unknown>;
     switch (ctx.operationId) {
       case "settings-getDokployVersion":
-        return { status: 200, body: this.version };
+        return { status: 200, body: this.versionAnswer };
       case "project-all":
         return { status: 200, body: this.projects.map((p) => this.projectView(p)) };
       case "project-one": {
