@@ -4,6 +4,9 @@
 // can do no harm as long as nothing is written through it, so no member may lie under a symlink.
 import type { TarEntry } from "./tar.ts";
 
+/** What the checks read of a member: a volume may hold millions, so nothing more is kept. */
+export type MemberName = Pick<TarEntry, "name" | "type" | "linkname">;
+
 /** Split a member path into clean components, or explain why it is unsafe. */
 export function safeComponents(path: string): { parts: string[] } | { error: string } {
   if (path.includes("\0")) return { error: "contains a NUL byte" };
@@ -24,7 +27,7 @@ export interface MemberPolicy {
 }
 
 /** Check one member; returns a reason when it must be rejected. */
-export function checkMember(entry: TarEntry, policy: MemberPolicy): string | undefined {
+export function checkMember(entry: MemberName, policy: MemberPolicy): string | undefined {
   const comps = safeComponents(entry.name);
   if ("error" in comps) return `member "${entry.name}" ${comps.error}`;
   if (comps.parts.length === 0 && entry.type !== "dir") return `member "${entry.name}" has an empty name`;
@@ -64,7 +67,7 @@ function underSymlink(name: string, symlinks: Set<string>): string | undefined {
 }
 
 /** All problems of an archive's members (empty when it is safe to extract). */
-export function checkMembers(entries: TarEntry[], policy: MemberPolicy): string[] {
+export function checkMembers(entries: MemberName[], policy: MemberPolicy): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   const symlinks = new Set<string>();

@@ -11,7 +11,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { isWithin } from "../core/paths.ts";
 import { VERSION } from "../version.ts";
-import { checkMembers, safeComponents } from "./archive-safety.ts";
+import { checkMembers, safeComponents, type MemberName } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
@@ -237,7 +237,7 @@ interface ReadMember {
   data?: Uint8Array;
   /** Volume members: where the tar was extracted, and the headers inside it (or why it is unreadable). */
   path?: string;
-  inner?: TarEntry[];
+  inner?: MemberName[];
   innerError?: string;
 }
 
@@ -264,8 +264,8 @@ async function readArchive(file: string, extractDir: string | undefined) {
     let fd: number | undefined;
     if (header.name.startsWith("volumes/")) {
       member.inner = [];
-      inner = new TarParser(({ size: _s, ...h }) => {
-        member.inner!.push({ ...h, data: new Uint8Array(0) });
+      inner = new TarParser(({ name, type, linkname }) => {
+        member.inner!.push({ name, type, linkname });
         return undefined;
       });
       if (extractDir) {
