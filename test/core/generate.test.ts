@@ -396,6 +396,10 @@ describe("input fields take effect", () => {
     expect(secrets).not.toContain("TAILSCALE_AUTHKEY");
     expect(g.files[".env"]).toContain("(required: fill in before the first start)\nTAILSCALE_AUTHKEY=\n");
     expect(g.files[".env"]).toContain("(optional, fill in if you use it)\nN8N_API_KEY=\n");
+    // Outline has no password login: without its sign-in provider nobody gets in, not even the first user.
+    const outline = gen({ services: ["outline"] }).files["README.md"]!;
+    const beforeFirstStart = outline.slice(outline.indexOf("## Before the first start"), outline.indexOf("## Start"));
+    for (const name of ["CLIENT_ID", "CLIENT_SECRET", "AUTH_URI", "TOKEN_URI", "USERINFO_URI"]) expect(beforeFirstStart).toContain(`\`OUTLINE_OIDC_${name}\``);
     // Nothing to supply: neither list.
     const plain = gen({ services: ["redis"] }).files["README.md"]!;
     expect(plain).not.toContain("Before the first start");
