@@ -14,14 +14,20 @@ export const tooLarge = (maxBytes: number) =>
 type Unwrap = (doc: Record<string, unknown>) => Record<string, unknown>;
 
 /** The body of `request` as a JSON object, or a VALIDATION_ERROR (400) / PAYLOAD_TOO_LARGE (413). */
-export async function readJsonObject(request: Request, message: string, maxBytes: number, unwrap?: Unwrap): Promise<Record<string, unknown>> {
-  return parseJsonObject(await readJsonText(request, message, maxBytes), message, unwrap);
+export async function readJsonObject(request: Request, message: string, maxBytes: number, unwrap?: Unwrap, jsonTypeOnly = false): Promise<Record<string, unknown>> {
+  return parseJsonObject(await readJsonText(request, message, maxBytes, jsonTypeOnly), message, unwrap);
 }
 
-/** The text of a JSON body, checked for its Content-Type and size but not parsed. */
-export async function readJsonText(request: Request, message: string, maxBytes: number): Promise<string> {
+/**
+ * The text of a JSON body, checked for its size but not parsed. The body is read as JSON whatever
+ * Content-Type says (fetch sends a string as text/plain, curl -d as a form): the reply to a body
+ * that is not JSON says so. With `jsonTypeOnly` (the deploy relay, which acts on the caller's
+ * behalf) only application/json is taken: a browser sends that type cross-origin only after a
+ * CORS preflight, so a web page cannot make a visitor's browser post a deploy to a local stackgen.
+ */
+export async function readJsonText(request: Request, message: string, maxBytes: number, jsonTypeOnly = false): Promise<string> {
   const type = request.headers.get("content-type") ?? "";
-  if (!JSON_TYPE.test(type)) {
+  if (jsonTypeOnly && !JSON_TYPE.test(type)) {
     throw validationError(message, [{ field: "body", message: `Expected Content-Type application/json, received ${type.split(";")[0] || "none"}` }]);
   }
   // A declared size was checked by the guard; a body without one (chunked) is read only up to
@@ -79,8 +85,8 @@ export const documentSent = (request: Request): Record<string, unknown> | undefi
 export const bodySent = (request: Request): Record<string, unknown> | undefined => bodiesRead.get(request)?.part;
 
 /** An Elysia `parse` hook reading the body with `readJsonObject`. */
-export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap) => async ({ request }: { request: Request }) => {
-  const doc = await readJsonObject(request, message, maxBytes);
+export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap, jsonTypeOnly = false) => async ({ request }: { request: Request }) => {
+  const doc = await readJsonObject(request, message, maxBytes, undefined, jsonTypeOnly);
   const part = unwrap ? unwrap(doc) : doc;
   bodiesRead.set(request, { doc, part });
   return part;

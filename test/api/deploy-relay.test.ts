@@ -163,6 +163,16 @@ describe("POST /v1/deploy", () => {
     expect(last.result.error).toBe("Coolify API 401: Unauthorized");
   });
 
+  test("only application/json starts a deploy: a web page can post text/plain to a local server without a preflight", async () => {
+    const before = fake.calls.length;
+    for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]) {
+      const r = await fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": type, origin: "https://evil.example" }, body: JSON.stringify(body()) });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).error.details[0].message).toContain("Expected Content-Type application/json");
+    }
+    expect(fake.calls.length).toBe(before);
+  });
+
   test("bad input is a plain 400 before anything is called", async () => {
     const before = fake.calls.length;
     const r = await post({ provider: "heroku", url: fake.url, apiKey: "x", input: { projectName: "a", services: ["redis"] } });

@@ -282,6 +282,10 @@ describe("POST /v1/validate", () => {
       expect(r.status, body).toBe(400);
       expectError(await json(r), "VALIDATION_ERROR");
     }
+    // Whatever the Content-Type, a body that is JSON is read (curl -d sends a form type).
+    const form = await app.handle(new Request("http://localhost/v1/validate", { method: "POST", body: '{"services":["redis"]}', headers: { "content-type": "application/x-www-form-urlencoded" } }));
+    expect(form.status).toBe(200);
+    expect((await json(form)).resolvedServices).toEqual(["redis"]);
     const r = await call("POST", "/v1/validate", { services: Array.from({ length: 201 }, () => "redis") });
     expect(r.status).toBe(400);
     expect((await json(r)).error.details[0].field).toBe("services");

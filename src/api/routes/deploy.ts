@@ -79,7 +79,8 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
-    parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes),
+    // application/json only: it cannot come cross-origin without a preflight (see readJsonText).
+    parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes, undefined, true),
     body: routeSchema(DeployRequest),
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",
