@@ -53,6 +53,13 @@ describe("catalog", () => {
     expect(p("videoconf")).toMatchObject({ proxy: "caddy", estimatedMemoryMB: 4096 });
   });
 
+  test("each preset names one service per kind SPEC §2.2 lists for it (packs bring their own)", () => {
+    const kinds: Record<string, number> = { minimal: 1, researcher: 4, devops: 6, "ai-playground": 5, "full-stack": 10, creator: 4, "content-creator": 5, "coding-team": 4, videoconf: 6 };
+    for (const [id, count] of Object.entries(kinds)) expect(catalog.presetsById.get(id)!.services.length, id).toBe(count);
+    // The coding team's git server comes with its pack.
+    expect(catalog.packsById.get("coding-team")!.services).toContain("gitea");
+  });
+
   test("postgresql health check uses 10s / 5s / 5 retries", () => {
     expect(catalog.servicesById.get("postgresql")!.healthCheck).toMatchObject({ interval: "10s", timeout: "5s", retries: 5 });
   });
