@@ -55,36 +55,66 @@ export function checkMember(entry: MemberName, policy: MemberPolicy): string | u
   }
 }
 
-/** Whether a member would be written through a symlink of the archive (`l -> /etc` then `l/passwd`). */
-function underSymlink(name: string, symlinks: Set<string>): string | undefined {
-  const comps = safeComponents(name);
-  if (!("parts" in comps)) return undefined;
-  for (let i = 1; i < comps.parts.length; i++) {
-    const parent = comps.parts.slice(0, i).join("/");
-    if (symlinks.has(parent)) return `member "${name}" lies under the symlink "${parent}"`;
+/** A path's hash, for the set of member names a hardlink may point at: a volume may hold millions
+ *  of files, and a number costs far less than the name. A collision can only let a hardlink to a
+ *  missing member through, which the extraction then refuses; where it may point is checked on
+ *  its name. */
+const nameKey = (path: string) => Number(Bun.hash.wyhash(path) & 0x1fffffffffffffn);
+
+/**
+ * Checks an archive's members as they stream past, keeping only what later members are checked
+ * against: the symlinks, every folder some member lies in, and a hash of each member's path. No
+ * member may be written through a symlink, whichever comes first (`l -> /etc` then `l/passwd`,
+ * or the other way round).
+ */
+export class MemberChecker {
+  readonly problems: string[] = [];
+  private readonly symlinks = new Set<string>();
+  private readonly folders = new Set<string>();
+  private readonly seen = new Set<number>();
+
+  constructor(private readonly policy: MemberPolicy) {}
+
+  add(entry: MemberName): void {
+    const problem = checkMember(entry, this.policy) ?? this.underSymlink(entry.name) ?? (entry.type === "hardlink" ? this.underSymlink(entry.linkname) : undefined);
+    const comps = safeComponents(entry.name);
+    const parts = "parts" in comps ? comps.parts : [];
+    const path = parts.join("/");
+    if (problem) this.problems.push(problem);
+    else if (entry.type === "hardlink") {
+      // A hardlink may only point at a member that came before it.
+      const target = (safeComponents(entry.linkname) as { parts: string[] }).parts.join("/");
+      if (!this.seen.has(nameKey(target))) this.problems.push(`hardlink "${entry.name}" points at "${entry.linkname}", which is not in the archive before it`);
+    }
+    if (entry.type === "symlink" && parts.length > 0) {
+      if (this.folders.has(path)) this.problems.push(`a member written earlier lies under the symlink "${path}"`);
+      this.symlinks.add(path);
+    }
+    this.seen.add(nameKey(path));
+    // Every folder above the member (a folder already known has its own parents recorded).
+    for (let i = parts.length - 1; i > 0; i--) {
+      const folder = parts.slice(0, i).join("/");
+      if (this.folders.has(folder)) break;
+      this.folders.add(folder);
+    }
   }
-  return undefined;
+
+  /** Whether a path lies under a symlink seen so far. */
+  private underSymlink(name: string): string | undefined {
+    if (this.symlinks.size === 0) return undefined;
+    const comps = safeComponents(name);
+    if (!("parts" in comps)) return undefined;
+    for (let i = 1; i < comps.parts.length; i++) {
+      const parent = comps.parts.slice(0, i).join("/");
+      if (this.symlinks.has(parent)) return `member "${name}" lies under the symlink "${parent}"`;
+    }
+    return undefined;
+  }
 }
 
 /** All problems of an archive's members (empty when it is safe to extract). */
-export function checkMembers(entries: MemberName[], policy: MemberPolicy): string[] {
-  const problems: string[] = [];
-  const seen = new Set<string>();
-  const symlinks = new Set<string>();
-  for (const entry of entries) {
-    const comps = safeComponents(entry.name);
-    if (entry.type === "symlink" && "parts" in comps) symlinks.add(comps.parts.join("/"));
-  }
-  for (const entry of entries) {
-    const problem = checkMember(entry, policy) ?? underSymlink(entry.name, symlinks) ?? (entry.type === "hardlink" ? underSymlink(entry.linkname, symlinks) : undefined);
-    if (problem) problems.push(problem);
-    // A hardlink may only point at a member that came before it.
-    if (!problem && entry.type === "hardlink") {
-      const target = (safeComponents(entry.linkname) as { parts: string[] }).parts.join("/");
-      if (!seen.has(target)) problems.push(`hardlink "${entry.name}" points at "${entry.linkname}", which is not in the archive before it`);
-    }
-    const comps = safeComponents(entry.name);
-    if ("parts" in comps) seen.add(comps.parts.join("/"));
-  }
-  return problems;
+export function checkMembers(entries: Iterable<MemberName>, policy: MemberPolicy): string[] {
+  const checker = new MemberChecker(policy);
+  for (const entry of entries) checker.add(entry);
+  return checker.problems;
 }

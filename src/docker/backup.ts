@@ -11,7 +11,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { isWithin } from "../core/paths.ts";
 import { VERSION } from "../version.ts";
-import { checkMembers, safeComponents, type MemberName } from "./archive-safety.ts";
+import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
@@ -237,9 +237,13 @@ interface ReadMember {
   data?: Uint8Array;
   /** Volume members: where the tar was extracted, and the headers inside it (or why it is unreadable). */
   path?: string;
-  inner?: MemberName[];
+  inner?: MemberChecker;
   innerError?: string;
 }
+
+/** The volume a `volumes/<name>.tar` member holds: its tar's members must all lie under `<name>/`
+ *  (the manifest's volume names its member so, or the archive is refused). */
+const volumeNameOf = (member: string) => member.slice("volumes/".length).replace(/\.tar$/, "");
 
 /** Stream the archive once: hash every member, keep config in memory, check volume tars' headers, extract them if asked. */
 async function readArchive(file: string, extractDir: string | undefined) {
@@ -263,9 +267,10 @@ async function readArchive(file: string, extractDir: string | undefined) {
     let inner: TarParser | undefined;
     let fd: number | undefined;
     if (header.name.startsWith("volumes/")) {
-      member.inner = [];
-      inner = new TarParser(({ name, type, linkname }) => {
-        member.inner!.push({ name, type, linkname });
+      const checker = new MemberChecker({ allowLinks: true, root: volumeNameOf(header.name) });
+      member.inner = checker;
+      inner = new TarParser((h) => {
+        checker.add(h);
         return undefined;
       });
       if (extractDir) {
@@ -373,7 +378,7 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
     const member = members.get(v.member);
     if (!member) continue; // reported above
     if (member.innerError !== undefined) problems.push(`volume ${v.name}: not a readable tar (${member.innerError})`);
-    else for (const p of checkMembers(member.inner ?? [], { allowLinks: true, root: v.name })) problems.push(`volume ${v.name}: ${p}`);
+    else for (const p of member.inner?.problems ?? []) problems.push(`volume ${v.name}: ${p}`);
     volumes.push({ name: v.name, key: v.key, ...(member.path ? { path: member.path } : {}) });
   }
   for (const name of members.keys()) {
