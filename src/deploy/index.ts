@@ -96,7 +96,9 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     keepExistingValues: opts.keepExistingValues === true,
     freshSecrets: opts.freshSecrets ?? new Set<string>(),
     derivedSecrets: opts.derivedSecrets ?? [],
-    fetch: opts.fetch,
+    // Plain-http calls go to the address that was checked, not to whatever the name resolves to
+    // by the time fetch asks again (DNS rebinding).
+    fetch: opts.fetch ?? pinnedFetch(),
     timeoutMs: opts.timeoutMs,
   };
   const problem = projectNameProblem(provider.name, target.projectName);
@@ -163,10 +165,22 @@ export function instanceAddressAllowed(address: string): boolean {
     : address.toLowerCase().replace(/^::ffff:(?=\d+\.)/, "");
   if (isIP(mapped) === 4) {
     const [a, b] = mapped.split(".").map(Number) as [number, number];
-    return !(a === 0 || (a === 169 && b === 254) || (a >= 224 && a <= 239) || mapped === "255.255.255.255");
+    return !(a === 0 || (a === 169 && b === 254) || (a >= 224 && a <= 239) || mapped === "255.255.255.255" || METADATA_ADDRESSES.has(mapped));
   }
-  if (isIP(mapped) === 6) return !(/^fe[89ab]/.test(mapped) || /^ff/.test(mapped) || /^(0*:)*:?0*$/.test(mapped));
+  if (isIP(mapped) === 6) return !(/^fe[89ab]/.test(mapped) || /^ff/.test(mapped) || /^(0*:)*:?0*$/.test(mapped) || METADATA_ADDRESSES.has(canonicalV6(mapped)));
   return true;
+}
+
+/** Cloud metadata services outside the link-local ranges: Alibaba Cloud's, and AWS's over IPv6. */
+const METADATA_ADDRESSES = new Set(["100.100.100.200", "fd00:ec2:0:0:0:0:0:254"]);
+
+/** An IPv6 address with `::` written out and leading zeros dropped, to compare with the list. */
+function canonicalV6(address: string): string {
+  const [head, tail] = address.split("::") as [string, string | undefined];
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
+  return groups.map((g) => g.replace(/^0+(?=.)/, "")).join(":");
 }
 
 const refusedAddress = (address: string) =>
@@ -180,6 +194,33 @@ export async function checkInstanceAddress(baseUrl: string): Promise<void> {
   const addresses = await lookup(host, { all: true }).catch(() => []);
   const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
   if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`));
+}
+
+/** A name's addresses (node:dns's lookup with `all`). */
+export type Resolve = (host: string) => Promise<{ address: string; family: number }[]>;
+
+/**
+ * fetch for a deploy: a plain-http call to a host name goes to an address just resolved and
+ * checked, named literally, with the name in the Host header. fetch would otherwise resolve the
+ * name again, and an answer changed in between (DNS rebinding) could aim the API key, and the
+ * reply the caller reads back, at a metadata service that checkInstanceAddress refused. HTTPS is
+ * left to fetch: no such service answers TLS for the name the certificate must match.
+ */
+export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input, init), resolve: Resolve = (host) => lookup(host, { all: true })): FetchLike {
+  return async (input, init) => {
+    const url = new URL(input);
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (url.protocol !== "http:" || isIP(host)) return fetchImpl(input, init);
+    const addresses = await resolve(host);
+    const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
+    if (refused || addresses.length === 0) throw usageError(refusedAddress(`${refused?.address ?? "no address"} (${host})`));
+    const { address, family } = addresses[0]!;
+    const pinned = new URL(url);
+    pinned.hostname = family === 6 ? `[${address}]` : address;
+    const headers = new Headers(init.headers);
+    headers.set("host", url.host);
+    return fetchImpl(pinned.toString(), { ...init, headers });
+  };
 }
 
 /** Whether calls to this instance URL carry the API key unencrypted over the network: plain

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
-import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, sendsKeyInClear } from "../../src/deploy/index.ts";
+import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
@@ -77,6 +77,32 @@ describe("normaliseInstanceUrl", () => {
     // A name is checked by what it resolves to; one that does not resolve is left to the first call.
     await checkInstanceAddress("http://localhost:8000");
     await checkInstanceAddress("https://no-such-host.invalid");
+    // Metadata services outside the link-local ranges: Alibaba Cloud's, AWS's over IPv6 (any spelling).
+    for (const address of ["100.100.100.200", "fd00:ec2::254", "fd00:ec2:0:0::254", "FD00:EC2::254"]) expect(instanceAddressAllowed(address), address).toBe(false);
+    for (const address of ["100.100.100.100", "100.64.0.7", "fd00:ec2::253"]) expect(instanceAddressAllowed(address), address).toBe(true);
+  });
+
+  test("plain-http calls go to the address that was checked: a name answering otherwise the second time (DNS rebinding) cannot redirect them", async () => {
+    const calls: { url: string; host: string | null }[] = [];
+    const record = async (input: string, init: RequestInit) => {
+      calls.push({ url: input, host: new Headers(init.headers).get("host") });
+      return new Response("v4.0.0");
+    };
+    // The first answer is this machine, every later one the metadata service.
+    let asked = 0;
+    const rebinding = async () => [{ address: asked++ === 0 ? "127.0.0.1" : "169.254.169.254", family: 4 }];
+    const pinned = pinnedFetch(record, rebinding);
+    await pinned("http://coolify.test:8000/api/v1/version", { method: "GET", headers: { Authorization: "Bearer k" } });
+    expect(calls).toEqual([{ url: "http://127.0.0.1:8000/api/v1/version", host: "coolify.test:8000" }]);
+    // Resolved again for the next call: now refused, and nothing is sent.
+    expect(pinned("http://coolify.test:8000/api/v1/projects", { method: "GET" })).rejects.toThrow("169.254.169.254 (coolify.test)");
+    expect(calls).toHaveLength(1);
+    // IPv6 answers are bracketed; HTTPS and literal addresses are left to fetch.
+    await pinnedFetch(record, async () => [{ address: "fd00::5", family: 6 }])("http://coolify.test/x", { method: "GET" });
+    expect(calls.at(-1)!.url).toBe("http://[fd00::5]/x");
+    await pinnedFetch(record, rebinding)("https://coolify.test/x", { method: "GET" });
+    await pinnedFetch(record, rebinding)("http://10.0.0.5:8000/x", { method: "GET" });
+    expect(calls.slice(-2).map((c) => c.url)).toEqual(["https://coolify.test/x", "http://10.0.0.5:8000/x"]);
   });
 
   test("knows when the key would cross the network unencrypted (plain http to another machine)", () => {
