@@ -2,7 +2,7 @@
 // bundles; caddy and promtool accept the generated configs; each input field takes effect.
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync, strFromU8 } from "fflate";
@@ -591,6 +591,32 @@ describe("input fields take effect", () => {
     expect(c.services.redis).toBeUndefined();
     expect(c.services.n8n.extra_hosts).toContain("redis:host-gateway");
     expect(bundleProblems(g.files)).toEqual([]);
+  });
+
+  test("the native install scripts read .env as data: a value never runs as shell code, and only the variables they need are set", async () => {
+    const g = gen({ services: ["redis", "n8n"], deployment: "bare-metal" });
+    const script = g.files["native/redis.sh"]!;
+    expect(script).not.toMatch(/^\s*(\.|source)\s+\S*\.env/m);
+    const loader = script.slice(script.indexOf("# The values this script needs"), script.indexOf("done < ./.env") + "done < ./.env".length);
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-envloader-"));
+    try {
+      const pwned = join(dir, "pwned");
+      // An export shared as a template keeps its .env values: they may be hostile.
+      writeFileSync(join(dir, ".env"), [
+        "# comment",
+        `SCHED_TZ=$(touch ${pwned})`,
+        `OTHER=\`touch ${pwned}\``,
+        "PATH=/tmp/evil",
+        `REDIS_PASSWORD="pa$(touch ${pwned})ss'word"`,
+        "",
+      ].join("\n"));
+      const r = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; printf '%s\\n' "$REDIS_PASSWORD" "$PATH" "\${SCHED_TZ:-unset}"`]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.split("\n").slice(0, 3)).toEqual([`pa$(touch ${pwned})ss'word`, process.env.PATH ?? "", "unset"]);
+      expect(existsSync(pwned)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("stackgen.json is the v2 config file", () => {

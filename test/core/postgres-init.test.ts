@@ -181,8 +181,9 @@ describe("postgres init script", () => {
       mkdirSync(join(home, "postgres", "init"), { recursive: true });
       writeFileSync(join(home, "postgres", "init", "10-databases.sh"), bundle.files["postgres/init/10-databases.sh"]);
       writeFileSync(join(home, ".env"), bundle.files[".env"]);
-      // What native/postgresql.sh does around that line: .env exported, then the line itself.
-      const r = await run(["bash", "-c", `set -euo pipefail; cd "${home}"; set -a; . ./.env; set +a; ${line}`], { env: { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", PGHOST: socket, PGPORT: "55432", PGPASSWORD: SUPER_PW } });
+      // What native/postgresql.sh does around that line: its values read from .env, then the line itself.
+      const loader = native.slice(native.indexOf("# The values this script needs"), native.indexOf("done < ./.env") + "done < ./.env".length);
+      const r = await run(["bash", "-c", `set -euo pipefail; cd "${home}"; ${loader}; ${line}`], { env: { PATH: "/usr/bin:/bin:/usr/sbin:/sbin", PGHOST: socket, PGPORT: "55432", PGPASSWORD: SUPER_PW } });
       expect(r.code, r.stderr).toBe(0);
       const values = parseEnvValues(bundle.files[".env"]);
       for (const [user, varName] of [["nocodb", "NOCODB_DB_PASSWORD"], ["paperless", "PAPERLESS_NGX_DB_PASSWORD"]]) {

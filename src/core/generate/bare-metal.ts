@@ -2,7 +2,7 @@
 // (native/<id>.sh) and everything else runs in containers that reach them through
 // `extra_hosts: <id>:host-gateway`. install.sh runs it all in order.
 import type { FileMap, GenContext } from "./context.ts";
-import { POSTGRES_INIT_SCRIPT } from "./postgres-init.ts";
+import { POSTGRES_INIT_SCRIPT, postgresInit } from "./postgres-init.ts";
 import { needsPostgresInit } from "./mounts.ts";
 
 const HEADER = (ctx: GenContext) => `#!/usr/bin/env bash
@@ -16,22 +16,27 @@ export function bareMetalFiles(ctx: GenContext): FileMap {
   const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
   for (const s of natives) {
     const n = s.native!;
-    const lines = [
-      HEADER(ctx).replace('cd "$(dirname "$0")"', 'cd "$(dirname "$0")/.."'),
-      `# ${s.name}: native install from Debian packages.`,
-      "set -a; . ./.env; set +a",
+    const install = [
       `apt-get install -y --no-install-recommends ${n.packages.join(" ")}`,
       ...(n.configure ?? []),
       `systemctl enable --now ${n.systemdUnit}`,
     ];
-    if (s.id === "postgresql" && needsPostgresInit(ctx)) {
-      lines.push(
+    const withInit = s.id === "postgresql" && needsPostgresInit(ctx);
+    if (withInit) {
+      install.push(
         "# Create each service's database and user (the script the container runs), as postgres. The",
         "# passwords come from .env, exported above, not from any command line (ps lists those to all),",
         "# and the script is handed over as text: postgres may not be able to read this folder.",
         `POSTGRES_USER=postgres runuser -u postgres -- sh -c "$(cat ./${POSTGRES_INIT_SCRIPT})"`,
       );
     }
+    const initScript = withInit ? postgresInit(ctx)[POSTGRES_INIT_SCRIPT] ?? "" : "";
+    const lines = [
+      HEADER(ctx).replace('cd "$(dirname "$0")"', 'cd "$(dirname "$0")/.."'),
+      `# ${s.name}: native install from Debian packages.`,
+      ...envLoader(variablesUsed(ctx, [...install, initScript].join("\n"))),
+      ...install,
+    ];
     files[`native/${s.id}.sh`] = lines.join("\n") + "\n";
   }
   files["install.sh"] = [
@@ -47,4 +52,30 @@ export function bareMetalFiles(ctx: GenContext): FileMap {
     "docker compose ps",
   ].join("\n") + "\n";
   return files;
+}
+
+/** The bundle's variables a script refers to (`$NAME` or `${NAME}`). */
+function variablesUsed(ctx: GenContext, script: string): string[] {
+  const declared = new Set(ctx.variables.map((v) => v.name));
+  return [...new Set([...script.matchAll(/\$\{?([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!))].filter((name) => declared.has(name)).sort();
+}
+
+/** Lines that export `names` from .env, read as data. Sourcing the file would run it as shell code
+ *  as root, and .env may hold someone else's values (an export shared as a template keeps them):
+ *  one holding $(...) or backticks would run. Only the named variables are set (a PATH in .env
+ *  must not steer apt-get), each from its own KEY=value line, surrounding quotes removed. */
+function envLoader(names: string[]): string[] {
+  if (names.length === 0) return [];
+  return [
+    "# The values this script needs, read from .env as data (never run as shell code).",
+    'while IFS= read -r line || [ -n "$line" ]; do',
+    "  line=${line%$'\\r'}; line=${line#export }",
+    '  case "${line%%=*}" in',
+    `    ${names.join("|")})`,
+    "      value=${line#*=}",
+    `      case "$value" in \\"*\\"|\\'*\\') value=\${value:1:\${#value}-2} ;; esac`,
+    '      export "${line%%=*}=$value" ;;',
+    "  esac",
+    "done < ./.env",
+  ];
 }

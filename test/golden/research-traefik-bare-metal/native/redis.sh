@@ -3,7 +3,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Redis: native install from Debian packages.
-set -a; . ./.env; set +a
+# The values this script needs, read from .env as data (never run as shell code).
+while IFS= read -r line || [ -n "$line" ]; do
+  line=${line%$'\r'}; line=${line#export }
+  case "${line%%=*}" in
+    REDIS_PASSWORD)
+      value=${line#*=}
+      case "$value" in \"*\"|\'*\') value=${value:1:${#value}-2} ;; esac
+      export "${line%%=*}=$value" ;;
+  esac
+done < ./.env
 apt-get install -y --no-install-recommends redis-server
 GW=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
 printf 'bind 127.0.0.1 %s\nrequirepass %s\nappendonly yes\n' "${GW:-127.0.0.1}" "$REDIS_PASSWORD" > /etc/redis/stackgen.conf
