@@ -6,8 +6,7 @@ import { parse } from "yaml";
 import type { FileMap } from "../../src/core/generate/context.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 
-export const SHARED = join(import.meta.dir, "..", "..", "..", "shared");
-const composeSchema = JSON.parse(readFileSync(join(SHARED, "reference", "compose-spec.schema.json"), "utf8"));
+const composeSchema = JSON.parse(readFileSync(join(import.meta.dir, "..", "reference", "compose-spec.schema.json"), "utf8"));
 const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false, validateSchema: false });
 const validateCompose = ajv.compile(composeSchema);
 

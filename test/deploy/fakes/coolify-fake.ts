@@ -1,4 +1,4 @@
-// A fake Coolify v4 instance: routes and validates against shared/reference/coolify-openapi.json,
+// A fake Coolify v4 instance: routes and validates against test/reference/coolify-openapi.json,
 // then applies the server-side rules the document cannot express (research §2 and §7), keeps
 // state (projects with a `production` environment, services, env rows, deployments) and answers
 // with the shapes the real server sends.
@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { randomId, SpecFake, type ProviderRules, type Reply, type RequestContext } from "./spec-fake.ts";
 
-export const COOLIFY_SPEC = join(import.meta.dir, "..", "..", "..", "..", "shared", "reference", "coolify-openapi.json");
+export const COOLIFY_SPEC = join(import.meta.dir, "..", "..", "reference", "coolify-openapi.json");
 
 export interface CoolifyServerRow {
   id: number;

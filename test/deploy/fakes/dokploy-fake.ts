@@ -1,11 +1,11 @@
 // A fake Dokploy instance: routes and validates requests against
-// shared/reference/dokploy-openapi.json (requests only: its response schemas are placeholders,
+// test/reference/dokploy-openapi.json (requests only: its response schemas are placeholders,
 // research §1), checks `x-api-key` itself (the document's security name is undefined), and
 // models the version differences that matter (research §3).
 import { join } from "node:path";
 import { randomId, SpecFake, type ProviderRules, type Reply, type RequestContext } from "./spec-fake.ts";
 
-export const DOKPLOY_SPEC = join(import.meta.dir, "..", "..", "..", "..", "shared", "reference", "dokploy-openapi.json");
+export const DOKPLOY_SPEC = join(import.meta.dir, "..", "..", "reference", "dokploy-openapi.json");
 
 export interface DokployComposeRow {
   composeId: string;
