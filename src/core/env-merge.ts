@@ -61,10 +61,17 @@ function readEnvFile(text: string): Map<string, EnvEntry> {
     }
     const m = USER_LINE.exec(trimmed);
     if (m) {
-      let value = m[2]!;
-      // A quote left open takes the following lines up to the one that closes it.
-      while (i + 1 < lines.length && opensQuote(value)) value += `\n${lines[++i]}`;
-      out.set(m[1]!, { value, comments: pending });
+      const parts = [m[2]!];
+      // A quote left open takes the following lines up to the one that closes it (each line
+      // searched on its own, so a long unclosed quote costs its length, not its square).
+      if (opensQuote(parts[0]!)) {
+        const quote = parts[0]![0]!;
+        while (i + 1 < lines.length) {
+          parts.push(lines[++i]!);
+          if (findClosingQuote(parts.at(-1)!, quote) >= 0) break;
+        }
+      }
+      out.set(m[1]!, { value: parts.join("\n"), comments: pending });
     }
     pending = [];
   }
@@ -109,5 +116,13 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     // The user's own variables keep the comments written right above them.
     lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
   }
-  return { text: lines.join("\n").replace(/\n+$/, "\n"), kept, added, filled, extra };
+  return { text: endingInOneNewline(lines.join("\n")), kept, added, filled, extra };
+}
+
+/** `text` with its trailing newlines made one. Not /\n+$/: on a kept value of many newlines the
+ *  regex tries every start in the run, the square of its length. */
+function endingInOneNewline(text: string): string {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === "\n") end--;
+  return `${text.slice(0, end)}\n`;
 }

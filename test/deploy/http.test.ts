@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
+import { mergeEnv } from "../../src/core/env-merge.ts";
 import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
@@ -38,6 +39,18 @@ describe("parseEnvText", () => {
       { key: "E", value: "line1\nline2" },
       { key: "F", value: "a\nb" },
     ]);
+  });
+
+  test("a quote left open over half a million lines, or a megabyte of spaces (a 1 MiB body), is read in one pass", () => {
+    // Searched again per line, this took minutes and held the server's only thread.
+    const lines = 500_000;
+    const open = `A="${"\n".repeat(lines)}`;
+    expect(parseEnvText(open)).toEqual([{ key: "A", value: "\n".repeat(lines) }]);
+    expect(parseEnvText(`${open}"\nB=2\n`)).toEqual([{ key: "A", value: "\n".repeat(lines) }, { key: "B", value: "2" }]);
+    const merged = mergeEnv(`${open}\n`, "A=fresh\nB=2\n");
+    expect(merged.kept).toEqual(["A"]);
+    // A value with a megabyte of spaces before its end (and no comment).
+    expect(parseEnvText(`C=x${" ".repeat(1_000_000)}y\n`)).toEqual([{ key: "C", value: `x${" ".repeat(1_000_000)}y` }]);
   });
 });
 
