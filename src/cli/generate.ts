@@ -36,7 +36,11 @@ export default defineCommand({
     // A complete export brings its stack back with the secrets it was made with (its volumes may
     // hold data under them); variables the export lacks get fresh values. A .env already in --dir
     // still wins over both when the plan merges it.
-    if (from?.exportedEnv !== undefined) files[".env"] = mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets).text;
+    // Only the values of this stack's own variables: an export may be someone else's, and other
+    // settings in it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project.
+    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, false);
+    if (fromExport) files[".env"] = fromExport.text;
+    if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
     const dir = resolve(args.dir ?? input.projectName);
     const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets);
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);

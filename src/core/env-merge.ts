@@ -15,7 +15,7 @@ export interface EnvMerge {
   added: string[];
   /** Secrets the old file left empty (a `--no-secrets` bundle) that now get generated values. */
   filled: string[];
-  /** Keys only the old file has (kept at the end, reported). */
+  /** Keys only the old file has (kept at the end unless left out, reported). */
   extra: string[];
 }
 
@@ -87,8 +87,10 @@ export function parseEnvValues(text: string): Map<string, string> {
 const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
 
 /** `secrets` names the generated secret variables: an empty old value of one is replaced by the
- *  new value (a stack must not start with an empty password); every other old value is kept. */
-export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = []): EnvMerge {
+ *  new value (a stack must not start with an empty password); every other old value is kept.
+ *  Variables the generated file lacks are kept at the end, or with `keepExtra` false (values from
+ *  someone else's export) left out and only listed in `extra`. */
+export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], keepExtra = true): EnvMerge {
   const old = readEnvFile(existing);
   const kept: string[] = [];
   const added: string[] = [];
@@ -112,7 +114,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
   });
   signAgain(lines, derived, new Set(kept));
   const extra = [...old.keys()].filter((k) => !seen.has(k));
-  if (extra.length) {
+  if (extra.length && keepExtra) {
     // The user's own variables keep the comments written right above them.
     lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
   }

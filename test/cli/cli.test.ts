@@ -399,6 +399,19 @@ describe("generate", () => {
     writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8").replace(`N8N_DB_PASSWORD=${sent.get("N8N_DB_PASSWORD")}`, "N8N_DB_PASSWORD=alreadyInUseByTheVolume0123456789"));
     expectOk(await cli(["generate", "--from", file, "--dir", dir], { env }));
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("N8N_DB_PASSWORD")).toBe("alreadyInUseByTheVolume0123456789");
+    // An export may be someone else's: only this stack's variables are taken from it. Compose's
+    // own settings would otherwise run the new stack as another project, or from other files.
+    const tampered = { ...exported, files: { ...exported.files, ".env": `${exported.files[".env"]}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/tmp/other.yml\n` } };
+    writeFileSync(file, JSON.stringify(tampered));
+    const shared = join(tmp, "imported-shared");
+    const taken = await cli(["generate", "--from", file, "--dir", shared], { env });
+    expectOk(taken);
+    expect(taken.stderr).toContain("Not taken from");
+    expect(taken.stderr).toContain("COMPOSE_PROJECT_NAME, COMPOSE_FILE");
+    const sharedEnv = parseEnvValues(readFileSync(join(shared, ".env"), "utf8"));
+    expect(sharedEnv.has("COMPOSE_PROJECT_NAME")).toBe(false);
+    expect(sharedEnv.has("COMPOSE_FILE")).toBe(false);
+    expect(sharedEnv.get("N8N_DB_PASSWORD")).toBe(sent.get("N8N_DB_PASSWORD"));
   });
 
   test("--no-secrets leaves secrets empty", async () => {
