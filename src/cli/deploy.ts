@@ -1,7 +1,7 @@
 // `stackgen deploy`: push a generated bundle to Coolify or Dokploy (SPEC §4.1/§4.2, CONTRACT §5).
 // Reads the bundle from --dir, asks for what is missing when a terminal is attached, prints one
 // line per step on stderr and, with --json, exactly the DeployResult on stdout.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline/promises";
 import { defineCommand } from "citty";
@@ -122,18 +122,26 @@ function readProjectName(dir: string, composeYaml: string): string {
   throw usageError("No project name: stackgen.json has no projectName and docker-compose.yml no top-level name");
 }
 
-/** A mounted bundle file, or every text file below a mounted directory. Missing ones are reported later. */
+/** A mounted bundle file, or every text file below a mounted directory. Missing ones are reported
+ *  later. Symbolic links are not followed: their files are not the bundle's (a link to a host
+ *  secret would go to the platform inline), so they count as missing. */
 function readMountedFiles(dir: string, source: string, into: BundleFiles): void {
   const root = path.resolve(dir);
   const full = path.resolve(root, source);
   if (!isWithin(root, full)) return;
+  // A folder on the way there that is a link leads elsewhere too.
+  try {
+    if (!isWithin(realpathSync(root), realpathSync(path.dirname(full)))) return;
+  } catch {
+    return;
+  }
   const queue = [full];
   let count = 0;
   while (queue.length && count < MAX_FILES_PER_MOUNT) {
     const current = queue.shift()!;
     let stat;
     try {
-      stat = statSync(current);
+      stat = lstatSync(current);
     } catch {
       continue;
     }

@@ -1,7 +1,8 @@
 // `stackgen deploy` as a user runs it: a subprocess against the fakes, with a bundle written to a
 // temp dir. Besides exit codes and output shape, every run checks that the key never shows up.
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts";
 import { DokployFake } from "./fakes/dokploy-fake.ts";
@@ -80,6 +81,26 @@ describe("stackgen deploy (subprocess)", () => {
     expect(fake.violations).toEqual([]);
     // Bundle files travelled inline.
     expect(fake.services[0]!.compose).toContain("scrape_interval: 15s");
+    expectNoKey(run, fake.token);
+  });
+
+  test("files reached through a symbolic link are not sent: they are not the bundle's (a link to a host secret)", async () => {
+    const fake = await coolify();
+    const dir = bundle();
+    const outside = mkdtempSync(path.join(tmpdir(), "stackgen-outside-"));
+    cleanups.push(() => rmSync(outside, { recursive: true, force: true }));
+    writeFileSync(path.join(outside, "host-secret.txt"), "TOP-SECRET-HOST-FILE\n");
+    mkdirSync(path.join(outside, "prom"));
+    writeFileSync(path.join(outside, "prom", "prometheus.yml"), "OTHER-SECRET-FOLDER\n");
+    // The mounted file itself a link, and a mounted folder that is a link.
+    rmSync(path.join(dir, "Caddyfile"));
+    symlinkSync(path.join(outside, "host-secret.txt"), path.join(dir, "Caddyfile"));
+    rmSync(path.join(dir, "prometheus"), { recursive: true });
+    symlinkSync(path.join(outside, "prom"), path.join(dir, "prometheus"));
+    const run = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", dir, "--json"]);
+    const sent = fake.services[0]?.compose ?? "";
+    expect(sent + run.stdout + run.stderr).not.toContain("TOP-SECRET-HOST-FILE");
+    expect(sent + run.stdout + run.stderr).not.toContain("OTHER-SECRET-FOLDER");
     expectNoKey(run, fake.token);
   });
 
