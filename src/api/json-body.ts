@@ -65,7 +65,30 @@ export function parseJsonObject(text: string, message: string, unwrap?: Unwrap):
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw validationError(message, [{ field: "body", message: `Expected object, received ${kindOf(value)}` }]);
   }
+  // JSON.parse takes any depth; what later walks the document recursively (a complete export
+  // echoes its input with JSON.stringify) runs out of stack on thousands of levels.
+  if (text.length > 2 * MAX_DEPTH && depthOf(value) > MAX_DEPTH) {
+    throw validationError(message, [{ field: "body", message: `Nested deeper than ${MAX_DEPTH} levels` }]);
+  }
   return unwrap ? unwrap(value as Record<string, unknown>) : (value as Record<string, unknown>);
+}
+
+/** No request document needs more than a handful of levels. */
+export const MAX_DEPTH = 64;
+
+/** How deep objects and arrays nest in `value`, counted without recursion (and no further than
+ *  one level past MAX_DEPTH). */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (typeof node !== "object" || node === null) continue;
+    deepest = Math.max(deepest, depth);
+    if (depth > MAX_DEPTH) return depth;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 /** What an Elysia `parse` hook read, by request: the whole document and the part it checks. */

@@ -282,6 +282,13 @@ describe("POST /v1/validate", () => {
       expect(r.status, body).toBe(400);
       expectError(await json(r), "VALIDATION_ERROR");
     }
+    // Nesting a walker runs out of stack on (a complete export echoes its input): a 400, not a 500.
+    const deep = `{"projectName":"p","services":["redis"],"extra":${"[".repeat(20_000)}${"]".repeat(20_000)}}`;
+    for (const url of ["http://localhost/v1/generate?format=complete", "http://localhost/v1/validate"]) {
+      const r = await app.handle(new Request(url, { method: "POST", body: deep, headers: { "content-type": "application/json" } }));
+      expect(r.status, url).toBe(400);
+      expect((await json(r)).error.details[0]).toEqual({ field: "body", message: "Nested deeper than 64 levels" });
+    }
     // Whatever the Content-Type, a body that is JSON is read (curl -d sends a form type).
     const form = await app.handle(new Request("http://localhost/v1/validate", { method: "POST", body: '{"services":["redis"]}', headers: { "content-type": "application/x-www-form-urlencoded" } }));
     expect(form.status).toBe(200);
