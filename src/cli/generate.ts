@@ -23,12 +23,14 @@ export default defineCommand({
     "dry-run": { type: "boolean", description: "Show what would be written, write nothing" },
     force: { type: "boolean", description: "Overwrite files you edited since the last generate" },
   },
-  async run({ args }) {
+  async run({ args, rawArgs }) {
     const from = args.from ? await readInputDocument(args.from) : undefined;
     const body: Record<string, unknown> = { ...from?.input, ...selectionFromArgs(args) };
     if (args.deployment !== undefined) body.deployment = args.deployment;
     if (args["core-version"] !== undefined) body.coreVersion = args["core-version"];
     if (args.secrets === false) body.generateSecrets = false;
+    // --secrets given (not just the default) turns them on over a file made with --no-secrets.
+    else if (rawArgs.some((a) => a === "--secrets" || a === "--secrets=true")) body.generateSecrets = true;
     if (args.name !== undefined) body.projectName = args.name;
     else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 

@@ -414,10 +414,15 @@ describe("generate", () => {
     expect(sharedEnv.get("N8N_DB_PASSWORD")).toBe(sent.get("N8N_DB_PASSWORD"));
   });
 
-  test("--no-secrets leaves secrets empty", async () => {
+  test("--no-secrets leaves secrets empty; --secrets next to --from stackgen.json fills them in", async () => {
     const dir = join(tmp, "g13");
     expectOk(await cli(["generate", "--name", "g13", "--services", "redis", "--no-secrets", "--dir", dir], { env }));
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe("");
+    // The file remembers --no-secrets: regenerated from it alone, still empty.
+    expectOk(await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir], { env }));
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe("");
+    expectOk(await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir, "--secrets"], { env }));
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
   });
 });
 void chmodSync;
