@@ -180,6 +180,9 @@ export const CatalogService = Type.Object({
   /** What to do right after the first start, when the app hands its admin account to whoever
    *  comes first or ships a default login (the bundle's README lists these). */
   firstStart: Type.Optional(Type.String({ minLength: 20 })),
+  /** A known gap of the entry that the user of a bundle with it must know about (the bundle's
+   *  README lists these under "Known limits"). */
+  knownLimits: Type.Optional(Type.String({ minLength: 20 })),
   /** Container environment added only when the stack's reverse proxy serves this service (an app
    *  that must be told to trust its proxy's forwarded headers, which it would otherwise refuse or
    *  take from any client). */

@@ -406,6 +406,13 @@ describe("input fields take effect", () => {
     expect(plain).not.toContain("Values only you can supply");
   });
 
+  test("the bundle README names the known limits of the entries in it (Meet needs a domain)", () => {
+    const readme = gen({ preset: "videoconf" }).files["README.md"]!;
+    const limits = readme.slice(readme.indexOf("## Known limits"));
+    expect(limits).toContain("**La Suite Meet (Backend)**: Meet needs a domain");
+    expect(gen({ services: ["redis"] }).files["README.md"]).not.toContain("## Known limits");
+  });
+
   test("Headscale gets the configuration file it needs to start, mounted where it reads it", () => {
     const g = gen({ services: ["headscale"] });
     const config = parseYaml(g.files["headscale/config.yaml"]!) as Record<string, any>;

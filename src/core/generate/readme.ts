@@ -13,6 +13,7 @@ export function readmeFile(ctx: GenContext): FileMap {
   });
   const warnings = ctx.stack.warnings.map((w) => `- **${w.code}**: ${w.message}`);
   // Apps that give their admin account to the first visitor, or start with a default login.
+  const knownLimits = ctx.stack.services.filter((s) => s.knownLimits).map((s) => `- **${s.name}**: ${s.knownLimits}`);
   const firstStart = allServices(ctx).filter((s) => s.firstStart).map((s) => {
     const url = web.has(s.id) && proxied ? ` (${proxiedUrl(ctx, s.id)})` : "";
     return `- **${s.name}**${url}: ${s.firstStart}`;
@@ -72,7 +73,7 @@ above load it, and regenerating never writes it. \`stackgen deploy\` sends \`doc
 The gateway reads the agent skills in \`skills/\` (see \`skills/README.md\`).
 Its own settings are in \`openclaw/openclaw.json\` (mounted read-only): to open its Control UI from another
 address than those listed under \`allowedOrigins\`, add that origin there and run \`docker compose restart core\`.
-${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
+${knownLimits.length ? `\n## Known limits\n\nGaps of these catalog entries that stackgen cannot close for you:\n\n${knownLimits.join("\n")}\n` : ""}${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
   return { "README.md": text };
 }
 
