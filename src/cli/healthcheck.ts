@@ -2,7 +2,8 @@
 // The container image has no shell or curl, so its HEALTHCHECK runs the binary itself.
 import { defineCommand } from "citty";
 import { failure, usageError } from "../errors.ts";
-import { printText } from "./output.ts";
+import { printJson, printText } from "./output.ts";
+import { jsonArg } from "../docker/cli-support.ts";
 
 /** Hosts that mean "every interface": probe loopback instead. */
 const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "::", "[::]"]);
@@ -23,6 +24,7 @@ export default defineCommand({
     port: { type: "string", description: "API port to probe (env PORT, default 3456)" },
     host: { type: "string", description: "Host to probe (env HOST; 0.0.0.0 or unset probes 127.0.0.1)" },
     timeout: { type: "string", description: "Give up after this many milliseconds (default 3000)" },
+    json: jsonArg,
   },
   async run({ args }) {
     const url = probeUrl(args.port ?? process.env.PORT, args.host ?? process.env.HOST);
@@ -38,6 +40,7 @@ export default defineCommand({
       throw failure("UNHEALTHY", `No answer from ${url}: ${(e as Error).message}`);
     }
     if (status !== 200 || body.status !== "ok") throw failure("UNHEALTHY", `${url} answered ${status}`);
-    printText(`ok ${String(body.version ?? "")}`.trim());
+    if (args.json) printJson({ status: "ok", version: body.version ?? null, url });
+    else printText(`ok ${String(body.version ?? "")}`.trim());
   },
 });

@@ -40,6 +40,15 @@ describe("healthcheck command", () => {
     await expect(probe()).resolves.toBeDefined();
   });
 
+  test("--json prints one JSON document on success too", async () => {
+    answer = { status: 200, body: { status: "ok", version: "9.9.9" } };
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const proc = Bun.spawn([process.execPath, main, "healthcheck", "--host", "127.0.0.1", "--port", String(server.port), "--json"], { stdout: "pipe", stderr: "pipe" });
+    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ status: "ok", version: "9.9.9", url: `http://127.0.0.1:${server.port}/v1/health` });
+  });
+
   test("fails on an error status or a body that is not ok", async () => {
     answer = { status: 503, body: { status: "ok" } };
     await expect(probe()).rejects.toMatchObject({ code: "UNHEALTHY", exitCode: 1 });
