@@ -15,7 +15,7 @@ export default defineCommand({
   args: {
     name: { type: "string", description: "Project name (default: the --from file's, else the --dir folder name)" },
     ...selectionArgs,
-    deployment: { type: "string", description: "docker (default) or bare-metal" },
+    deployment: { type: "string", description: "docker (default), bare-metal (native installs for services with a Debian package), or local (docker, recorded as local)" },
     "core-version": { type: "string", description: "Image tag of the core gateway (default latest)" },
     secrets: { type: "boolean", default: true, description: "Generate random secrets (--no-secrets leaves them empty)" },
     dir: { type: "string", description: "Output directory (default ./<name>)" },
