@@ -1,7 +1,8 @@
 // `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
 // user's .env values or edits.
 import { defineCommand } from "citty";
-import { basename, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { failure, StackgenError } from "../errors.ts";
@@ -13,7 +14,7 @@ import { planBundle, writePlan } from "./write-bundle.ts";
 export default defineCommand({
   meta: { name: "generate", description: "Generate a stack bundle (docker-compose.yml, .env, proxy, monitoring, skills, README)" },
   args: {
-    name: { type: "string", description: "Project name (default: the --from file's, else the --dir folder name)" },
+    name: { type: "string", description: "Project name (default: the --from file's, else the bundle's already in --dir, else the --dir folder name)" },
     ...selectionArgs,
     deployment: { type: "string", description: "docker (default), bare-metal (native installs for services with a Debian package), or local (docker, recorded as local)" },
     "core-version": { type: "string", description: "Image tag of the core gateway (default latest)" },
@@ -32,7 +33,9 @@ export default defineCommand({
     // --secrets given (not just the default) turns them on over a file made with --no-secrets.
     else if (rawArgs.some((a) => a === "--secrets" || a === "--secrets=true")) body.generateSecrets = true;
     if (args.name !== undefined) body.projectName = args.name;
-    else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
+    // Into an existing bundle, its own name: another one would make compose start a new project,
+    // with new, empty volumes beside the data. Into a new folder, the folder's name.
+    else if (body.projectName === undefined && args.dir) body.projectName = bundleProjectName(resolve(args.dir)) ?? basename(resolve(args.dir));
 
     const { input, files, metadata, secretNames, derivedSecrets } = withFlagHints(() => generateBundle(body, getCatalog()));
     // A complete export brings its stack back with the secrets it was made with (its volumes may
@@ -86,5 +89,15 @@ function withFlagHints<T>(generate: () => T): T {
       log.info("Name the project with --name <name>, or give --dir <folder> to use its name.");
     }
     throw error;
+  }
+}
+
+/** The project name an existing bundle in `dir` records in its stackgen.json, if any. */
+function bundleProjectName(dir: string): string | undefined {
+  try {
+    const name = (JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as { projectName?: unknown }).projectName;
+    return typeof name === "string" && name !== "" ? name : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -414,6 +414,19 @@ describe("generate", () => {
     expect(sharedEnv.get("N8N_DB_PASSWORD")).toBe(sent.get("N8N_DB_PASSWORD"));
   });
 
+  test("regenerating into an existing bundle without --name keeps its project name, not the folder's", async () => {
+    // Another name would make compose start a new project with new, empty volumes.
+    const dir = join(tmp, "folder-name");
+    expectOk(await cli(["generate", "--name", "mylab", "--services", "redis", "--dir", dir], { env }));
+    expectOk(await cli(["generate", "--services", "redis,n8n", "--dir", dir], { env }));
+    expect(JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")).projectName).toBe("mylab");
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("\nname: mylab\n");
+    // A new folder still names the project.
+    const fresh = join(tmp, "fresh-folder");
+    expectOk(await cli(["generate", "--services", "redis", "--dir", fresh], { env }));
+    expect(JSON.parse(readFileSync(join(fresh, "stackgen.json"), "utf8")).projectName).toBe("fresh-folder");
+  });
+
   test("--no-secrets leaves secrets empty; --secrets next to --from stackgen.json fills them in", async () => {
     const dir = join(tmp, "g13");
     expectOk(await cli(["generate", "--name", "g13", "--services", "redis", "--no-secrets", "--dir", dir], { env }));
