@@ -1,5 +1,5 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { failure, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
@@ -57,7 +57,10 @@ export interface CreateResult {
  *  a GPU) are not the stack's data. */
 export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
   const out: string[] = [];
-  for (const file of stack.composeFiles) if (!isWithin(stack.dir, file)) out.push(`compose file ${file}`);
+  for (const file of stack.composeFiles) {
+    if (!isWithin(stack.dir, file)) out.push(`compose file ${file}`);
+    else if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) out.push(`compose file ${file} (a symbolic link, not followed)`);
+  }
   for (const service of model.services) {
     for (const bind of service.binds) {
       if (bind.readOnly || isWithin(stack.dir, bind.source)) continue;
@@ -154,6 +157,12 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const file = join(outputDir, backupFileName(stack.project, createdAt, opts.kind));
   const partial = `${file}.partial`;
   try {
+    // A backup without the stack's compose files could not bring it back (say on a new machine):
+    // found out before anything stops. One that is a link is not the stack's to copy (links are
+    // never followed) and is named as left out instead.
+    const configPaths = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work));
+    const missing = stack.composeFiles.filter((f) => isWithin(stack.dir, f) && lstatSync(f, { throwIfNoEntry: false })?.isFile() && !configPaths.some((path) => join(stack.dir, path) === f));
+    if (missing.length) throw failure("BACKUP_FAILED", `The stack's ${missing.join(", ")} would not be in the backup. No backup was written.`);
     let volumeFiles;
     if (stop) {
       say(`Stopping ${running.length} service(s) for a consistent copy`);
@@ -168,13 +177,10 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         await compose.start(running);
       }
     }
-    const files = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work)).map((path) => {
+    const files = configPaths.map((path) => {
       const abs = join(stack.dir, path);
       return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
     });
-    // A backup without the stack's compose files could not bring it back (say on a new machine).
-    const missing = stack.composeFiles.filter((f) => isWithin(stack.dir, f) && !files.some((x) => join(stack.dir, x.path) === f));
-    if (missing.length) throw failure("BACKUP_FAILED", `The stack's ${missing.join(", ")} would not be in the backup. No backup was written.`);
     say("Writing the archive");
     const { manifest, size, sha256 } = await writeArchive(partial, {
       project: stack.project,
@@ -311,17 +317,19 @@ export function unpackConfigInto(dir: string, backup: VerifiedBackup): Stack {
   }
 }
 
-/** The stack the backup's own config files describe, read from a copy under `workDir`, in a folder
- *  named like `targetDir` (compose may name the project after its directory). Nothing is written
- *  to the stack directory: this is what a restore is checked against before anything changes. */
-export function backupConfigStack(backup: VerifiedBackup, targetDir: string, workDir: string): Stack {
+/** The project the backup's own config files make, read from a copy under `workDir` in a folder
+ *  named like `targetDir` (compose may name the project after its directory), or undefined when
+ *  the copy alone does not make a stack (a COMPOSE_FILE or env_file outside the stack directory,
+ *  which only the real one has). An early answer, before anything changes: the restore checks
+ *  the real directory again once the files are written (checkWrittenProject). */
+export function backupConfigProject(backup: VerifiedBackup, targetDir: string, workDir: string): string | undefined {
   const copy = join(mkdtempSync(join(workDir, "config-")), basename(targetDir));
   mkdirSync(copy);
   writeConfigFiles(copy, backup.files);
   try {
-    return loadStack(copy);
-  } catch (e) {
-    throw new StackgenError("BACKUP_INVALID", `The backup's config files do not make a stack: ${(e as Error).message.replaceAll(copy, "<backup config>")} Nothing was changed.`, 400);
+    return loadStack(copy).project;
+  } catch {
+    return undefined;
   }
 }
 
@@ -331,55 +339,53 @@ const PROJECT_LABEL = "com.docker.compose.project";
  *  (`device`), or one of another driver. A restore replaces contents by recreating the volume. */
 const keepsDataElsewhere = (v: VolumeInspect) => v.Driver !== "local" || !!v.Options?.device;
 
+const foreignConfig = (project: string, made: string, after = " Nothing was changed.") =>
+  new StackgenError("BACKUP_FOREIGN", `The backup's manifest is of project "${project}", but its config files make the project "${made}".${after}`, 400);
+
+/** Refuses a backup whose config makes another project than its manifest (`up` would then run,
+ *  and take over, that project). `made` is backupConfigProject's answer (undefined: unknown yet). */
+export function checkBackupProject(backup: VerifiedBackup, made: string | undefined): void {
+  if (made !== undefined && made !== backup.manifest.project) throw foreignConfig(backup.manifest.project, made);
+}
+
 /**
- * Refuses, before anything changes, a backup that would restore into something that is not the
- * stack's own: its config files must make the project its manifest names (or `up` would run, and
- * take over, another project), and every volume it replaces must be one of that project's
- * (the manifest's volume names are the archive's word: one of another project's would be emptied
- * and overwritten). `model` is what compose makes of the backup's config (backupConfigStack).
+ * Refuses, before anything changes, a backup that would replace volumes that are not the stack's
+ * own. The manifest's volume names, and the backup's compose files, are the archive's word: an
+ * existing volume must carry the project's compose label, or (one made outside compose) be
+ * declared by the stack already on disk (`current`, none for a new directory); never because the
+ * backup declares it. A volume not there yet is only created. And a volume whose data outlives
+ * its removal cannot be emptied by recreating it.
  */
-export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup, configStack: Stack, model: ComposeModel): Promise<void> {
+export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup, current: ComposeModel | undefined): Promise<void> {
   const project = backup.manifest.project;
-  if (configStack.project !== project) {
-    throw new StackgenError("BACKUP_FOREIGN", `The backup's manifest is of project "${project}", but its config files make the project "${configStack.project}". Nothing was changed.`, 400);
-  }
   const refused: string[] = [];
   for (const v of backup.volumes) {
-    const declared = model.volumes.find((m) => m.name === v.name);
     const existing = await engine.inspectVolume(v.name);
-    const owner = existing?.Labels?.[PROJECT_LABEL];
+    if (!existing) continue;
+    const owner = existing.Labels?.[PROJECT_LABEL];
+    const declared = current?.volumes.find((m) => m.name === v.name);
     if (owner !== undefined && owner !== project) refused.push(`${v.name} belongs to project "${owner}"`);
     else if (declared?.external) refused.push(`${v.name} is declared external (not the stack's own)`);
-    else if (existing && keepsDataElsewhere(existing)) {
+    else if (owner === undefined && !declared) refused.push(`${v.name} is not a volume of "${project}"`);
+    else if (keepsDataElsewhere(existing)) {
       refused.push(`${v.name} keeps its data in ${existing.Options?.device ?? `the "${existing.Driver}" driver's storage`}, which recreating the volume does not empty (the backup would be mixed into what is there): empty it yourself first`);
     }
-    else if (declared || owner === project) continue;
-    else if (existing) refused.push(`${v.name} is not a volume of "${project}"`);
-    // An orphan of the project (a safety backup keeps those) may be made again under its own name.
-    else if (v.name !== `${project}_${v.key}`) refused.push(`${v.name} is not a volume of "${project}"`);
   }
   if (refused.length) {
     throw new StackgenError("BACKUP_FOREIGN", `The backup would replace volumes that are not this stack's: ${refused.join("; ")}. Nothing was changed.`, 400);
   }
 }
 
-/** Into a new directory: refuses when the project already has containers or volumes on this
- *  engine, which the restore would take over (a stack running from another directory). */
+/** Into a new directory: refuses when the project has containers on this engine that run from
+ *  another directory, which the restore would take over (its volumes, without containers, are
+ *  only replaced, and the safety backup keeps what they held). */
 export async function refuseProjectElsewhere(engine: Engine, project: string, dir: string): Promise<void> {
   const containers = await engine.listProjectContainers(project);
-  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter(Boolean))];
-  if (containers.length > 0) {
+  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter((home) => home && resolve(home) !== resolve(dir)))];
+  if (homes.length > 0) {
     throw new StackgenError(
       "BACKUP_FOREIGN",
-      `Project "${project}" already has containers on this engine${homes.length ? ` (its stack is in ${homes.join(", ")})` : ""}: restoring it into ${dir} would take them over. Restore with --dir ${homes[0] ?? "<its directory>"}, or remove that stack first. Nothing was changed.`,
-      400,
-    );
-  }
-  const volumes = await engine.listProjectVolumes(project);
-  if (volumes.length > 0) {
-    throw new StackgenError(
-      "BACKUP_FOREIGN",
-      `Project "${project}" already has volumes on this engine (${volumes.map((v) => v.Name).sort().join(", ")}): restoring it into ${dir} would replace their data. Restore into that stack's directory, or remove them first (docker volume rm). Nothing was changed.`,
+      `Project "${project}" already has containers on this engine, running from ${homes.join(", ")}: restoring it into ${dir} would take them over. Restore with --dir ${homes[0]}, or remove that stack first. Nothing was changed.`,
       400,
     );
   }
@@ -496,6 +502,10 @@ export async function restoreBackup(
     }
     say(`Restoring ${from.files.length} config file(s)`);
     writeConfigFiles(stack.dir, from.files, added);
+    // What the written files make, with everything the real directory has (a COMPOSE_FILE in the
+    // backup's .env may name any file): another project would have its containers taken over.
+    const written = loadStack(stack.dir).project;
+    if (written !== stack.project) throw foreignConfig(stack.project, written, "");
     for (const v of from.volumes) {
       // Never extract over old data: the volume is recreated empty with its old labels/driver.
       const existing = await engine.inspectVolume(v.name);

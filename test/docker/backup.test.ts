@@ -1,6 +1,6 @@
 // `stackgen backup create|list|restore` against a real engine.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
@@ -585,10 +585,63 @@ describe("restore never reaches beyond its own stack", () => {
       const fresh = join(scratch, stack.project);
       const r = await cli(["backup", "restore", archive, "--dir", fresh, "--yes"]);
       expect(r.code).toBe(2);
-      expect(r.stderr).toContain(`Project "${stack.project}" already has containers on this engine (its stack is in ${stack.dir})`);
+      expect(r.stderr).toContain(`Project "${stack.project}" already has containers on this engine, running from ${stack.dir}`);
       expect(existsSync(fresh)).toBe(false);
       await expectUntouched();
       expect((await stack.container("app")).Config.Labels["com.docker.compose.project.working_dir"]).toBe(stack.dir);
+    },
+    120_000,
+  );
+
+  e2e(
+    "a COMPOSE_FILE in the backup's .env naming the stack's own compose file cannot smuggle another project past the check",
+    async () => {
+      // The copy checked first reads the live file through the absolute path; the restore then
+      // writes the backup's compose file there, which names the other project.
+      const forged = join(scratch, "compose-file.tar.gz");
+      reseal(archive, forged, (es) => [
+        ...es.filter((e) => e.name !== "config/docker-compose.yml" && e.name !== "config/.env"),
+        fileEntry("config/docker-compose.yml", composeOf(victim.project)),
+        fileEntry("config/.env", `COMPOSE_FILE=${join(stack.dir, "docker-compose.yml")}\n`, 0o600),
+      ]);
+      const r = await cli(["backup", "restore", forged, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code).toBe(1);
+      const error = JSON.parse(r.stdout).error;
+      expect(error.code).toBe("RESTORE_FAILED");
+      expect(error.message).toContain(`its config files make the project "${victim.project}"`);
+      expect(error.message).toContain("put back as it was");
+      await expectUntouched();
+      expect(readFileSync(join(stack.dir, "docker-compose.yml"), "utf8")).toBe(composeOf(stack.project));
+    },
+    120_000,
+  );
+
+  e2e(
+    "a volume made outside compose is not replaced because the backup's own compose file declares it",
+    async () => {
+      const loose = `${stack.project}-loose`;
+      expect((await run(["docker", "volume", "create", loose])).code).toBe(0);
+      try {
+        expect((await run(["docker", "run", "--rm", "-v", `${loose}:/v`, BASE_IMAGE, "sh", "-c", "echo theirs > /v/f"])).code).toBe(0);
+        const ours = `${stack.project}_data`;
+        const forged = join(scratch, "loose-volume.tar.gz");
+        reseal(archive, forged, (es, manifest) => {
+          const v = manifest.volumes.find((x: any) => x.name === ours);
+          const inner = readTar(es.find((e) => e.name === v.member)!.data).map((e) => ({ ...e, name: e.name.replace(ours, loose) }));
+          Object.assign(v, { name: loose, member: `volumes/${loose}.tar` });
+          return es.map((e) =>
+            e.name === `volumes/${ours}.tar` ? { ...e, name: `volumes/${loose}.tar`, data: writeTar(inner) }
+            : e.name === "config/docker-compose.yml" ? fileEntry(e.name, composeOf(stack.project).replace("  data: {}\n", `  data: {name: ${loose}}\n`))
+            : e);
+        });
+        const r = await cli(["backup", "restore", forged, "--dir", stack.dir, "--yes"]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toContain(`${loose} is not a volume of "${stack.project}"`);
+        expect((await run(["docker", "run", "--rm", "-v", `${loose}:/v`, BASE_IMAGE, "cat", "/v/f"])).stdout.trim()).toBe("theirs");
+        await expectUntouched();
+      } finally {
+        await run(["docker", "volume", "rm", "-f", loose]);
+      }
     },
     120_000,
   );
@@ -637,5 +690,49 @@ describe("restore into a volume bound to a host folder", () => {
       expect((await stack.container("app")).State.Running).toBe(true);
     },
     120_000,
+  );
+});
+
+describe("restore into the stack's own directory after it was lost", () => {
+  const { stack, scratch } = stackAndScratch("bl");
+
+  e2e(
+    "brings the stack back over its own containers and volumes (they run from that directory)",
+    async () => {
+      stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`);
+      await stack.up();
+      await stack.exec("app", "sh", "-c", "echo saved > /data/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo lost > /data/f");
+      // The directory is gone (a wiped disk); the engine still runs the stack from there.
+      for (const name of readdirSync(stack.dir)) rmSync(join(stack.dir, name), { recursive: true, force: true });
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).healthy).toBe(true);
+      expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("saved");
+      expect(existsSync(join(stack.dir, "docker-compose.yml"))).toBe(true);
+    },
+    120_000,
+  );
+});
+
+describe("backup of a stack whose compose file is a link", () => {
+  const { stack, scratch } = stackAndScratch("bs");
+
+  e2e(
+    "is written, naming the linked file as left out (links are never followed)",
+    async () => {
+      const real = join(scratch, "compose.yml");
+      writeFileSync(real, `name: ${stack.project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n`);
+      symlinkSync(real, join(stack.dir, "docker-compose.yml"));
+      stack.write(".env", "A=1\n");
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.files).toEqual([".env"]);
+      expect(out.notIncluded).toContain(`compose file ${join(stack.dir, "docker-compose.yml")} (a symbolic link, not followed)`);
+    },
+    60_000,
   );
 });

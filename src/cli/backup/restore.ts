@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { backupConfigStack, checkBackupFile, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
+import { backupConfigProject, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -49,9 +49,10 @@ export default defineCommand({
       const engine = await connectEngine();
       // What the backup's own config makes of the stack, checked against the engine before anything
       // changes: the same project, and volumes that are that project's (not another stack's).
-      const configStack = backupConfigStack(backup, dir, work);
+      checkBackupProject(backup, backupConfigProject(backup, dir, work));
       if (!stack) await refuseProjectElsewhere(engine, backup.manifest.project, dir);
-      await checkRestoreTargets(engine, backup, configStack, await (await openCompose(configStack)).config());
+      const current = stack ? await (await openCompose(stack)).config() : undefined;
+      await checkRestoreTargets(engine, backup, current);
       // Asked only once the restore can run.
       const question = stack
         ? `Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`
@@ -62,7 +63,7 @@ export default defineCommand({
         stack = unpackConfigInto(dir, backup);
       }
       const compose = await openCompose(stack);
-      const model = await compose.config();
+      const model = current ?? (await compose.config());
       result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });
       if (args.json) printJson(result);
       else {
