@@ -173,10 +173,12 @@ export class TarParser {
     } else {
       const isUstar = readString(header, 257, 6).startsWith("ustar");
       // Read as Docker's extractor (Go's archive/tar) reads it, or a member checked here could
-      // land elsewhere there: the name prefix counts in POSIX headers only ("ustar\0" + "00"),
-      // not in GNU ones ("ustar  "), which keep other fields in those bytes.
-      const posix = isUstar && header[262] === 0 && header[263] === 0x30 && header[264] === 0x30;
-      const prefix = posix ? readString(header, 345, 155) : "";
+      // land elsewhere there: the name prefix counts whenever the magic is POSIX's "ustar\0"
+      // (whatever the version; 131 bytes in star's variant, marked "tar\0" at 508), never in GNU
+      // headers ("ustar  "), which keep other fields in those bytes.
+      const posix = isUstar && header[262] === 0;
+      const star = posix && header[508] === 0x74 && header[509] === 0x61 && header[510] === 0x72 && header[511] === 0;
+      const prefix = posix ? readString(header, 345, star ? 131 : 155) : "";
       const baseName = readString(header, 0, 100);
       const pax = this.pax;
       const type = TYPE_FLAGS[flag] ?? "other";

@@ -314,9 +314,12 @@ describe("tar", () => {
     editHeader(tar, 0, (h) => h.set(new TextEncoder().encode((3 * 512).toString(8).padStart(11, "0") + "\0"), 124));
     expect(() => readTar(tar)).toThrow(/Tar member "vol" \(dir\) declares 1536 bytes of data/);
   });
-  test("the name prefix counts in POSIX headers only, as Go reads them (not in GNU ones)", () => {
+  test("the name prefix counts as Go reads it: with POSIX's magic whatever the version, never in GNU headers", () => {
     const tar = writeTar([fileEntry("b.txt", "x")]);
     editHeader(tar, 0, (h) => h.set(new TextEncoder().encode("evil"), 345));
+    expect(readTar(tar)[0].name).toBe("evil/b.txt");
+    // "ustar\0" with another version than "00": Go (and GNU tar) still join the prefix.
+    editHeader(tar, 0, (h) => h.set([0, 0], 263));
     expect(readTar(tar)[0].name).toBe("evil/b.txt");
     editHeader(tar, 0, (h) => h.set(new TextEncoder().encode("ustar  \0"), 257));
     expect(readTar(tar)[0].name).toBe("b.txt");
