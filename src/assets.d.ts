@@ -7,3 +7,7 @@ declare module "*/init.js" {
   const text: string;
   export default text;
 }
+declare module "*.sh" {
+  const text: string;
+  export default text;
+}

@@ -14,6 +14,7 @@ import { zipBundle } from "../../src/core/bundle.ts";
 import { escapeDollars } from "../../src/core/generate/compose.ts";
 import { publicUrl } from "../../src/core/generate/variables.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
+import { parseEnvText } from "../../src/core/parse-env.ts";
 import type { FileMap, GenContext } from "../../src/core/generate/context.ts";
 import { StackgenError } from "../../src/errors.ts";
 import { bundleProblems, composeOf } from "../support/bundle-checks.ts";
@@ -621,6 +622,21 @@ describe("input fields take effect", () => {
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.split("\n").slice(0, 3)).toEqual([`pa$(touch ${pwned})ss'word`, process.env.PATH ?? "", "unset"]);
       expect(existsSync(pwned)).toBe(false);
+      // The values as compose reads them (parseEnvText), quoting, escapes and comments included.
+      const lines = [
+        `REDIS_PASSWORD="it's \\"x\\" \\$y\\\\z"`,
+        "REDIS_PASSWORD=abc # my note",
+        "REDIS_PASSWORD='q w' # note",
+        "REDIS_PASSWORD=plain\r",
+        "export REDIS_PASSWORD=exported",
+        'REDIS_PASSWORD="with # hash"',
+      ];
+      for (const line of lines) {
+        writeFileSync(join(dir, ".env"), `${line}\n`);
+        const read = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; printf '%s' "$REDIS_PASSWORD"`]);
+        expect(read.code, read.stderr).toBe(0);
+        expect(read.stdout, line).toBe(parseEnvText(line.replace(/\r$/, ""))[0]!.value);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
