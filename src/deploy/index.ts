@@ -214,12 +214,22 @@ export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input,
     const addresses = await resolve(host);
     const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
     if (refused || addresses.length === 0) throw usageError(refusedAddress(`${refused?.address ?? "no address"} (${host})`));
-    const { address, family } = addresses[0]!;
-    const pinned = new URL(url);
-    pinned.hostname = family === 6 ? `[${address}]` : address;
     const headers = new Headers(init.headers);
     headers.set("host", url.host);
-    return fetchImpl(pinned.toString(), { ...init, headers });
+    // Each checked address in turn, as fetch would try them (::1 first where the instance listens
+    // on IPv4 only); a timeout is not retried elsewhere.
+    let failure: unknown;
+    for (const { address, family } of addresses) {
+      const pinned = new URL(url);
+      pinned.hostname = family === 6 ? `[${address}]` : address;
+      try {
+        return await fetchImpl(pinned.toString(), { ...init, headers });
+      } catch (e) {
+        if ((e as Error)?.name === "TimeoutError" || (e as Error)?.name === "AbortError") throw e;
+        failure = e;
+      }
+    }
+    throw failure;
   };
 }
 

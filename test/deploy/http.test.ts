@@ -116,6 +116,16 @@ describe("normaliseInstanceUrl", () => {
     await pinnedFetch(record, rebinding)("https://coolify.test/x", { method: "GET" });
     await pinnedFetch(record, rebinding)("http://10.0.0.5:8000/x", { method: "GET" });
     expect(calls.slice(-2).map((c) => c.url)).toEqual(["https://coolify.test/x", "http://10.0.0.5:8000/x"]);
+    // The next checked address when one refuses the connection (::1 first, the instance on IPv4).
+    const tried: string[] = [];
+    const ipv4Only = async (input: string) => {
+      tried.push(input);
+      if (input.includes("[::1]")) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      return new Response("ok");
+    };
+    const both = async () => [{ address: "::1", family: 6 }, { address: "127.0.0.1", family: 4 }];
+    expect(await (await pinnedFetch(ipv4Only, both)("http://coolify.test:8000/x", { method: "GET" })).text()).toBe("ok");
+    expect(tried).toEqual(["http://[::1]:8000/x", "http://127.0.0.1:8000/x"]);
   });
 
   test("knows when the key would cross the network unencrypted (plain http to another machine)", () => {
