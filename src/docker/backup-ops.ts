@@ -321,7 +321,7 @@ export function unpackConfigInto(dir: string, backup: VerifiedBackup): Stack {
  *  named like `targetDir` (compose may name the project after its directory), or undefined when
  *  the copy alone does not make a stack (a COMPOSE_FILE or env_file outside the stack directory,
  *  which only the real one has). An early answer, before anything changes: the restore checks
- *  the real directory again once the files are written (checkWrittenProject). */
+ *  the real directory again once the files are written (in restoreBackup, before any volume). */
 export function backupConfigProject(backup: VerifiedBackup, targetDir: string, workDir: string): string | undefined {
   const copy = join(mkdtempSync(join(workDir, "config-")), basename(targetDir));
   mkdirSync(copy);
@@ -569,7 +569,7 @@ export async function restoreBackup(
   // One listing of the started containers: the services to wait for and the images they run.
   const started = (await runningServices(engine, stack.project)).all;
   const unique = [...started.keys()].sort();
-  say(`Waiting for ${unique.join(", ")} to be healthy`);
+  if (unique.length > 0) say(`Waiting for ${unique.join(", ")} to be healthy`);
   // A restore after which nothing runs did not bring the stack back.
   const problems: ServiceReadiness[] = unique.length === 0
     ? [{ service: stack.project, ok: false, reason: "no service of the restored stack started", final: true }]
