@@ -1,7 +1,7 @@
 // Regenerating into an existing bundle must keep the user's .env values (database passwords are
 // baked into volumes). Pure: takes the old and new file texts, returns the merged text.
 
-import { findClosingQuote, parseEnvText } from "./parse-env.ts";
+import { parseEnvText, quotedLines } from "./parse-env.ts";
 import { envValue } from "./generate/env.ts";
 import type { DerivedSecret } from "./generate/secrets.ts";
 
@@ -44,9 +44,6 @@ interface EnvEntry {
   comments: string[];
 }
 
-/** Whether a raw value opens a quote it does not close on its own line (a multi-line value). */
-const opensQuote = (raw: string) => (raw[0] === '"' || raw[0] === "'") && findClosingQuote(raw.slice(1), raw[0]) < 0;
-
 /** KEY -> its entry, in one pass over a dotenv file. A quoted value may span lines (a key or
  *  certificate); its raw text keeps them. */
 function readEnvFile(text: string): Map<string, EnvEntry> {
@@ -61,17 +58,15 @@ function readEnvFile(text: string): Map<string, EnvEntry> {
     }
     const m = USER_LINE.exec(trimmed);
     if (m) {
-      const parts = [m[2]!];
-      // A quote left open takes the following lines up to the one that closes it (each line
-      // searched on its own, so a long unclosed quote costs its length, not its square).
-      if (opensQuote(parts[0]!)) {
-        const quote = parts[0]![0]!;
-        while (i + 1 < lines.length) {
-          parts.push(lines[++i]!);
-          if (findClosingQuote(parts.at(-1)!, quote) >= 0) break;
-        }
+      let value = m[2]!;
+      // A quote left open takes the following lines up to the one that closes it.
+      const quote = value[0];
+      if (quote === '"' || quote === "'") {
+        const quoted = quotedLines(value.slice(1), quote, lines, i);
+        i = quoted.last;
+        value = quote + quoted.parts.join("\n");
       }
-      out.set(m[1]!, { value: parts.join("\n"), comments: pending });
+      out.set(m[1]!, { value, comments: pending });
     }
     pending = [];
   }

@@ -11,6 +11,22 @@ export function findClosingQuote(text: string, quote: string): number {
   return -1;
 }
 
+/** The lines of a quoted value that opens on line `at` with `first` (what follows its opening
+ *  quote), up to the one holding the closing quote. Each line is searched on its own: searching
+ *  the whole gathered value again per line made a long unclosed quote cost the square of its lines
+ *  (seconds per request for a 300 KB .env). `end` is the closing quote's index in the last part
+ *  (-1: never closed), `last` the index of the last line taken. */
+export function quotedLines(first: string, quote: string, lines: readonly string[], at: number): { parts: string[]; end: number; last: number } {
+  const parts = [first];
+  let end = findClosingQuote(first, quote);
+  let last = at;
+  while (end < 0 && last + 1 < lines.length) {
+    parts.push(lines[++last]!);
+    end = findClosingQuote(parts.at(-1)!, quote);
+  }
+  return { parts, end, last };
+}
+
 export interface EnvVar {
   key: string;
   value: string;
@@ -35,15 +51,9 @@ export function parseEnvText(text: string): EnvVar[] {
     let rest = m[2]!;
     const quote = rest[0];
     if (quote === '"' || quote === "'") {
-      // Gather lines until the closing quote (multi-line values). Each line is searched on its
-      // own: searching the whole gathered value again per line made a long unclosed quote cost
-      // the square of its lines (seconds per request for a 300 KB .env).
-      const parts = [rest.slice(1)];
-      let end = findClosingQuote(parts[0]!, quote);
-      while (end < 0 && i + 1 < lines.length) {
-        parts.push(lines[++i]!);
-        end = findClosingQuote(parts.at(-1)!, quote);
-      }
+      // Multi-line values: the lines up to the closing quote.
+      const { parts, end, last } = quotedLines(rest.slice(1), quote, lines, i);
+      i = last;
       if (end >= 0) parts[parts.length - 1] = parts.at(-1)!.slice(0, end);
       const raw = parts.join("\n");
       rest = quote === '"' ? raw.replace(/\\n/g, "\n").replace(/\\(["\\$])/g, "$1") : raw;
