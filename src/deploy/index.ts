@@ -186,14 +186,21 @@ function canonicalV6(address: string): string {
 const refusedAddress = (address: string) =>
   `The instance URL leads to ${address}, a link-local, unspecified or multicast address where no Coolify or Dokploy runs; use the instance's own address`;
 
+/** A URL's host without the brackets of an IPv6 literal. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
+
+/** Refuses when one of the addresses `host` resolved to is one instanceAddressAllowed refuses. */
+function refuseResolved(host: string, addresses: readonly { address: string }[]): void {
+  const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
+  if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`));
+}
+
 /** Refuses an instance whose name resolves to an address instanceAddressAllowed refuses. A name
  *  that does not resolve is left to the first call, which reports it as unreachable. */
 export async function checkInstanceAddress(baseUrl: string): Promise<void> {
-  const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, "");
+  const host = hostOf(new URL(baseUrl));
   if (isIP(host)) return;
-  const addresses = await lookup(host, { all: true }).catch(() => []);
-  const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
-  if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`));
+  refuseResolved(host, await lookup(host, { all: true }).catch(() => []));
 }
 
 /** A name's addresses (node:dns's lookup with `all`). */
@@ -209,11 +216,11 @@ export type Resolve = (host: string) => Promise<{ address: string; family: numbe
 export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input, init), resolve: Resolve = (host) => lookup(host, { all: true })): FetchLike {
   return async (input, init) => {
     const url = new URL(input);
-    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const host = hostOf(url);
     if (url.protocol !== "http:" || isIP(host)) return fetchImpl(input, init);
     const addresses = await resolve(host);
-    const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
-    if (refused || addresses.length === 0) throw usageError(refusedAddress(`${refused?.address ?? "no address"} (${host})`));
+    refuseResolved(host, addresses);
+    if (addresses.length === 0) throw usageError(refusedAddress(`no address (${host})`));
     const headers = new Headers(init.headers);
     headers.set("host", url.host);
     // Each checked address in turn, as fetch would try them (::1 first where the instance listens
@@ -237,7 +244,7 @@ export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input,
  *  http:// to another machine (Coolify's own dashboard starts at http://<ip>:8000). */
 export function sendsKeyInClear(instanceUrl: string): boolean {
   const url = new URL(instanceUrl);
-  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const host = hostOf(url);
   return url.protocol === "http:" && !(host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "::1");
 }
 
@@ -254,7 +261,7 @@ export function normaliseInstanceUrl(raw: string): string {
     throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);
   }
   if (url.username || url.password) throw usageError("The instance URL must not contain credentials; pass the API key instead");
-  const literal = url.hostname.replace(/^\[|\]$/g, "");
+  const literal = hostOf(url);
   if (isIP(literal) && !instanceAddressAllowed(literal)) throw usageError(refusedAddress(literal));
   const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v1)?$/, "");
   return `${url.origin}${path}`;
