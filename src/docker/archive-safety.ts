@@ -76,10 +76,10 @@ export class MemberChecker {
   constructor(private readonly policy: MemberPolicy) {}
 
   add(entry: MemberName): void {
-    const problem = checkMember(entry, this.policy) ?? this.underSymlink(entry.name) ?? (entry.type === "hardlink" ? this.underSymlink(entry.linkname) : undefined);
     const comps = safeComponents(entry.name);
     const parts = "parts" in comps ? comps.parts : [];
     const path = parts.join("/");
+    const problem = checkMember(entry, this.policy) ?? this.underSymlink(entry.name, parts) ?? (entry.type === "hardlink" ? this.underSymlink(entry.linkname) : undefined);
     if (problem) this.problems.push(problem);
     else if (entry.type === "hardlink") {
       // A hardlink may only point at a member that came before it.
@@ -99,10 +99,10 @@ export class MemberChecker {
     }
   }
 
-  /** Whether a path lies under a symlink seen so far. */
-  private underSymlink(name: string): string | undefined {
+  /** Whether a path (its components, when already split) lies under a symlink seen so far. */
+  private underSymlink(name: string, known?: string[]): string | undefined {
     if (this.symlinks.size === 0) return undefined;
-    const comps = safeComponents(name);
+    const comps = known ? { parts: known } : safeComponents(name);
     if (!("parts" in comps)) return undefined;
     for (let i = 1; i < comps.parts.length; i++) {
       const parent = comps.parts.slice(0, i).join("/");
