@@ -81,9 +81,9 @@ export interface UpdateOptions {
 export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   // Images built here are not pulled by the update, so no registry is asked about them (a plain
   // name would otherwise go to Docker Hub): they stay as they are.
-  const built = new Set(model.services.filter((s) => s.hasBuild).map((s) => s.name));
-  const images = (await currentImages(engine, stack, model)).filter((s) => !built.has(s.service));
-  const result: UpdateResult = { dryRun: true, updated: [], unchanged: [...built].filter((name) => model.services.some((s) => s.name === name && s.image)), restarted: [] };
+  const built = model.services.filter((s) => s.hasBuild && s.image).map((s) => s.name);
+  const images = (await currentImages(engine, stack, model)).filter((s) => !built.includes(s.service));
+  const result: UpdateResult = { dryRun: true, updated: [], unchanged: built, restarted: [] };
   const remote = new Map<string, Promise<string>>();
   for (const s of images) {
     if (!remote.has(s.image)) {
