@@ -2,7 +2,7 @@
 // (native/<id>.sh) and everything else runs in containers that reach them through
 // `extra_hosts: <id>:host-gateway`. install.sh runs it all in order.
 import type { FileMap, GenContext } from "./context.ts";
-import { POSTGRES_INIT_SCRIPT, postgresInit } from "./postgres-init.ts";
+import { POSTGRES_INIT_SCRIPT } from "./postgres-init.ts";
 import { needsPostgresInit } from "./mounts.ts";
 import dotenvLoader from "./dotenv-loader.sh" with { type: "text" };
 
@@ -11,7 +11,8 @@ const HEADER = (ctx: GenContext) => `#!/usr/bin/env bash
 set -euo pipefail
 cd "$(dirname "$0")"`;
 
-export function bareMetalFiles(ctx: GenContext): FileMap {
+/** `rendered`: the bundle's other files, whose PostgreSQL init script the native install runs. */
+export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
   if (ctx.deployment !== "bare-metal") return {};
   const files: FileMap = {};
   const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
@@ -31,7 +32,7 @@ export function bareMetalFiles(ctx: GenContext): FileMap {
         `POSTGRES_USER=postgres runuser -u postgres -- sh -c "$(cat ./${POSTGRES_INIT_SCRIPT})"`,
       );
     }
-    const initScript = withInit ? postgresInit(ctx)[POSTGRES_INIT_SCRIPT] ?? "" : "";
+    const initScript = withInit ? rendered[POSTGRES_INIT_SCRIPT] ?? "" : "";
     const lines = [
       HEADER(ctx).replace('cd "$(dirname "$0")"', 'cd "$(dirname "$0")/.."'),
       `# ${s.name}: native install from Debian packages.`,

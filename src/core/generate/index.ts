@@ -203,9 +203,10 @@ function render(opts: GenOptions, selection: Selection, catalog: Catalog): Rende
     ...postgresInit(ctx),
     ...headscaleFiles(ctx),
     ...skillFiles(ctx),
-    ...bareMetalFiles(ctx),
     ...readmeFile(ctx),
   };
+  // The install scripts read the variables the scripts they run use (the init script among them).
+  Object.assign(files, bareMetalFiles(ctx, files));
   Object.assign(files, configFile(ctx, files));
   // Secrets are alphanumeric or hex, so they go into the template unquoted.
   const envSecrets = ctx.variables.filter((v) => v.secret);
