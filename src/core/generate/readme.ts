@@ -1,6 +1,7 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
 import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, publishedOnLoopback, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
+import { CORE_CONFIG } from "./core-gateway.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
@@ -12,8 +13,8 @@ export function readmeFile(ctx: GenContext): FileMap {
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
   });
   const warnings = ctx.stack.warnings.map((w) => `- **${w.code}**: ${w.message}`);
-  // Apps that give their admin account to the first visitor, or start with a default login.
   const knownLimits = ctx.stack.services.filter((s) => s.knownLimits).map((s) => `- **${s.name}**: ${s.knownLimits}`);
+  // Apps that give their admin account to the first visitor, or start with a default login.
   const firstStart = allServices(ctx).filter((s) => s.firstStart).map((s) => {
     const url = web.has(s.id) && proxied ? ` (${proxiedUrl(ctx, s.id)})` : "";
     return `- **${s.name}**${url}: ${s.firstStart}`;
@@ -71,7 +72,7 @@ above load it, and regenerating never writes it. \`stackgen deploy\` sends \`doc
 ## Skills
 
 The gateway reads the agent skills in \`skills/\` (see \`skills/README.md\`).
-Its own settings are in \`openclaw/openclaw.json\` (mounted read-only): to open its Control UI from another
+Its own settings are in \`${CORE_CONFIG}\` (mounted read-only): to open its Control UI from another
 address than those listed under \`allowedOrigins\`, add that origin there and run \`docker compose restart core\`.
 ${knownLimits.length ? `\n## Known limits\n\nGaps of these catalog entries that stackgen cannot close for you:\n\n${knownLimits.join("\n")}\n` : ""}${warnings.length ? `\n## Warnings\n\n${warnings.join("\n")}\n` : ""}`;
   return { "README.md": text };
