@@ -43,13 +43,14 @@ export default defineCommand({
     // still wins over both when the plan merges it.
     // Only the values of this stack's own variables: an export may be someone else's, and other
     // settings in it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project.
-    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, false);
+    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, { keepExtra: false });
     if (fromExport) files[".env"] = fromExport.text;
     if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
     const dir = resolve(args.dir ?? input.projectName);
-    const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets);
+    const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousEnv(dir));
+    const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
-    const summary = { dir, files: plan.map(({ path, action }) => ({ path, action })), metadata };
+    const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata };
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.
     // Edits to the compose file are the common case, and they have a place that survives every
     // regeneration: the override file, which compose loads on top and no bundle contains.
@@ -61,7 +62,7 @@ export default defineCommand({
       : undefined;
 
     if (args["dry-run"]) {
-      const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}`)].join("\n");
+      const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`)].join("\n");
       if (!refusal) return args.json ? printJson({ ...summary, dryRun: true }) : printText(planText);
       if (!args.json) log.info(planText);
       throw refusal;
@@ -69,6 +70,7 @@ export default defineCommand({
     if (refusal) throw refusal;
     await writePlan(dir, plan);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
+    if (followed.length) log.info(`Changed in .env to follow the new settings (they still held what the previous ones made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
     const changed = plan.filter((f) => f.action !== "unchanged").length;
     printText([
@@ -89,6 +91,18 @@ function withFlagHints<T>(generate: () => T): T {
       log.info("Name the project with --name <name>, or give --dir <folder> to use its name.");
     }
     throw error;
+  }
+}
+
+/** The .env that the input recorded in `dir`'s stackgen.json makes today, if there is one: tells
+ *  the merge which old values only followed the previous settings. A record that no longer
+ *  generates gives nothing, and then every old value stays. */
+function previousEnv(dir: string): string | undefined {
+  try {
+    const { files: _files, generatedBy: _by, ...input } = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as Record<string, unknown>;
+    return generateBundle(input, getCatalog()).files[".env"];
+  } catch {
+    return undefined;
   }
 }
 

@@ -18,7 +18,13 @@ function refuseOutside(realParent: string, realRoot: string, path: string, root:
 }
 
 export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited";
-export interface PlannedFile { path: string; action: FileAction; content: string }
+export interface PlannedFile {
+  path: string;
+  action: FileAction;
+  content: string;
+  /** .env only: settings that followed the previous input and now follow the new one. */
+  updatedValues?: string[];
+}
 
 async function readIfExists(path: string): Promise<string | undefined> {
   try {
@@ -63,8 +69,9 @@ export function insideDir(root: string, rel: string): string {
   return target;
 }
 
-/** Decide what happens to every file; reads the directory, writes nothing. */
-export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = []): Promise<PlannedFile[]> {
+/** Decide what happens to every file; reads the directory, writes nothing. `previousEnv` is the
+ *  .env the bundle's recorded input makes (see mergeEnv). */
+export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], previousEnv?: string): Promise<PlannedFile[]> {
   const root = resolve(dir);
   await checkRoot(root);
   const realRoot = await realExisting(root);
@@ -79,7 +86,10 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     refuseOutside(await realExisting(dirname(target)), realRoot, path, root);
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
-    else if (path === ".env") plan.push({ path, action: "keep-values", content: mergeEnv(existing, content, secrets, derived).text });
+    else if (path === ".env") {
+      const merged = mergeEnv(existing, content, secrets, derived, { previous: previousEnv });
+      plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}) });
+    }
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content });

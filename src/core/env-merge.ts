@@ -17,6 +17,19 @@ export interface EnvMerge {
   filled: string[];
   /** Keys only the old file has (kept at the end unless left out, reported). */
   extra: string[];
+  /** Settings the old file held exactly as the previous input made them, now made differently
+   *  (a domain or proxy added, a port moved): they follow the new input. */
+  updated: string[];
+}
+
+export interface MergeOptions {
+  /** false: variables only the old file has (values from someone else's export) are left out
+   *  and only listed in `extra`. */
+  keepExtra?: boolean;
+  /** The .env the bundle's previous input (its stackgen.json) makes today. A non-secret value the
+   *  old file still holds exactly as that input made it was never the user's choice: it takes the
+   *  new value, so adding a domain moves public URLs off localhost. Anything else stays. */
+  previous?: string;
 }
 
 /** A derived secret (an API key signed with another secret) must match the secret the stack
@@ -82,14 +95,17 @@ export function parseEnvValues(text: string): Map<string, string> {
 const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
 
 /** `secrets` names the generated secret variables: an empty old value of one is replaced by the
- *  new value (a stack must not start with an empty password); every other old value is kept.
- *  Variables the generated file lacks are kept at the end, or with `keepExtra` false (values from
- *  someone else's export) left out and only listed in `extra`. */
-export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], keepExtra = true): EnvMerge {
+ *  new value (a stack must not start with an empty password); every other old value is kept,
+ *  except settings that only followed the previous input (`options.previous`). Variables the
+ *  generated file lacks are kept at the end (see `options.keepExtra`). */
+export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], options: MergeOptions = {}): EnvMerge {
   const old = readEnvFile(existing);
+  const previous = options.previous === undefined ? undefined : readEnvFile(options.previous);
+  const signed = new Set(derived.map((d) => d.name));
   const kept: string[] = [];
   const added: string[] = [];
   const filled: string[] = [];
+  const updated: string[] = [];
   const seen = new Set<string>();
   const lines = generated.split("\n").map((line) => {
     const m = LINE.exec(line);
@@ -104,16 +120,22 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
       filled.push(m[1]);
       return line;
     }
+    // Secrets are random in every render, so never "as the input made them"; skipped anyway.
+    const made = secrets.has(m[1]) || signed.has(m[1]) ? undefined : previous?.get(m[1]);
+    if (made !== undefined && made.value === before.value && m[2] !== before.value) {
+      updated.push(m[1]);
+      return line;
+    }
     kept.push(m[1]);
     return `${m[1]}=${before.value}`;
   });
   signAgain(lines, derived, new Set(kept));
   const extra = [...old.keys()].filter((k) => !seen.has(k));
-  if (extra.length && keepExtra) {
+  if (extra.length && options.keepExtra !== false) {
     // The user's own variables keep the comments written right above them.
     lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
   }
-  return { text: endingInOneNewline(lines.join("\n")), kept, added, filled, extra };
+  return { text: endingInOneNewline(lines.join("\n")), kept, added, filled, extra, updated };
 }
 
 /** `text` with its trailing newlines made one. Not /\n+$/: on a kept value of many newlines the

@@ -291,6 +291,24 @@ describe("generate", () => {
     expect(statSync(join(dir, ".env")).mode & 0o777).toBe(0o600);
   });
 
+  test("adding a domain on regeneration moves public URLs off localhost, except values the user set", async () => {
+    const dir = join(tmp, "g-domain");
+    expectOk(await cli(["generate", "--name", "gd", "--services", "n8n,vaultwarden", "--dir", dir], { env }));
+    const first = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    expect(first.get("N8N_WEBHOOK_URL")).toBe("http://localhost:5678/");
+    // The user points Vaultwarden somewhere of their own.
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8").replace(/^VAULTWARDEN_DOMAIN=.*$/m, "VAULTWARDEN_DOMAIN=https://vault.mine.org"));
+    const again = await cli(["generate", "--from", join(dir, "stackgen.json"), "--proxy", "caddy", "--domain", "example.com", "--dir", dir, "--json"], { env });
+    expectOk(again);
+    const after = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    expect(after.get("N8N_WEBHOOK_URL")).toBe("https://n8n.example.com/");
+    expect(after.get("VAULTWARDEN_DOMAIN")).toBe("https://vault.mine.org");
+    expect(after.get("N8N_DB_PASSWORD")).toBe(first.get("N8N_DB_PASSWORD")!);
+    const envEntry = JSON.parse(again.stdout).files.find((f: { path: string }) => f.path === ".env");
+    expect(envEntry).toEqual({ path: ".env", action: "keep-values", updatedValues: ["N8N_WEBHOOK_URL"] });
+    expect(again.stderr).toContain("N8N_WEBHOOK_URL");
+  });
+
   test("regenerating a bundle from before its API keys signs them with the JWT secret it keeps", async () => {
     const dir = join(tmp, "g-supabase");
     expectOk(await cli(["generate", "--name", "gs", "--services", "supabase", "--dir", dir], { env }));

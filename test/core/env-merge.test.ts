@@ -24,6 +24,24 @@ describe("mergeEnv", () => {
     expect(again.text).toBe(merged.text);
   });
 
+  test("settings the previous input made (and the user never changed) follow the new input; the rest stays", () => {
+    // The previous input rendered today: localhost URLs. The user changed only ADMIN_URL.
+    const previous = ["DB_PASSWORD=other-random-value", "SITE_URL=http://localhost:8080", "ADMIN_URL=http://localhost:9000", "NEW_SETTING=on", ""].join("\n");
+    const old = ["DB_PASSWORD=old-password", "SITE_URL=http://localhost:8080", "ADMIN_URL=https://admin.mine.example", "NEW_SETTING=on", ""].join("\n");
+    const next = ["DB_PASSWORD=new-random-value-0123456789abcdef", "SITE_URL=https://site.example.com", "ADMIN_URL=https://admin.example.com", "NEW_SETTING=on", ""].join("\n");
+    const merged = mergeEnv(old, next, new Set(["DB_PASSWORD"]), [], { previous });
+    const values = parseEnvValues(merged.text);
+    expect(values.get("SITE_URL")).toBe("https://site.example.com");
+    expect(values.get("ADMIN_URL")).toBe("https://admin.mine.example");
+    expect(values.get("DB_PASSWORD")).toBe("old-password");
+    expect(merged.updated).toEqual(["SITE_URL"]);
+    // A secret is never replaced, even when the old one matches the previous render's text.
+    const same = mergeEnv("DB_PASSWORD=x\n", "DB_PASSWORD=y\n", new Set(["DB_PASSWORD"]), [], { previous: "DB_PASSWORD=x\n" });
+    expect(parseEnvValues(same.text).get("DB_PASSWORD")).toBe("x");
+    // Without the previous render every old value stays, as before.
+    expect(parseEnvValues(mergeEnv(old, next).text).get("SITE_URL")).toBe("http://localhost:8080");
+  });
+
   test("a quoted value over several lines (a key, a certificate) is kept whole, and the lines after it too", () => {
     const cert = '"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"';
     const old = [`SITE_URL=${cert}`, `TLS_KEY=${cert}`, "SMTP_PASS=p4ss", ""].join("\n");
