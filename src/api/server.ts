@@ -26,7 +26,13 @@ export function startServers(options: ServeOptions) {
   const hot = hotRoutes(options.catalog ?? getCatalog(), guard.config.maxBodyBytes);
   const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
   // The app never sees the socket: the guard reads the caller's address from the server.
-  const handle = (req: Request, server: Server<unknown>) => guard.handle(req, server, next);
+  const handle = (req: Request, server: Server<unknown>) => {
+    // A deploy streams a line per step, and one step waits on the platform for up to the
+    // deployer's own timeouts: Bun's idle timeout (10 s) would cut the stream of a slow but
+    // working platform while the deploy went on unseen. The deploy's calls bound it instead.
+    if (req.method === "POST" && pathOf(req.url) === "/v1/deploy") server.timeout(req, 0);
+    return guard.handle(req, server, next);
+  };
   const maxRequestBodySize = TRANSPORT_BODY_LIMIT;
   const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });
   let page: ReturnType<typeof startUiPageServer> | undefined;

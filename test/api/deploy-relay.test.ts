@@ -163,6 +163,28 @@ describe("POST /v1/deploy", () => {
     expect(last.result.error).toBe("Coolify API 401: Unauthorized");
   });
 
+  test("a platform slower than the server's idle timeout (10 s) still gets its answer streamed, not a cut connection", async () => {
+    // Answers every call after 12 s (the fake's own listener waits that long).
+    const slow = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      idleTimeout: 60,
+      fetch: async () => {
+        await Bun.sleep(12_000);
+        return Response.json({ message: "Unauthenticated." }, { status: 401 });
+      },
+    });
+    try {
+      const r = await post({ ...body(), url: `http://127.0.0.1:${slow.port}` });
+      expect(r.status).toBe(200);
+      const events = await lines(r);
+      expect(events[0]).toMatchObject({ type: "step", step: "Test connection", status: "running" });
+      expect(events.at(-1).result).toMatchObject({ success: false, failedStep: "Test connection", error: "Coolify API 401: Unauthorized" });
+    } finally {
+      await slow.stop(true);
+    }
+  }, 30_000);
+
   test("only application/json starts a deploy: a web page can post text/plain to a local server without a preflight", async () => {
     const before = fake.calls.length;
     for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]) {
