@@ -437,6 +437,12 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.locator("#svc-redis").check();
     await page.fill("#opt-projectName", "ui-deploy");
     await settled(page);
+    // A primary button keeps its colour under the mouse (its white label on the hover tint of
+    // the plain buttons was unreadable).
+    const previewBackground = () => page.locator("#preview-button").evaluate((el) => getComputedStyle(el).backgroundColor);
+    const idleBackground = await previewBackground();
+    await page.hover("#preview-button");
+    expect(await previewBackground()).toBe(idleBackground);
     // The destination field is Coolify's only.
     await page.selectOption("#deploy-provider", "dokploy");
     expect(await page.locator("#deploy-destination").isVisible()).toBe(false);
@@ -485,6 +491,15 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#deploy-remember").isChecked()).toBe(true);
     await page.uncheck("#deploy-remember");
     expect(await page.evaluate(() => localStorage.getItem("stackgen.deploy"))).toBeNull();
+
+    // The stream ends after a step began (a proxy in between cut it): the page does not claim
+    // the deploy failed, since the server may still be at it, and says what to check.
+    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: '{"type":"step","step":"Test connection","status":"running"}\n' }));
+    await page.click("#deploy-button");
+    const lost = page.locator("#deploy-result [role=alert]");
+    await lost.waitFor();
+    expect(await lost.textContent()).toContain("Lost the connection to the stackgen server during the deployment");
+    expect(await page.locator("#deploy-steps li").evaluateAll((els) => els.map((e) => e.getAttribute("data-status")))).toEqual(["unknown"]);
   }, TEST_TIMEOUT_MS);
 
   test("narrow screen: readable at 390 px", async () => {

@@ -9,8 +9,8 @@ const REMEMBER_KEY = "stackgen.deploy";
 
 interface Remembered { provider: string; url: string; apiKey: string }
 
-const STATUS_TEXT: Record<string, string> = { running: "In progress", ok: "Done", failed: "Failed", skipped: "Skipped" };
-const STATUS_ICON: Record<string, string> = { running: "…", ok: "✓", failed: "✗", skipped: "–" };
+const STATUS_TEXT: Record<string, string> = { running: "In progress", ok: "Done", failed: "Failed", skipped: "Skipped", unknown: "Outcome unknown" };
+const STATUS_ICON: Record<string, string> = { running: "…", ok: "✓", failed: "✗", skipped: "–", unknown: "?" };
 
 export function mountDeploy(store: Store): void {
   const form = byId<HTMLFormElement>("deploy-form");
@@ -87,9 +87,14 @@ export function mountDeploy(store: Store): void {
           showError(result, event.error.message);
         }
       }
-      if (!finished) showError(result, "The connection closed before the deployment reported a result.");
+      if (!finished) throw new Error("the connection closed before the deployment reported a result");
     } catch (e) {
-      showError(result, e instanceof api.ApiError ? e.describe() : (e as Error).message);
+      if (rows.size === 0) showError(result, e instanceof api.ApiError ? e.describe() : (e as Error).message);
+      else {
+        // The server may still be deploying: what happened next is on the platform, not here.
+        for (const [step, row] of rows) if (row.dataset.status === "running") showStep(steps, rows, { type: "step", step, status: "unknown" });
+        showError(result, `Lost the connection to the stackgen server during the deployment (${(e as Error).message}). It may have gone on: check the project on the platform before trying again, and tick "Update" to deploy over it.`);
+      }
     } finally {
       running = false;
       sync();
