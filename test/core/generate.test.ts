@@ -726,3 +726,19 @@ function zipModes(zip: Uint8Array): Map<string, number> {
   }
   return out;
 }
+
+describe("Watchtower", () => {
+  test("watches this stack only, leaves the databases to stackgen update and keeps old images", () => {
+    const { files } = generateBundle({ projectName: "wt", services: ["watchtower", "n8n", "qdrant"] }, getCatalog());
+    const compose = parseYaml(files["docker-compose.yml"]!) as { services: Record<string, { labels: Record<string, string>; environment?: Record<string, string> }> };
+    const scope = "com.centurylinklabs.watchtower.scope";
+    const optOut = "com.centurylinklabs.watchtower.enable";
+    for (const [name, service] of Object.entries(compose.services)) expect([name, service.labels[scope]]).toEqual([name, "wt"]);
+    expect(compose.services.watchtower!.environment).toMatchObject({ WATCHTOWER_SCOPE: "wt", WATCHTOWER_CLEANUP: "false" });
+    expect(compose.services.postgresql!.labels[optOut]).toBe("false");
+    expect(compose.services.qdrant!.labels[optOut]).toBe("false");
+    expect(compose.services.n8n!.labels[optOut]).toBeUndefined();
+    // Without Watchtower no container carries its labels.
+    expect(generateBundle({ projectName: "plain", services: ["n8n"] }, getCatalog()).files["docker-compose.yml"]).not.toContain("watchtower");
+  });
+});

@@ -58,6 +58,18 @@ export const coreImage = (ctx: GenContext) => `\${CORE_IMAGE:-ghcr.io/openclaw/o
 
 export const sidecarName = (s: CatalogService, sc: Sidecar) => `${s.id}-${sc.name}`;
 
+/** With Watchtower in the stack: it updates this stack's containers only (its scope, the project
+ *  name; unscoped it would recreate every container on the host, other stacks included), and
+ *  never the databases, which it would recreate under running clients with no order, health
+ *  wait or way back (`stackgen update` does those). */
+function watchtowerLabels(ctx: GenContext, present: boolean): (s: CatalogService) => Record<string, string> {
+  if (!present) return () => ({});
+  return (s) => ({
+    "com.centurylinklabs.watchtower.scope": ctx.projectName,
+    ...(s.category === "database" || s.category === "vector-db" ? { "com.centurylinklabs.watchtower.enable": "false" } : {}),
+  });
+}
+
 export function buildCompose(ctx: GenContext): Record<string, unknown> {
   const services: Record<string, unknown> = {};
   const volumes = new Set<string>();
@@ -66,6 +78,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
   const byId = new Map(containerServices.map((s) => [s.id, s]));
   const extraHosts = [...ctx.nativeIds].sort().map((id) => `${id}:host-gateway`);
   const traefik = byId.has("traefik");
+  const watched = watchtowerLabels(ctx, byId.has("watchtower"));
   const webById = new Map(webServices(ctx).map((w) => [w.id, w]));
 
   const volumeSpecs = (list: CatalogService["volumes"]) =>
@@ -93,7 +106,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
         // for the same services, or it starts before PostgreSQL has made its user and restarts.
         ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
-        labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name },
+        labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name, ...watched(s) },
         networks: [NETWORK],
       };
     }
@@ -131,7 +144,8 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) =>
       quoted(`${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`));
 
-    const labels: Record<string, string> = { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id };
+    const labels: Record<string, string> = { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, ...watched(s) };
+    if (s.id === "watchtower") environment.WATCHTOWER_SCOPE = ctx.projectName;
     const web = webById.get(s.id);
     if (traefik && web) {
       const router = `${s.id}`;
