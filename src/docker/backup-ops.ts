@@ -105,6 +105,20 @@ function anonymousVolumes(service: string, mounts: NonNullable<ContainerSummary[
 
 const NAME_IT = "name it in docker-compose.override.yml to have it backed up";
 
+/** Running databases among the stack's services (catalog category database or vector-db, their
+ *  own or the service a sidecar belongs to): a copy of their files while they write may be torn. */
+export function liveDatabases(model: ComposeModel, running: string[]): string[] {
+  const catalog = getCatalog();
+  const isDatabase = (id: string | undefined) => {
+    const category = id ? catalog.servicesById.get(id)?.category : undefined;
+    return category === "database" || category === "vector-db";
+  };
+  const sidecarImages = /(postgres|pgvector|mariadb|mysql|mongo|redis|valkey|clickhouse|etcd)/;
+  return model.services
+    .filter((s) => running.includes(s.name) && (isDatabase(s.name) || (!catalog.servicesById.has(s.name) && sidecarImages.test(s.image ?? ""))))
+    .map((s) => s.name);
+}
+
 /** What of the stack directory is not config: a backups folder inside it, or, when the backups go
  *  into the directory itself, the work folder and the archives there. A folder above the stack
  *  holds none of its files, so nothing of the stack is left out for it. */
@@ -143,6 +157,10 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   if (outside.length) say(`Not in the backup, outside ${stack.dir}: ${outside.join("; ")}`);
   if (anonymous.length) say(`Not in the backup: ${anonymous.join("; ")} (${NAME_IT})`);
   const notIncluded = [...outside, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
+  if (opts.hot) {
+    const writing = liveDatabases(model, running);
+    if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; without --hot they are stopped for the copy.`);
+  }
   try {
     mkdirSync(outputDir, { recursive: true });
   } catch (e) {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
-import { outsideTheBackup, unpackConfigInto } from "../../src/docker/backup-ops.ts";
+import { liveDatabases, outsideTheBackup, unpackConfigInto } from "../../src/docker/backup-ops.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { readiness } from "../../src/docker/health.ts";
@@ -495,5 +495,17 @@ describe("what a backup cannot hold", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("hot backups", () => {
+  test("name the running databases whose files are copied while they write", () => {
+    const service = (name: string, image: string) => ({ name, image, dependsOn: [], hasBuild: false, binds: [] });
+    const model = {
+      services: [service("postgresql", "pgvector/pgvector:pg17"), service("qdrant", "qdrant/qdrant:v1"), service("n8n", "n8nio/n8n:1"), service("appflowy-postgres", "pgvector/pgvector:pg16"), service("redis", "redis:8")],
+      volumes: [],
+    };
+    expect(liveDatabases(model, ["postgresql", "qdrant", "n8n", "appflowy-postgres"])).toEqual(["postgresql", "qdrant", "appflowy-postgres"]);
+    expect(liveDatabases(model, ["n8n"])).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ export default defineCommand({
   args: {
     dir: dirArg,
     output: { type: "string", description: "Folder for the archive (default <dir>/backups)" },
-    hot: { type: "boolean", description: "Copy while the services keep running", default: false },
+    hot: { type: "boolean", description: "Copy while the services keep running (a database copied while it writes may not restore cleanly)", default: false },
     json: jsonArg,
   },
   async run({ args }) {
