@@ -27,7 +27,9 @@ export class ApiError extends Error {
     // A detail that only repeats the message (field `body`, or a conflict's text after its code) adds nothing.
     const repeats = (text: string) => this.message.includes(text.replace(/^[A-Z_]+: /, ""));
     const fields = this.details.filter((d) => !repeats(d.message)).map((d) => `${d.field}: ${d.message}`).join("; ");
-    return fields ? `${this.message} (${fields})` : this.message;
+    const text = fields ? `${this.message} (${fields})` : this.message;
+    // The person at this page is often the one who runs the server.
+    return this.code === "RATE_LIMITED" ? `${text} Whoever runs the stackgen server can raise its limits (RATE_LIMIT_STANDARD, RATE_LIMIT_GENERATE) or give you an API key.` : text;
   }
 }
 

@@ -6,7 +6,7 @@ import { clientKey, forwardedClient, forwardedHops } from "../../src/api/guard/c
 import { MemoryStore } from "../../src/api/guard/memory-store.ts";
 import { bucketOf, quotaFor, verdictOf } from "../../src/api/guard/ratelimit.ts";
 import { pathOf, requestIdFrom } from "../../src/api/guard/request-log.ts";
-import { createGuard, guardConfig } from "../../src/api/guard/index.ts";
+import { createGuard, guardConfig, retryText } from "../../src/api/guard/index.ts";
 import { StackgenError } from "../../src/errors.ts";
 
 const configError = (env: Record<string, string>): StackgenError => {
@@ -200,5 +200,12 @@ describe("request lines by level", () => {
         expect(line.ms).toBeLessThan(5000);
       }
     }
+  });
+});
+
+describe("429 message", () => {
+  test("a wait of minutes is said in minutes too", () => {
+    expect(retryText(850)).toBe("850 s (about 14 minutes)");
+    expect(retryText(30)).toBe("30 s");
   });
 });

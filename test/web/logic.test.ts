@@ -176,6 +176,12 @@ describe("import and selection (found by an audit of the page)", () => {
     const v = new ApiError(400, "VALIDATION_ERROR", "Invalid generation input", [{ field: "domain", message: "Expected a DNS name" }]);
     expect(v.describe()).toBe("Invalid generation input (domain: Expected a DNS name)");
   });
+
+  test("over the rate limit, the page says who can lift it", () => {
+    const e = new ApiError(429, "RATE_LIMITED", "Too many requests; try again in 850 s (about 14 minutes).");
+    expect(e.describe()).toStartWith("Too many requests; try again in 850 s (about 14 minutes).");
+    expect(e.describe()).toContain("RATE_LIMIT_STANDARD");
+  });
 });
 
 describe("secrets and files", () => {

@@ -93,7 +93,7 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     return settle(store.hit(quota.counterKey, config.windowMs), (window) => {
       const verdict = verdictOf(window, quota.limit, Date.now());
       Object.assign(headers, verdict.headers);
-      if (!verdict.allowed) return refusal(path, 429, "RATE_LIMITED", `Too many requests; try again in ${verdict.headers["retry-after"]} s.`);
+      if (!verdict.allowed) return refusal(path, 429, "RATE_LIMITED", `Too many requests; try again in ${retryText(Number(verdict.headers["retry-after"]))}.`);
       if (key.kind === "invalid") return refusal(path, 401, "UNAUTHORIZED", "Invalid API key.");
       if (key.kind === "valid") withValidKey.add(request);
       const declared = Number(request.headers.get("content-length") ?? 0);
@@ -155,4 +155,9 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     hasValidKey: (request) => withValidKey.has(request),
     peerOf: (request) => peers.get(request),
   };
+}
+
+/** "850 s (about 14 minutes)": a wait of minutes said in minutes too. */
+export function retryText(seconds: number): string {
+  return seconds >= 120 ? `${seconds} s (about ${Math.round(seconds / 60)} minutes)` : `${seconds} s`;
 }
