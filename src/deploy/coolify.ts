@@ -4,6 +4,7 @@
 import { createJsonClient, DeployError, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, EnvVar, StepContext } from "./types.ts";
 import { variablesToPush, type PlatformEnv } from "./existing-env.ts";
+import { coolifyNameProblem } from "./project-names.ts";
 
 /** Custom compose services over the API arrived in this build. */
 export const COOLIFY_MIN_VERSION = "4.0.0-beta.399";
@@ -43,17 +44,10 @@ interface CoolifyService {
   environment_id?: number;
 }
 
-// Server-side rule (research §2): 3–255 characters from this set.
-const NAME_PATTERN = /^[\p{L}\p{M}\p{N}\s\-_.@/&()#,:+]+$/u;
-
 export const coolify: DeployProvider = {
   name: "coolify",
   label: "Coolify",
-  checkProjectName(name) {
-    if (name.length < 3 || name.length > 255) return `Coolify project names need 3 to 255 characters; "${name}" has ${name.length}`;
-    if (!NAME_PATTERN.test(name)) return `Coolify does not accept the project name "${name}" (letters, digits, spaces and - _ . @ / & ( ) # , : + only)`;
-    return null;
-  },
+  checkProjectName: coolifyNameProblem,
   deploy: deployToCoolify,
 };
 

@@ -4,6 +4,7 @@
 import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
 import { envTextForUpdate } from "./existing-env.ts";
+import { dokployNameProblem } from "./project-names.ts";
 
 /** Environments and `x-api-key` together exist from this release on. */
 export const DOKPLOY_MIN_VERSION = "0.25.0";
@@ -39,9 +40,7 @@ interface DokployCreatedProject extends Partial<DokployProject> {
 export const dokploy: DeployProvider = {
   name: "dokploy",
   label: "Dokploy",
-  checkProjectName(name) {
-    return name === "" ? "The project name is empty" : null;
-  },
+  checkProjectName: dokployNameProblem,
   deploy: deployToDokploy,
 };
 

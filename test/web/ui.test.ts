@@ -448,6 +448,13 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#deploy-destination").isVisible()).toBe(false);
     await page.selectOption("#deploy-provider", "coolify");
     expect(await page.locator("#deploy-destination").isVisible()).toBe(true);
+    // A name Coolify refuses is said before the button is pressed, not after the first call.
+    await page.fill("#opt-projectName", "ab");
+    await settled(page);
+    expect(await page.locator("#deploy-button").isDisabled()).toBe(true);
+    expect(await page.textContent("#deploy-blocked")).toContain("Coolify project names need 3 to 255 characters");
+    await page.fill("#opt-projectName", "ui-deploy");
+    await settled(page);
     await page.fill("#deploy-url", fake.url);
 
     // A wrong key: a clear error, nothing remembered.

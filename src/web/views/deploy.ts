@@ -3,6 +3,7 @@
 import { h, replaceChildren, byId, holdFocus } from "../dom.ts";
 import * as api from "../api.ts";
 import { generateBody } from "../model.ts";
+import { nameProblemFor } from "../../deploy/project-names.ts";
 import type { Store } from "../store.ts";
 
 const REMEMBER_KEY = "stackgen.deploy";
@@ -23,6 +24,7 @@ export function mountDeploy(store: Store): void {
   // Destinations are Coolify's notion: the field shows only for Coolify.
   const showDestination = () => (byId("deploy-destination-field").hidden = provider.value !== "coolify");
   provider.addEventListener("change", showDestination);
+  provider.addEventListener("change", () => sync());
   const submit = byId<HTMLButtonElement>("deploy-button");
   const steps = byId("deploy-steps");
   const result = byId("deploy-result");
@@ -40,7 +42,8 @@ export function mountDeploy(store: Store): void {
     if (!remember.checked) localStorage.removeItem(REMEMBER_KEY);
   });
 
-  const blocker = () => store.outputBlocker("Choose what to deploy first.");
+  // The platform's own rule for project names, said before the button is pressed.
+  const blocker = () => store.outputBlocker("Choose what to deploy first.") ?? nameProblemFor(provider.value, store.form.projectName) ?? undefined;
   const sync = () => {
     const reason = blocker();
     submit.disabled = running || reason !== undefined;
