@@ -4,6 +4,9 @@
 // - bind mounts of bundle files (`./Caddyfile`, `./prometheus/prometheus.yml`): the platform only
 //   receives the compose text, so those files do not exist on its host. When their text is known
 //   they travel inside the compose file as top-level `configs` with inline `content`.
+// - the bundle's own reverse proxy (caddy, traefik): the platform's proxy owns 80/443 and routes
+//   domains to container ports itself, so ours would only idle without its ports, and Traefik
+//   labels of ours would be read by the platform's Traefik, naming a middleware it lacks. Both go.
 // The document API of `yaml` keeps comments and key order for everything left untouched.
 import path from "node:path";
 import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from "yaml";
@@ -23,6 +26,7 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}): Adap
   const changes: string[] = [];
   if (!isMap(services)) return { yaml: composeYaml, changes };
 
+  changes.push(...dropBundleProxy(services, doc));
   const known = normaliseFileKeys(files);
   const configNames = new Map<string, string>(); // file key -> config name, shared across services
   for (const pair of services.items) {
@@ -57,6 +61,74 @@ function parseCompose(text: string): Document {
   const doc = parseDocument(text);
   if (doc.errors.length) throw usageError(`docker-compose.yml is not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
   return doc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bundle's reverse proxy
+
+const BUNDLE_PROXIES = new Set(["caddy", "traefik"]);
+
+/** The string value of `key` in a service's labels (map or `key=value` list form). */
+function labelOf(service: YAMLMap, key: string): string | undefined {
+  const labels = service.get("labels");
+  if (isMap(labels)) {
+    const value = labels.get(key);
+    return value === undefined || value === null ? undefined : String(value);
+  }
+  if (isSeq(labels)) {
+    for (const item of labels.items) {
+      const text = String(isScalar(item) ? item.value : item);
+      if (text.startsWith(`${key}=`)) return text.slice(key.length + 1);
+    }
+  }
+  return undefined;
+}
+
+/** Named volumes a service mounts. */
+function namedVolumesOf(service: YAMLMap): string[] {
+  const volumes = service.get("volumes");
+  if (!isSeq(volumes)) return [];
+  return volumes.items.flatMap((item) => {
+    if (isScalar(item)) {
+      const source = splitOutsideBraces(String(item.value), ":")[0]!;
+      return /^[A-Za-z0-9][\w.-]*$/.test(source) && splitOutsideBraces(String(item.value), ":").length > 1 ? [source] : [];
+    }
+    if (isMap(item) && item.get("type") === "volume" && typeof item.get("source") === "string") return [String(item.get("source"))];
+    return [];
+  });
+}
+
+/** Removes the services stackgen generated as the stack's reverse proxy, what depends on them,
+ *  the Traefik labels it routed by, and volumes only it used. Returns the change lines. */
+function dropBundleProxy(services: YAMLMap, doc: Document): string[] {
+  const proxies = services.items.filter((pair) => {
+    const service = pair.value;
+    return isMap(service) && BUNDLE_PROXIES.has(labelOf(service as YAMLMap, "dev.stackgen.service") ?? "") && labelOf(service as YAMLMap, "dev.stackgen.sidecar") === undefined;
+  });
+  if (proxies.length === 0) return [];
+  const names = proxies.map((pair) => String(isScalar(pair.key) ? pair.key.value : pair.key));
+  const theirVolumes = new Set(proxies.flatMap((pair) => namedVolumesOf(pair.value as YAMLMap)));
+  for (const name of names) services.delete(name);
+  const droppedTraefik = names.some((name) => name === "traefik");
+  const stillUsed = new Set<string>();
+  for (const pair of services.items) {
+    if (!isMap(pair.value)) continue;
+    const service = pair.value as YAMLMap;
+    const dependsOn = service.get("depends_on");
+    for (const name of names) {
+      if (isMap(dependsOn)) dependsOn.delete(name);
+      else if (isSeq(dependsOn)) dependsOn.items = dependsOn.items.filter((item) => String(isScalar(item) ? item.value : item) !== name);
+    }
+    if ((isMap(dependsOn) || isSeq(dependsOn)) && dependsOn.items.length === 0) service.delete("depends_on");
+    const labels = service.get("labels");
+    if (droppedTraefik && isMap(labels)) labels.items = labels.items.filter((l) => !String(isScalar(l.key) ? l.key.value : l.key).startsWith("traefik."));
+    for (const volume of namedVolumesOf(service)) stillUsed.add(volume);
+  }
+  const volumes = doc.get("volumes");
+  if (isMap(volumes)) for (const volume of theirVolumes) if (!stillUsed.has(volume)) volumes.delete(volume);
+  if (isMap(volumes) && volumes.items.length === 0) doc.delete("volumes");
+  return names.map((name) =>
+    `service "${name}" left out: the platform's own proxy routes to the services; give each one you open in a browser a domain there, with its container port`);
 }
 
 // ---------------------------------------------------------------------------------------------

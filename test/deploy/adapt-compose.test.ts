@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
 import { adaptCompose, listBundleMounts } from "../../src/deploy/adapt-compose.ts";
 import { COMPOSE, FILES } from "./fixtures.ts";
+import { generateBundle } from "../../src/core/generate/index.ts";
+import { getCatalog } from "../../src/catalog/index.ts";
 
 describe("adaptCompose", () => {
   test("host ports become expose, in every syntax", () => {
@@ -103,5 +105,40 @@ configs:
 
   test("invalid YAML is a usage error", () => {
     expect(() => adaptCompose("services: [unclosed")).toThrow("not valid YAML");
+  });
+});
+
+describe("the bundle's reverse proxy on a platform", () => {
+  for (const proxy of ["caddy", "traefik"] as const) {
+    test(`${proxy} is left out with what depends on it, its volumes and its labels; the rest stays`, () => {
+      const bundle = generateBundle({ projectName: "paas", services: ["n8n", "grafana"], proxy, domain: "example.com" }, getCatalog());
+      const { yaml, changes } = adaptCompose(bundle.files["docker-compose.yml"]!, bundle.files);
+      const doc = parseYaml(yaml);
+      expect(Object.keys(doc.services).sort()).toEqual(["core", "grafana", "n8n", "postgresql", "prometheus"]);
+      for (const service of Object.values(doc.services) as any[]) {
+        expect(Object.keys(service.depends_on ?? {})).not.toContain(proxy);
+        expect(Object.keys(service.labels ?? {}).filter((l) => l.startsWith("traefik."))).toEqual([]);
+      }
+      expect(Object.keys(doc.volumes).filter((v) => v.startsWith(proxy))).toEqual([]);
+      expect(Object.keys(doc.volumes)).toContain("n8n-data");
+      expect(changes[0]).toStartWith(`service "${proxy}" left out: the platform's own proxy routes to the services`);
+      // The proxy's config file is not carried inline any more.
+      expect(Object.keys(doc.configs ?? {}).some((c) => /^(caddyfile|traefik_)/i.test(c))).toBe(false);
+    });
+  }
+
+  test("a user's own service of that name, or Traefik labels without our Traefik, are theirs and stay", () => {
+    const yaml = `services:
+  caddy:
+    image: caddy:2
+  app:
+    image: app
+    labels: {traefik.enable: "true", traefik.http.routers.app.rule: "Host(\`app.example.com\`)"}
+    depends_on: [caddy]
+`;
+    const doc = parseYaml(adaptCompose(yaml).yaml);
+    expect(Object.keys(doc.services)).toEqual(["caddy", "app"]);
+    expect(doc.services.app.labels["traefik.enable"]).toBe("true");
+    expect(doc.services.app.depends_on).toEqual(["caddy"]);
   });
 });
