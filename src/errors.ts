@@ -25,6 +25,10 @@ export const notFound = (message: string) => new StackgenError("NOT_FOUND", mess
 export const conflictError = (message: string, details?: FieldIssue[]) => new StackgenError("CONFLICT_ERROR", message, 409, details, 1);
 /** A failure of the CLI's environment or an operation (exit 1). */
 export const failure = (code: string, message: string) => new StackgenError(code, message, 500, undefined, 1);
+/** The conventional exit status of a command ended by Ctrl-C. */
+export const INTERRUPTED_EXIT = 130;
+/** An operation stopped at a safe point after Ctrl-C (SIGINT, SIGTERM, SIGHUP), exit 130. */
+export const interruptedError = (message: string) => new StackgenError("INTERRUPTED", message, 500, undefined, INTERRUPTED_EXIT);
 /** Bad flags or input files (exit 2). */
 export const usageError = (message: string) => new StackgenError("USAGE_ERROR", message, 400, undefined, 2);
 

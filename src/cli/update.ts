@@ -2,6 +2,8 @@
 import { defineCommand } from "citty";
 import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
 import { dryRunUpdate, runUpdate, type UpdateResult } from "../docker/update.ts";
+import { INTERRUPTED_EXIT } from "../errors.ts";
+import { withDeferredInterrupts } from "./interrupt.ts";
 import { log, printJson, printText, progress } from "./output.ts";
 
 const short = (digest: string) => (digest.startsWith("sha256:") ? digest.slice(7, 19) : digest || "(none)");
@@ -34,7 +36,14 @@ export default defineCommand({
     const compose = await openCompose(stack);
     const model = await compose.config();
     const options = { timeoutMs: wait, progress, backup: args.backup };
-    const result = args["dry-run"] ? await dryRunUpdate(engine, stack, model, options) : await runUpdate(engine, stack, compose, model, options);
+    let interrupted = false;
+    const result = args["dry-run"]
+      ? await dryRunUpdate(engine, stack, model, options)
+      : await withDeferredInterrupts("the update", async (signal) => {
+          const r = await runUpdate(engine, stack, compose, model, { ...options, signal });
+          interrupted = signal.aborted;
+          return r;
+        });
     if (args.json) printJson(result);
     else printText(renderUpdate(result));
     if (result.rolledBack) {
@@ -43,7 +52,7 @@ export default defineCommand({
         `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.` +
           (result.backup ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the state before the update.` : ""),
       );
-      process.exitCode = 1;
+      process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {
       log.error(`Could not ask the registry about ${result.failed.map((f) => f.image).join(", ")}.`);
       process.exitCode = 1;

@@ -1,7 +1,7 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
 import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { failure, StackgenError, usageError } from "../errors.ts";
+import { failure, interruptedError, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { getCatalog } from "../catalog/index.ts";
 import {
@@ -34,6 +34,8 @@ export interface CreateOptions {
    *  restore's safety backup: every volume the restore is about to replace). */
   alsoVolumes?: { name: string; key: string }[];
   progress?: (message: string) => void;
+  /** Aborted on Ctrl-C: the copy stops, the services it stopped start again, its files go. */
+  signal?: AbortSignal;
 }
 
 export interface CreateResult {
@@ -188,13 +190,14 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     }
     try {
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
-      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work);
+      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal);
     } finally {
       if (stop) {
         say(`Starting ${running.join(", ")} again`);
         await compose.start(running);
       }
     }
+    opts.signal?.throwIfAborted();
     const files = configPaths.map((path) => {
       const abs = join(stack.dir, path);
       return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
@@ -427,6 +430,9 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
 export interface RestoreOptions {
   timeoutMs: number;
   progress?: (message: string) => void;
+  /** Aborted on Ctrl-C: before the first volume is replaced the stack runs again as it was;
+   *  after, the safety backup is put back, as for a failed restore. */
+  signal?: AbortSignal;
 }
 
 export interface RestoreResult {
@@ -496,7 +502,8 @@ export async function restoreBackup(
     // Every volume the restore replaces is in it, also one the compose files no longer name (an
     // orphan still holding data): otherwise the restore would destroy what nothing else holds.
     const replaced = backup.volumes.map(({ name, key }) => ({ name, key }));
-    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", alsoVolumes: replaced, progress: say });
+    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", alsoVolumes: replaced, progress: say, signal: opts.signal });
+    opts.signal?.throwIfAborted();
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.
     if (running.length > 0) {
@@ -504,6 +511,7 @@ export async function restoreBackup(
       await compose.start(running);
     }
     const restarted = running.length > 0 ? ` (started again: ${running.join(", ")})` : "";
+    if (opts.signal?.aborted) throw interruptedError(`Interrupted before anything was restored${restarted}.`);
     throw failure("RESTORE_FAILED", `The safety backup of the current state failed, so nothing was restored${restarted}. ${(e as Error).message}`);
   }
   const images = [...all.values(), ...backup.manifest.services.map((s) => s.image ?? ""), ...model.services.map((s) => s.image ?? "")].filter(Boolean);
@@ -538,7 +546,8 @@ export async function restoreBackup(
       });
     }
     say("Writing volume contents");
-    await writeVolumes(engine, volumeTars, images);
+    // Putting the safety backup back runs to the end, interrupted or not.
+    await writeVolumes(engine, volumeTars, images, rollingBack ? undefined : opts.signal);
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = new Compose(compose.cli, loadStack(stack.dir));
     if (only === undefined) {
@@ -552,8 +561,10 @@ export async function restoreBackup(
       }
     }
   };
+  let rollingBack = false;
   /** After a failed restore, the state the safety backup holds goes back in place and starts. */
   const putBack = async (what: string): Promise<StackgenError> => {
+    rollingBack = true;
     say(`${what}; putting the state before the restore back from ${safety.file}`);
     const unpacked = mkdtempSync(join(dirname(safety.file), ".rollback-"));
     try {
@@ -581,7 +592,8 @@ export async function restoreBackup(
   try {
     await putInPlace(backup, tars);
   } catch (e) {
-    throw await putBack(`The restore failed (${(e as Error).message})`);
+    const error = await putBack(`The restore failed (${(e as Error).message})`);
+    throw opts.signal?.aborted ? interruptedError(error.message) : error;
   }
 
   // One listing of the started containers: the services to wait for and the images they run.

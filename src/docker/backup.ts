@@ -87,12 +87,13 @@ async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uin
 }
 
 /** Write every chunk of `source` to a new file `path` (owner-only), hashing on the way. */
-async function streamToFile(source: ReadableStream<Uint8Array>, path: string): Promise<{ size: number; sha256: string }> {
+async function streamToFile(source: ReadableStream<Uint8Array>, path: string, signal?: AbortSignal): Promise<{ size: number; sha256: string }> {
   const fd = openSync(path, "wx", 0o600);
   const hasher = new Bun.CryptoHasher("sha256");
   let size = 0;
   try {
     for await (const chunk of chunksOf(source)) {
+      signal?.throwIfAborted();
       writeAll(fd, chunk);
       hasher.update(chunk);
       size += chunk.length;
@@ -108,7 +109,7 @@ function writeAll(fd: number, chunk: Uint8Array): void {
 }
 
 /** Copy named volumes into `workDir` (one tar each) through a helper container that is created but never started. */
-export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string): Promise<VolumeFile[]> {
+export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string, signal?: AbortSignal): Promise<VolumeFile[]> {
   if (volumes.length === 0) return [];
   const image = await helperImage(engine, preferredImages);
   const helper = await engine.createVolumeHelper(
@@ -118,8 +119,9 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
   try {
     const out: VolumeFile[] = [];
     for (const [i, v] of volumes.entries()) {
+      signal?.throwIfAborted();
       const path = join(workDir, `volume-${i}.tar`);
-      out.push({ ...v, path, ...(await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path)) });
+      out.push({ ...v, path, ...(await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path, signal)) });
     }
     return out;
   } finally {
@@ -128,7 +130,7 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
 }
 
 /** Replace volume contents: the caller recreated the volumes empty; each tar streams from its work file into its mount. */
-export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[]): Promise<void> {
+export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[], signal?: AbortSignal): Promise<void> {
   if (volumes.length === 0) return;
   const image = await helperImage(engine, preferredImages);
   const helper = await engine.createVolumeHelper(
@@ -136,7 +138,10 @@ export async function writeVolumes(engine: Engine, volumes: { name: string; path
     volumes.map((v) => v.name),
   );
   try {
-    for (const v of volumes) await engine.putArchive(helper, HELPER_ROOT, Bun.file(v.path));
+    for (const v of volumes) {
+      signal?.throwIfAborted();
+      await engine.putArchive(helper, HELPER_ROOT, Bun.file(v.path));
+    }
   } finally {
     await engine.removeContainer(helper);
   }

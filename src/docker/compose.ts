@@ -61,6 +61,9 @@ export class Compose {
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
+      // Its own process group: Ctrl-C in the terminal reaches stackgen only, which decides when
+      // to stop (see cli/interrupt.ts), instead of killing a `compose up` halfway.
+      detached: true,
     });
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     if (opts.echo && stderr.trim()) process.stderr.write(stderr.endsWith("\n") ? stderr : stderr + "\n");

@@ -74,6 +74,8 @@ export async function waitReady(
   services: string[],
   timeoutMs: number,
   onProgress?: (pending: ServiceReadiness[]) => void,
+  /** Aborted (Ctrl-C): the wait ends with every pending service failed as "interrupted". */
+  signal?: AbortSignal,
 ): Promise<ServiceReadiness[]> {
   const deadline = Date.now() + timeoutMs;
   // Long enough to catch a process that dies on start-up, short of the whole timeout.
@@ -86,6 +88,7 @@ export async function waitReady(
     const pending = results.filter((r) => !r.ok);
     if (pending.length === 0) return [];
     if (Date.now() >= deadline) return pending.map((r) => ({ ...r, reason: `not ready after ${Math.round(timeoutMs / 1000)}s (${r.reason})` }));
+    if (signal?.aborted) return pending.map((r) => ({ ...r, final: true, reason: "interrupted while waiting for it" }));
     if (onProgress && Date.now() - lastReport > 5000) {
       onProgress(pending);
       lastReport = Date.now();

@@ -1,6 +1,6 @@
 // `stackgen update`: pull every image first, then stop and start layer by layer in dependency
 // order, waiting for health; on failure put the previous images back and start them again.
-import { failure } from "../errors.ts";
+import { failure, interruptedError } from "../errors.ts";
 import { createBackup } from "./backup-ops.ts";
 import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
 import type { Engine, ImageInspect } from "./engine.ts";
@@ -76,6 +76,9 @@ export interface UpdateOptions {
   /** Back up volumes and config once the stack is stopped and before the new images start: a
    *  rollback puts the old images back, but a new version may already have migrated the data. */
   backup?: boolean;
+  /** Aborted on Ctrl-C: before anything stopped the update just ends (tags put back); once the
+   *  stack is stopped it rolls back to the previous images, as after a failed start. */
+  signal?: AbortSignal;
 }
 
 export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
@@ -119,15 +122,16 @@ async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
   }
 }
 
-/** Start services layer by layer; returns a failure reason or undefined. */
-async function startInOrder(engine: Engine, stack: Stack, compose: Compose, layers: string[][], opts: UpdateOptions): Promise<string | undefined> {
+/** Start services layer by layer; returns a failure reason or undefined. With `signal` (the
+ *  forward start only: a rollback runs to the end) an abort ends it as "interrupted". */
+async function startInOrder(engine: Engine, stack: Stack, compose: Compose, layers: string[][], opts: UpdateOptions, signal?: AbortSignal): Promise<string | undefined> {
   for (const [i, layer] of layers.entries()) {
+    if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
     const up = await compose.run(["up", "--detach", "--no-deps", ...layer]);
     if (up.code !== 0) return `starting ${layer.join(", ")} failed: ${lastLine(up.stderr)}`;
-    const failedServices = await waitReady(engine, stack.project, layer, opts.timeoutMs, (p) =>
-      opts.progress(`Waiting for ${p.map((x) => `${x.service} (${x.reason})`).join(", ")}`),
-    );
+    const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
+    const failedServices = await waitReady(engine, stack.project, layer, opts.timeoutMs, report, signal);
     if (failedServices.length > 0) return failedServices.map((f) => `${f.service} ${f.reason}`).join("; ");
   }
   return undefined;
@@ -148,12 +152,17 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     const pulled = new Set<string>();
     const pullErrors: string[] = [];
     for (const svc of model.services) {
+      if (opts.signal?.aborted) break;
       if (!svc.image || svc.hasBuild || pulled.has(svc.image)) continue;
       pulled.add(svc.image);
       opts.progress(`Pulling ${svc.image}`);
       const res = await compose.pull(svc.name);
       if (res.code !== 0) pullErrors.push(`${svc.image}: ${lastLine(res.stderr) || `exit ${res.code}`}`);
       else opts.progress(`Pulled ${svc.image}`);
+    }
+    if (opts.signal?.aborted) {
+      await retag(engine, before);
+      throw interruptedError("Interrupted while pulling: nothing was stopped and the images were left as they were.");
     }
     if (pullErrors.length > 0) {
       // The pulls that worked moved their tags; put them back, or a later `docker compose up`
@@ -185,12 +194,13 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     await compose.stop();
     if (opts.backup) {
       try {
-        result.backup = (await createBackup(stack, engine, compose, model, { hot: false, stopServices: false, kind: "pre-update", progress: opts.progress })).file;
+        result.backup = (await createBackup(stack, engine, compose, model, { hot: false, stopServices: false, kind: "pre-update", progress: opts.progress, signal: opts.signal })).file;
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");
         await retag(engine, changed);
         const again = await startInOrder(engine, stack, compose, layers, opts);
+        if (opts.signal?.aborted) throw interruptedError(`Interrupted before the new images started; the stack was started again on its previous images${again ? `, but is not healthy: ${again}` : ""}.`);
         throw failure(
           "BACKUP_FAILED",
           `The pre-update backup failed (${(e as Error).message}), so nothing was updated; the stack was started again on its previous images${again ? `, but is not healthy: ${again}` : ""}.`,
@@ -198,7 +208,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       }
     }
     const order = layers.flat();
-    const problem = await startInOrder(engine, stack, compose, layers, opts);
+    const problem = await startInOrder(engine, stack, compose, layers, opts, opts.signal);
     result.restarted = order;
     if (!problem) return result;
 

@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { createBackup, type CreateResult } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
+import { withDeferredInterrupts } from "../interrupt.ts";
 import { printJson, printText, progress } from "../output.ts";
 
 export function renderCreated(r: CreateResult): string {
@@ -24,7 +25,7 @@ export default defineCommand({
     const { stack, engine } = await openStack(args.dir);
     const compose = await openCompose(stack);
     const model = await compose.config();
-    const result = await createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress });
+    const result = await withDeferredInterrupts("the backup", (signal) => createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress, signal }));
     if (args.json) printJson(result);
     else printText(renderCreated(result));
   },

@@ -6,6 +6,7 @@ import { backupConfigProject, checkBackupFile, checkBackupProject, checkRestoreT
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
+import { withDeferredInterrupts } from "../interrupt.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 
 function rmEmptyDir(dir: string): void {
@@ -64,7 +65,8 @@ export default defineCommand({
       }
       const compose = await openCompose(stack);
       const model = current ?? (await compose.config());
-      result = await restoreBackup(stack, engine, compose, model, file, backup, { timeoutMs: wait, progress });
+      const target = stack;
+      result = await withDeferredInterrupts("the restore", (signal) => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal }));
       if (args.json) printJson(result);
       else {
         printText(

@@ -1,0 +1,115 @@
+// Ctrl-C during backup create, restore and update, against a real engine: the signal goes to the
+// whole process group, as a terminal sends it, and the stack is left as it was, never stopped.
+import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { BUN, MAIN, cli, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+
+const e2e = await dockerTest();
+
+interface Interrupted {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI in its own process group and sends SIGINT to the group once stderr shows `when`. */
+async function interruptWhen(args: string[], when: string): Promise<Interrupted> {
+  const proc = Bun.spawn([BUN, MAIN, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", detached: true, env: { ...process.env, NO_COLOR: "1" } });
+  let stderr = "";
+  let sent = false;
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    const reader = proc.stderr.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += decoder.decode(value, { stream: true });
+      if (!sent && stderr.includes(when)) {
+        sent = true;
+        process.kill(-proc.pid, "SIGINT");
+      }
+    }
+  })();
+  const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited, reading]);
+  if (!sent) throw new Error(`never saw "${when}" in: ${stderr}`);
+  return { code, stdout, stderr };
+}
+
+describe("Ctrl-C", () => {
+  const stack = TestStack.unique("int");
+  const appRef = stack.ref("app");
+  const backupsDir = join(stack.dir, "backups");
+  const leftovers = () => (existsSync(backupsDir) ? readdirSync(backupsDir).filter((f) => f.startsWith(".") || f.endsWith(".partial")) : []);
+  const running = async () => (await stack.container("app")).State.Running as boolean;
+  const marker = async () => (await stack.exec("app", "cat", "/more/marker")).trim();
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(appRef, ["RUN echo v1 > /version"]);
+    // No health check: the update waits the settle time for it, long enough to be interrupted.
+    stack.write(
+      "docker-compose.yml",
+      `name: ${stack.project}
+services:
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["data:/data", "more:/more"]
+volumes:
+  data: {}
+  more: {}
+`,
+    );
+    await stack.up();
+    // Enough data that copying it takes a while; the marker tells states apart.
+    await stack.exec("app", "sh", "-c", "dd if=/dev/zero of=/data/big bs=1M count=256 2>/dev/null && echo before > /more/marker");
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "during backup create: exit 130, the services run again and no partial archive or work folder is left",
+    async () => {
+      const r = await interruptWhen(["backup", "create", "--dir", stack.dir], "Copying");
+      expect(r.code).toBe(130);
+      expect(r.stderr).toContain("SIGINT: stopping the backup at the next safe point");
+      expect(await running()).toBe(true);
+      expect(existsSync(backupsDir) ? readdirSync(backupsDir).filter((f) => f.endsWith(".tar.gz")) : []).toEqual([]);
+      expect(leftovers()).toEqual([]);
+    },
+    120_000,
+  );
+
+  e2e(
+    "during restore, while volumes are written: the state before the restore is put back and runs",
+    async () => {
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code).toBe(0);
+      const file = JSON.parse(made.stdout).file as string;
+      await stack.exec("app", "sh", "-c", "echo after > /more/marker");
+      const r = await interruptWhen(["backup", "restore", file, "--dir", stack.dir, "--yes"], "Writing volume contents");
+      expect(r.code).toBe(130);
+      expect(r.stderr).toContain("put back as it was before the restore");
+      expect(await running()).toBe(true);
+      expect(await marker()).toBe("after");
+      expect(leftovers()).toEqual([]);
+    },
+    180_000,
+  );
+
+  e2e(
+    "during update, while the new image starts: it rolls back to the previous image",
+    async () => {
+      const { oldId } = await stack.pushNewVersion(appRef, ["RUN echo v2 > /version"]);
+      const r = await interruptWhen(["update", "--dir", stack.dir, "--json"], "Starting layer 1/1");
+      expect(r.code).toBe(130);
+      const out = JSON.parse(r.stdout);
+      expect(out.rolledBack).toMatchObject({ services: ["app"], reason: expect.stringContaining("interrupted"), recovered: true });
+      expect((await stack.container("app")).Image).toBe(oldId);
+      expect(await running()).toBe(true);
+      expect((await stack.exec("app", "cat", "/version")).trim()).toBe("v1");
+    },
+    180_000,
+  );
+});
