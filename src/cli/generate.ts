@@ -61,7 +61,11 @@ export default defineCommand({
       ? failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. ${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them.${overrideHint}`)
       : undefined;
 
+    // Read before the new stackgen.json replaces the old one.
+    const removed = removedServices(dir, files["stackgen.json"]!);
+    const sayLeftBehind = () => removed.length && log.warn(leftBehind(removed, plan, input.projectName));
     if (args["dry-run"]) {
+      sayLeftBehind();
       const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`)].join("\n");
       if (!refusal) return args.json ? printJson({ ...summary, dryRun: true }) : printText(planText);
       if (!args.json) log.info(planText);
@@ -70,11 +74,13 @@ export default defineCommand({
     if (refusal) throw refusal;
     await writePlan(dir, plan);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
+    sayLeftBehind();
     if (followed.length) log.info(`Changed in .env to follow the new settings (they still held what the previous ones made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
-    const changed = plan.filter((f) => f.action !== "unchanged").length;
+    const changed = plan.filter((f) => f.action !== "unchanged" && f.action !== "remove" && f.action !== "keep-edited").length;
+    const gone = plan.filter((f) => f.action === "remove").length;
     printText([
-      `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written).`,
+      `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       ...(plan.some((f) => f.action === "keep-values") ? [yellow("Kept the existing .env values.")] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : "docker compose up -d"}`,
@@ -104,6 +110,34 @@ function previousEnv(dir: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Services the bundle in `dir` ran (its stackgen.json) that the new one leaves out. */
+function removedServices(dir: string, newConfig: string): string[] {
+  try {
+    const before = (JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as { services?: unknown }).services;
+    const after = new Set((JSON.parse(newConfig) as { services: string[] }).services);
+    return Array.isArray(before) ? before.filter((id): id is string => typeof id === "string" && !after.has(id)) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** What a service taken out of the stack leaves behind, said once: its containers run on, and
+ *  its volumes keep their data, which backups no longer copy. */
+function leftBehind(removed: string[], plan: { path: string; action: string }[], project: string): string {
+  const catalog = getCatalog();
+  const volumes = removed.flatMap((id) => {
+    const service = catalog.servicesById.get(id);
+    return service ? [...service.volumes, ...(service.sidecars ?? []).flatMap((sc) => sc.volumes ?? [])].map((v) => v.source).filter((s) => !s.startsWith("/")).map((s) => `${project}_${s}`) : [];
+  });
+  const kept = plan.filter((f) => f.action === "keep-edited").map((f) => f.path);
+  return [
+    `No longer in the stack: ${removed.join(", ")}.`,
+    "Their containers keep running until `docker compose up -d --remove-orphans`.",
+    volumes.length ? `Their volumes (${[...new Set(volumes)].join(", ")}) keep their data, but stackgen backup no longer copies them; remove them with docker volume rm once you no longer need it.` : "",
+    kept.length ? `Files of theirs you edited were left in place: ${kept.join(", ")}.` : "",
+  ].filter(Boolean).join(" ");
 }
 
 /** The project name an existing bundle in `dir` records in its stackgen.json, if any. */

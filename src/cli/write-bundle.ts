@@ -1,6 +1,6 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
-import { chmod, lstat, mkdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readFile, realpath, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
@@ -17,7 +17,10 @@ function refuseOutside(realParent: string, realRoot: string, path: string, root:
   }
 }
 
-export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited";
+/** `remove`: a file the previous generation wrote (unchanged since) that this one does not make,
+ *  such as the skill of a service no longer in the stack (the agent would still read it);
+ *  `keep-edited`: the same, but edited since, so left alone. */
+export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited" | "remove" | "keep-edited";
 export interface PlannedFile {
   path: string;
   action: FileAction;
@@ -94,6 +97,13 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content });
   }
+  for (const [path, hash] of Object.entries(recorded)) {
+    if (path in files || typeof hash !== "string") continue;
+    const target = insideDir(root, path);
+    refuseOutside(await realExisting(dirname(target)), realRoot, path, root);
+    const existing = await readIfExists(target);
+    if (existing !== undefined) plan.push({ path, action: sha256(existing) === hash ? "remove" : "keep-edited", content: existing });
+  }
   return plan;
 }
 
@@ -103,13 +113,30 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
   for (const f of plan) {
-    if (f.action === "unchanged" || f.action === "skip-edited") continue;
+    if (f.action === "unchanged" || f.action === "skip-edited" || f.action === "keep-edited") continue;
     const target = insideDir(root, f.path);
+    if (f.action === "remove") {
+      refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
+      await unlink(target);
+      await removeEmptyParents(root, dirname(target));
+      continue;
+    }
     await mkdir(dirname(target), { recursive: true });
     // A directory on the way may be a symlink planted to redirect the write.
     refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
     const mode = fileMode(f.path);
     await writeFile(target, f.content, { mode });
     await chmod(target, mode);
+  }
+}
+
+/** Folders left empty by a removed file (`skills/n8n/`) go too, up to the bundle's root. */
+async function removeEmptyParents(root: string, dir: string): Promise<void> {
+  for (let d = dir; d !== root && isWithin(root, d); d = dirname(d)) {
+    try {
+      await rmdir(d);
+    } catch {
+      return; // not empty, or gone
+    }
   }
 }

@@ -309,6 +309,26 @@ describe("generate", () => {
     expect(again.stderr).toContain("N8N_WEBHOOK_URL");
   });
 
+  test("a service taken out on regeneration: its unedited files go, edited ones stay, and what it leaves behind is said", async () => {
+    const dir = join(tmp, "g-removed");
+    expectOk(await cli(["generate", "--name", "gr", "--services", "n8n,grafana", "--dir", dir], { env }));
+    writeFileSync(join(dir, "skills", "grafana", "SKILL.md"), readFileSync(join(dir, "skills", "grafana", "SKILL.md"), "utf8") + "\nmy notes\n");
+    const again = await cli(["generate", "--services", "redis", "--dir", dir, "--json"], { env });
+    expectOk(again);
+    const actions = Object.fromEntries(JSON.parse(again.stdout).files.map((f: { path: string; action: string }) => [f.path, f.action]));
+    expect(actions["skills/n8n/SKILL.md"]).toBe("remove");
+    expect(actions["postgres/init/10-databases.sh"]).toBe("remove");
+    expect(actions["skills/grafana/SKILL.md"]).toBe("keep-edited");
+    expect(existsSync(join(dir, "skills", "n8n"))).toBe(false);
+    expect(existsSync(join(dir, "postgres"))).toBe(false);
+    expect(readFileSync(join(dir, "skills", "grafana", "SKILL.md"), "utf8")).toContain("my notes");
+    expect(existsSync(join(dir, "skills", "redis", "SKILL.md"))).toBe(true);
+    expect(again.stderr).toContain("No longer in the stack: postgresql, n8n, prometheus, grafana.");
+    expect(again.stderr).toContain("gr_n8n-data");
+    // The secrets of the data those volumes still hold stay in .env.
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
+  });
+
   test("regenerating a bundle from before its API keys signs them with the JWT secret it keeps", async () => {
     const dir = join(tmp, "g-supabase");
     expectOk(await cli(["generate", "--name", "gs", "--services", "supabase", "--dir", dir], { env }));
