@@ -263,8 +263,11 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const page = await openPage();
     await page.locator("#svc-n8n").check();
     await page.fill("#opt-projectName", "ui-preview");
-    await page.selectOption("#opt-proxy", "caddy");
+    // A domain without a proxy does nothing in the bundle: the hint says so until one is chosen.
     await page.fill("#opt-domain", "example.test");
+    expect(await page.textContent("#opt-domain-hint")).toContain("A domain needs a reverse proxy");
+    await page.selectOption("#opt-proxy", "caddy");
+    expect(await page.textContent("#opt-domain-hint")).toBe("Services get <service>.<domain>.");
     await settled(page);
     // Pressed from the keyboard: the button is disabled while it works, and focus comes back to it.
     await page.focus("#preview-button");

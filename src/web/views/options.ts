@@ -38,6 +38,12 @@ export function mountOptions(store: Store): void {
       hint.hidden = !message;
       input(name).setAttribute("aria-invalid", String(Boolean(message)));
     }
+    // The bundle routes <service>.<domain> through its proxy: without one a domain does nothing.
+    const domainHint = byId("opt-domain-hint");
+    domainHint.textContent = form.domain && !form.proxy
+      ? "A domain needs a reverse proxy: choose Caddy or Traefik above, or it has no effect."
+      : "Services get <service>.<domain>.";
+    domainHint.classList.toggle("warn-text", Boolean(form.domain && !form.proxy));
     byId("secrets-note").textContent = form.generateSecrets
       ? "Random secrets are written to .env."
       : "Secrets are left empty in .env; the stack refuses to start until you fill them in.";
