@@ -75,8 +75,11 @@ export const generateComplete = async (body: object): Promise<CompleteDocument> 
   (await request("/v1/generate?format=complete", jsonPost(body))).json();
 
 /** Starts a deployment and yields each NDJSON event as it arrives. */
-export async function* deploy(body: object): AsyncGenerator<DeployEvent> {
-  const res = await request("/v1/deploy", jsonPost(body));
+export async function* deploy(body: object, serverKey?: string): AsyncGenerator<DeployEvent> {
+  const init = jsonPost(body);
+  // The stackgen server's own key (X-API-Key): how a page opened from another machine may deploy.
+  if (serverKey) init.headers = { ...(init.headers as Record<string, string>), "x-api-key": serverKey };
+  const res = await request("/v1/deploy", init);
   if (!res.body) throw new ApiError(res.status, "HTTP_ERROR", "The server sent no progress stream.");
   yield* readNdjson(res.body);
 }

@@ -292,3 +292,10 @@ export function whatItAdds(ids: readonly string[], current: ReadonlySet<string>,
   const memoryMB = added.reduce((sum, id) => sum + (byId.get(id)?.estimatedMemoryMB ?? 0), 0);
   return { added, memoryMB };
 }
+
+/** Whether the page's host name is this machine's loopback (as the server judges a deploy's
+ *  caller): localhost, 127.0.0.0/8 or ::1. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host) || host === "::1";
+}

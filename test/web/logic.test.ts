@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import {
   applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, inputOfLink, isDomain,
-  linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds, bundleOfDocument, matchesPreset, selectionClosure,
+  linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds, bundleOfDocument, matchesPreset, selectionClosure, isLoopbackHost,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
@@ -175,6 +175,11 @@ describe("import and selection (found by an audit of the page)", () => {
     expect(e.describe()).toBe("Incompatible selection: Redis and Valkey cannot run in the same stack.");
     const v = new ApiError(400, "VALIDATION_ERROR", "Invalid generation input", [{ field: "domain", message: "Expected a DNS name" }]);
     expect(v.describe()).toBe("Invalid generation input (domain: Expected a DNS name)");
+  });
+
+  test("a page opened on the server's own machine is told apart from one opened elsewhere", () => {
+    for (const host of ["localhost", "127.0.0.1", "127.1.2.3", "[::1]", "app.localhost"]) expect([host, isLoopbackHost(host)]).toEqual([host, true]);
+    for (const host of ["192.168.1.5", "stack.example.com", "[fe80::1]", "127.0.0.1.nip.io", "localhost.example.com"]) expect([host, isLoopbackHost(host)]).toEqual([host, false]);
   });
 
   test("over the rate limit, the page says who can lift it", () => {

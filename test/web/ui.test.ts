@@ -469,6 +469,17 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await failure.textContent()).toContain("401");
     expect(await page.locator("#deploy-steps li[data-status=failed]").count()).toBe(1);
 
+    // The stackgen server's own key goes along as X-API-Key (this server knows none: refused).
+    await page.fill("#deploy-server-key", "not-a-server-key");
+    const withKey = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
+    await page.click("#deploy-button");
+    expect((await withKey).headers()["x-api-key"]).toBe("not-a-server-key");
+    await page.waitForSelector("#deploy-button:enabled");
+    expect(await page.locator("#deploy-result [role=alert]").textContent()).toContain("Invalid API key.");
+    await page.fill("#deploy-server-key", "");
+    // Opened on the server's machine, the hint stays a plain note.
+    expect(await page.locator("#server-key-hint").getAttribute("class")).not.toContain("warn-text");
+
     // Previewed first: the deploy carries the previewed .env, so the platform gets the secrets
     // the user has seen (and may have downloaded), not a second set.
     await page.click("#preview-button");
@@ -510,6 +521,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await lost.waitFor();
     expect(await lost.textContent()).toContain("Lost the connection to the stackgen server during the deployment");
     expect(await page.locator("#deploy-steps li").evaluateAll((els) => els.map((e) => e.getAttribute("data-status")))).toEqual(["unknown"]);
+    // The refused server key earlier was this test's doing.
+    problems = problems.filter((p) => !p.includes("401"));
   }, TEST_TIMEOUT_MS);
 
   test("narrow screen: readable at 390 px", async () => {

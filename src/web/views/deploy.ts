@@ -2,7 +2,7 @@
 // The API key stays in memory unless the user ticks "remember" (then localStorage, on this device).
 import { h, replaceChildren, byId, holdFocus } from "../dom.ts";
 import * as api from "../api.ts";
-import { generateBody } from "../model.ts";
+import { generateBody, isLoopbackHost } from "../model.ts";
 import { nameProblemFor } from "../../deploy/project-names.ts";
 import type { Store } from "../store.ts";
 
@@ -21,6 +21,14 @@ export function mountDeploy(store: Store): void {
   const remember = byId<HTMLInputElement>("deploy-remember");
   const update = byId<HTMLInputElement>("deploy-update");
   const destination = byId<HTMLInputElement>("deploy-destination");
+  const serverKey = byId<HTMLInputElement>("deploy-server-key");
+  // From another machine the server refuses a deploy without its key (unless ALLOW_REMOTE_DEPLOY):
+  // said before the form is filled in, not after.
+  if (!isLoopbackHost(location.hostname)) {
+    const hint = byId("server-key-hint");
+    hint.textContent = `This page was opened from another machine than the stackgen server's (${location.hostname}): deploying needs one of the server's API keys here, unless the server sets ALLOW_REMOTE_DEPLOY=true.`;
+    hint.classList.add("warn-text");
+  }
   // Destinations are Coolify's notion: the field shows only for Coolify.
   const showDestination = () => (byId("deploy-destination-field").hidden = provider.value !== "coolify");
   provider.addEventListener("change", showDestination);
@@ -80,7 +88,7 @@ export function mountDeploy(store: Store): void {
       const shown = store.bundle?.key === JSON.stringify(input) ? store.bundle.doc : undefined;
       const what = shown ? { complete: { input, files: { ".env": shown.files[".env"] } } } : { input };
       const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
-      for await (const event of api.deploy(request)) {
+      for await (const event of api.deploy(request, serverKey.value.trim() || undefined)) {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {
           finished = true;
