@@ -36,7 +36,7 @@ function startLiveValidation(store: Store): void {
     } catch (e) {
       if (mine !== sequence) return;
       checkedBody = undefined; // retry on the next change
-      store.setValidation({ kind: "error", message: e instanceof api.ApiError ? e.describe() : String(e) });
+      store.setValidation({ kind: "error", message: e instanceof api.ApiError ? e.describe() : String(e), code: e instanceof api.ApiError ? e.code : undefined });
     }
   };
   store.onForm(() => {
@@ -50,6 +50,12 @@ function startLiveValidation(store: Store): void {
     store.setValidation({ kind: "checking", last: store.lastResult() });
     void check();
   };
+  // Back at the page after restarting the server (or a pause): a failed check tries again by
+  // itself. Not over the rate limit, where only waiting helps.
+  window.addEventListener("focus", () => {
+    const v = store.validation;
+    if (v.kind === "error" && v.code !== "RATE_LIMITED") store.recheck();
+  });
   store.setValidation({ kind: "checking" });
   void check();
 }
@@ -61,7 +67,8 @@ function openLink(store: Store): void {
   const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
   store.form = state;
   const note = byId("link-note");
-  const picked = [plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"), state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`].filter(Boolean).join(", ");
+  const preset = state.presetId === null ? undefined : store.catalog.presetsById.get(state.presetId);
+  const picked = [preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"), state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`].filter(Boolean).join(", ");
   note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${leftOut(ignored)}`;
   note.hidden = false;
 }
@@ -93,11 +100,25 @@ async function main(): Promise<void> {
   let linkTimer: ReturnType<typeof setTimeout> | undefined;
   store.onForm(() => {
     clearTimeout(linkTimer);
-    linkTimer = setTimeout(() => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form)}${location.hash}`), VALIDATE_DELAY_MS);
+    linkTimer = setTimeout(() => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}${location.hash}`), VALIDATE_DELAY_MS);
   });
   loading.remove();
   document.body.classList.add("ready");
+  scrollToHash();
   document.body.dataset.ready = "true";
+}
+
+/** The browser jumps to a link's `#section` before the page is drawn (the steps are hidden until
+ *  the catalog loads), so it lands at the top: jump again now that the section exists. */
+function scrollToHash(): void {
+  let id: string;
+  try {
+    id = decodeURIComponent(location.hash.slice(1));
+  } catch {
+    return; // a malformed escape names no element
+  }
+  // Instant, as the browser's own jump: the smooth scrolling of the page is for clicks.
+  if (id) document.getElementById(id)?.scrollIntoView({ behavior: "instant", block: "start" });
 }
 
 void main();

@@ -193,10 +193,13 @@ const LIST_PARAMS = ["services", "skillPacks"] as const;
 const TEXT_PARAMS = ["projectName", "proxy", "domain", "platform", "deployment", "coreVersion"] as const;
 const FLAG_PARAMS = ["gpu", "generateSecrets"] as const;
 
-/** The query string (without `?`) of a link that opens the page with `state`'s choices. */
-export function linkQuery(state: FormState): string {
+/** The query string (without `?`) of a link that opens the page with `state`'s choices. The
+ *  preset is named while the selection is still the preset's, so the link shows it as chosen. */
+export function linkQuery(state: FormState, presets: ReadonlyMap<string, Preset> = new Map()): string {
   const fresh = initialState();
   const params = new URLSearchParams();
+  const preset = state.presetId === null ? undefined : presets.get(state.presetId);
+  if (preset && matchesPreset(state, preset)) params.set("preset", preset.id);
   for (const name of LIST_PARAMS) if (state[name].length) params.set(name, state[name].join(","));
   for (const name of TEXT_PARAMS) if (state[name] !== fresh[name]) params.set(name, state[name]);
   for (const name of FLAG_PARAMS) if (state[name] !== fresh[name]) params.set(name, String(state[name]));
@@ -204,13 +207,13 @@ export function linkQuery(state: FormState): string {
 }
 
 /** `?<linkQuery>`, or "" for a fresh page's choices. */
-export function linkSearch(state: FormState): string {
-  const query = linkQuery(state);
+export function linkSearch(state: FormState, presets?: ReadonlyMap<string, Preset>): string {
+  const query = linkQuery(state, presets);
   return query ? `?${query}` : "";
 }
 
 /** The generation input a link's query string carries (for stateFromInput), or undefined when it
- *  carries none. `preset=<id>` is read too, for hand-written links. */
+ *  carries none. `preset=<id>` is the base its lists add to, as in an imported input. */
 export function inputOfLink(search: string): Record<string, unknown> | undefined {
   const params = new URLSearchParams(search);
   const input: Record<string, unknown> = {};
@@ -284,6 +287,14 @@ export function selectionClosure(state: FormState, byId: ReadonlyMap<string, Cat
   // The proxy chosen in Options is a service of the stack, as the API resolves it.
   const proxy = state.proxy && byId.has(state.proxy) ? [state.proxy] : [];
   return localClosure([...state.services, ...packServices, ...proxy], byId);
+}
+
+/** The services and memory a preset resolves to (its packs, proxy and dependencies included):
+ *  its own `estimatedMemoryMB` counts only the services it lists. */
+export function presetFootprint(preset: Preset, byId: ReadonlyMap<string, CatalogService>, packsById: ReadonlyMap<string, SkillPack>) {
+  const services = selectionClosure(applyPreset(initialState(), preset), byId, packsById);
+  const memoryMB = [...services].reduce((sum, id) => sum + (byId.get(id)?.estimatedMemoryMB ?? 0), 0);
+  return { services: services.size, memoryMB };
 }
 
 /** What choosing `ids` would add to a stack that already resolves to `current`: ids and memory. */

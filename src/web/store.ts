@@ -32,7 +32,8 @@ export type Validation =
   | { kind: "idle" }
   | { kind: "checking"; last?: ValidateResponse }
   | { kind: "done"; result: ValidateResponse }
-  | { kind: "error"; message: string };
+  // `code`: the ApiError's (NETWORK_ERROR when the server cannot be reached), to word the advice.
+  | { kind: "error"; message: string; code?: string };
 
 type Listener = () => void;
 

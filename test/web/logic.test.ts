@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import {
   applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, inputOfLink, isDomain,
   linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds, bundleOfDocument, matchesPreset, selectionClosure, isLoopbackHost,
+  presetFootprint,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
@@ -10,7 +11,7 @@ import { generateBundle } from "../../src/core/generate/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { formatMB, leftOut } from "../../src/web/explain.ts";
 import { ApiError, readNdjson } from "../../src/web/api.ts";
-import type { CatalogService, Preset } from "../../src/web/api.ts";
+import type { CatalogService, Preset, SkillPack } from "../../src/web/api.ts";
 
 const svc = (id: string, dependencies: string[] = [], estimatedMemoryMB = 100) => ({ id, dependencies, estimatedMemoryMB }) as unknown as CatalogService;
 const byId = new Map([svc("n8n", ["postgresql"], 512), svc("postgresql", [], 256), svc("app", ["n8n"], 64), svc("redis", [], 128)].map((s) => [s.id, s]));
@@ -162,6 +163,27 @@ describe("import and selection (found by an audit of the page)", () => {
     expect(matchesPreset({ ...applied, proxy: "traefik" }, preset)).toBe(false);
     expect(matchesPreset({ ...applied, gpu: true }, preset)).toBe(false);
     expect(matchesPreset({ ...applied, presetId: null }, preset)).toBe(false);
+  });
+
+  test("a link names the preset while the selection is still the preset's, and opens with it chosen", () => {
+    const presets = new Map([["devops", preset]]);
+    const applied = { ...applyPreset(initialState(), preset), projectName: "mine" };
+    const query = linkQuery(applied, presets);
+    expect(new URLSearchParams(query).get("preset")).toBe("devops");
+    const { state } = stateFromInput(inputOfLink(`?${query}`)!, known, initialState());
+    expect(state).toEqual(applied);
+    expect(matchesPreset(state, preset)).toBe(true);
+    // Drifted from the preset (or its catalog unknown): the link is only the choices.
+    expect(new URLSearchParams(linkQuery({ ...applied, gpu: true }, presets)).has("preset")).toBe(false);
+    expect(new URLSearchParams(linkQuery({ ...applied, services: ["redis"] }, presets)).has("preset")).toBe(false);
+    expect(new URLSearchParams(linkQuery(applied)).has("preset")).toBe(false);
+  });
+
+  test("a preset card counts what the preset resolves to, not only the services it lists", () => {
+    const withCaddy = new Map([...byId, ["caddy", svc("caddy", [], 64)]]);
+    const packs = new Map([["devops", { id: "devops", services: ["app"] } as unknown as SkillPack]]);
+    // n8n, redis, PostgreSQL for n8n, the pack's app and the proxy, against the preset's own 3072 MB.
+    expect(presetFootprint(preset, withCaddy, packs)).toEqual({ services: 5, memoryMB: 512 + 128 + 256 + 64 + 64 });
   });
 
   test("the proxy chosen in Options is part of the stack the page shows", () => {

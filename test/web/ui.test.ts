@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startServers } from "../../src/api/server.ts";
 import { readGuardConfig } from "../../src/api/guard/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
+import { formatMB, plural } from "../../src/web/explain.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -102,6 +103,11 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.screenshot({ path: join(SCREENSHOTS, `${view}-${width}.png`) });
   }
 
+  /** Services whose maturity badge reaches past the right edge of their card. */
+  const badgesOutside = (page: Page) => page.locator("li.svc").evaluateAll((cards) => cards
+    .filter((card) => card.querySelector(".badge")!.getBoundingClientRect().right > card.getBoundingClientRect().right)
+    .map((card) => card.getAttribute("data-service")));
+
   const resolved = (page: Page) => page.locator("#resolved-list li").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")));
 
   async function apiJson(path: string, body?: unknown): Promise<any> {
@@ -129,11 +135,30 @@ describe.skipIf(!haveChromium)("web UI", () => {
       .map((el) => el.outerHTML.slice(0, 80)));
     expect(unlabelled).toEqual([]);
 
+    // A preset card states what the preset resolves to (packs, proxy, dependencies), as the
+    // summary will once it is applied, not the preset's own figure.
+    for (const preset of (await apiJson("/v1/presets")).presets as any[]) {
+      const check = await apiJson("/v1/validate", { services: preset.services, skillPacks: preset.skillPacks, proxy: preset.proxy ?? undefined, gpu: preset.gpu });
+      expect(await page.locator(`#preset-list [data-preset="${preset.id}"] .card-facts`).textContent())
+        .toStartWith(`${plural(check.resolvedServices.length, "service")} · ${formatMB(check.estimatedMemoryMB)} · `);
+    }
+    // No maturity badge sticks out of its card, however long the service's name.
+    expect(await badgesOutside(page)).toEqual([]);
+
     // Search and filters narrow the list.
     await page.fill("#service-search", "postgres");
     expect(await page.locator("li.svc:visible").count()).toBeGreaterThanOrEqual(1);
     expect(await page.locator('li.svc[data-service="postgresql"]').isVisible()).toBe(true);
     expect(await page.locator('li.svc[data-service="redis"]').isVisible()).toBe(false);
+    // A search that finds nothing says so, and one button clears every filter.
+    await page.selectOption("#maturity-filter", "stable");
+    await page.fill("#service-search", "no-such-service-anywhere");
+    expect(await page.locator("#no-match").isVisible()).toBe(true);
+    await page.click("#clear-filters");
+    expect(await page.locator("#no-match").isVisible()).toBe(false);
+    expect(await page.inputValue("#service-search")).toBe("");
+    expect(await page.inputValue("#maturity-filter")).toBe("");
+    expect(await page.textContent("#service-count")).toBe(`Showing all ${catalog.total} services.`);
     await page.fill("#service-search", "");
     await page.selectOption("#category-filter", "proxy");
     const proxies = await page.locator("li.svc:visible").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")));
@@ -152,6 +177,14 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await settled(page);
     await shoot(page, "builder", "#start");
     expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-pressed")).toBe("true");
+    // The address bar names the preset while the selection is still its own: a reload (or the
+    // link shared) shows it as chosen again.
+    await page.waitForFunction(() => new URLSearchParams(location.search).get("preset") === "researcher");
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-pressed")).toBe("true");
+    expect(await page.textContent("#link-note")).toContain(`preset ${researcher.name}`);
     const expected = await apiJson("/v1/validate", { services: researcher.services, skillPacks: researcher.skillPacks, proxy: researcher.proxy ?? undefined, gpu: researcher.gpu, platform: "linux/amd64" });
     expect((await resolved(page)).sort()).toEqual([...expected.resolvedServices].sort());
     for (const id of researcher.services) expect(await page.locator(`#svc-${id}`).isChecked()).toBe(true);
@@ -168,10 +201,15 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator('#dependency-list li[data-service="postgresql"]').textContent()).toContain(dep.reason);
     expect(await page.locator("#memory-text strong").textContent()).not.toBe(beforeMemory);
     expect(await page.locator('li.svc[data-service="postgresql"]').getAttribute("class")).toContain("included");
+    // No longer the preset's selection: the link stops naming it.
+    await page.waitForFunction(() => location.search.includes("n8n") && !location.search.includes("preset="));
 
     // The host size changes the verdict on memory.
     await page.selectOption("#host-size", "2");
     expect(await page.locator(".memory").getAttribute("class")).toContain("memory-over");
+    // Over the host, the meter draws in its error colour: its value lies beyond `high` (a value
+    // on `high` draws as merely tight).
+    expect(await page.locator(".memory meter").evaluate((m: HTMLMeterElement) => m.value > m.high)).toBe(true);
     await page.selectOption("#host-size", "64");
     expect(await page.locator(".memory").getAttribute("class")).toContain("memory-fine");
     await shoot(page, "validation", "#summary");
@@ -241,28 +279,41 @@ describe.skipIf(!haveChromium)("web UI", () => {
 
   test("a failed stack check can be run again, and blocks neither the preview nor the ZIP", async () => {
     const page = await openPage();
-    let fail = true;
-    await page.route("**/v1/validate", (route) => fail
+    let server: "busy" | "gone" | "up" = "busy";
+    await page.route("**/v1/validate", (route) => server === "busy"
       ? route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "INTERNAL_ERROR", message: "Server busy" } }) })
-      : route.continue());
+      : server === "gone" ? route.abort("connectionrefused") : route.continue());
     await page.locator("#svc-n8n").check();
     await page.fill("#opt-projectName", "retry-check");
     await page.waitForSelector("#recheck-button");
     expect(await page.locator("#summary-body").textContent()).toContain("Could not check the stack: Server busy");
     expect(await page.locator("#preview-button").isDisabled()).toBe(false);
     expect(await page.locator("#zip-button").isDisabled()).toBe(false);
-    fail = false;
+    expect(await page.textContent("#check-advice")).toContain("Files and deploy still work");
+    // The server gone: the advice says so, rather than promising files and deploy.
+    server = "gone";
     await page.click("#recheck-button");
+    await page.waitForSelector("#check-advice:has-text('cannot be reached')");
+    expect(await page.locator("#summary-body").textContent()).toContain("Cannot reach the stackgen server");
+    // Back at the page once it runs again: the check runs again by itself.
+    server = "up";
+    await page.evaluate(() => window.dispatchEvent(new Event("focus")));
     await page.waitForSelector("#summary-body[aria-busy=false] #validity");
     expect(await page.locator("#validity").getAttribute("data-valid")).toBe("true");
     // The refused checks were this test's doing.
-    problems = problems.filter((p) => !p.includes("503"));
+    problems = problems.filter((p) => !p.includes("503") && !p.includes("ERR_CONNECTION_REFUSED"));
   }, TEST_TIMEOUT_MS);
 
   test("preview with masked secrets, ZIP download and JSON export", async () => {
     const page = await openPage();
     await page.locator("#svc-n8n").check();
+    // An option the API refuses: the header does not say "Valid", and leads to the options.
+    await page.fill("#opt-projectName", "<b>ui</b>");
+    await settled(page);
+    expect(await page.textContent("#status-bar")).toStartWith("✗ Options need fixing");
+    expect(await page.getAttribute("#status-bar", "href")).toBe("#options");
     await page.fill("#opt-projectName", "ui-preview");
+    expect(await page.textContent("#status-bar")).toStartWith("✓ Valid");
     // A domain without a proxy does nothing in the bundle: the hint says so until one is chosen.
     await page.fill("#opt-domain", "example.test");
     expect(await page.textContent("#opt-domain-hint")).toContain("A domain needs a reverse proxy");
@@ -377,9 +428,15 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const other = await context!.newPage();
     const edited = new URL(link);
     edited.searchParams.set("services", `${edited.searchParams.get("services")},no-such-service`);
+    edited.hash = "deploy";
     await other.goto(edited.href);
     await other.waitForSelector("body[data-ready=true]");
     await settled(other);
+    // The link's #section is in view, though the steps are drawn after the browser's own jump.
+    expect(await other.evaluate(() => {
+      const { top, bottom } = document.getElementById("deploy")!.getBoundingClientRect();
+      return scrollY > 0 && top < innerHeight && bottom > 0;
+    })).toBe(true);
     expect(await other.locator("#svc-n8n").isChecked()).toBe(true);
     expect(await other.inputValue("#opt-projectName")).toBe("shared");
     expect(await other.inputValue("#opt-proxy")).toBe("traefik");
@@ -469,6 +526,13 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await failure.textContent()).toContain("401");
     expect(await page.locator("#deploy-steps li[data-status=failed]").count()).toBe(1);
 
+    // A new attempt clears the last one's steps: a URL refused before sending shows its error alone.
+    await page.fill("#deploy-url", "ftp://x");
+    await page.click("#deploy-button");
+    await page.waitForSelector("#deploy-result [role=alert]:has-text('must start with http')");
+    expect(await page.locator("#deploy-steps li").count()).toBe(0);
+    await page.fill("#deploy-url", fake.url);
+
     // The stackgen server's own key goes along as X-API-Key (this server knows none: refused).
     await page.fill("#deploy-server-key", "not-a-server-key");
     const withKey = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
@@ -529,6 +593,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const page = await openPage(NARROW);
     const noSideScroll = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
     expect(await noSideScroll()).toBe(true);
+    expect(await badgesOutside(page)).toEqual([]);
     const presets = (await apiJson("/v1/presets")).presets as any[];
     await page.getByRole("button", { name: `Use ${presets.find((p) => p.id === "minimal").name}` }).click();
     await settled(page);

@@ -1,8 +1,8 @@
 // Step 1 and 2: presets, skill packs and the service browser. Built once; later changes only
 // toggle states and notes so keyboard focus is never lost.
 import { h, replaceChildren, byId } from "../dom.ts";
-import { formatMB } from "../explain.ts";
-import { applyPreset, matchesPreset, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
+import { formatMB, plural } from "../explain.ts";
+import { applyPreset, matchesPreset, presetFootprint, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
 import type { CatalogService } from "../api.ts";
 import type { Store } from "../store.ts";
 
@@ -24,8 +24,12 @@ export function mountPresets(store: Store): void {
       },
     }, `Use ${preset.name}`);
     buttons.set(preset.id, button);
+    // What the stack comes to (packs, proxy and dependencies included), as the pack cards say:
+    // the preset's own figure counts only the services it lists.
+    const footprint = presetFootprint(preset, store.catalog.servicesById, store.catalog.packsById);
     const facts = [
-      formatMB(preset.estimatedMemoryMB),
+      plural(footprint.services, "service"),
+      formatMB(footprint.memoryMB),
       preset.proxy ? `proxy ${preset.proxy}` : "no proxy",
       preset.gpu ? "GPU" : null,
     ].filter(Boolean).join(" · ");
@@ -137,8 +141,24 @@ export function mountServices(store: Store): void {
     }
     for (const group of groups) group.section.hidden = group.rows.every((r) => r.item.hidden);
     count.textContent = shown === rows.length ? `Showing all ${rows.length} services.` : `Showing ${shown} of ${rows.length} services.`;
+    noMatch.hidden = shown > 0;
   };
   for (const control of [search, categorySelect, maturitySelect, selectedOnly]) control.addEventListener("input", applyFilters);
+
+  // An empty list says why, and offers the way back.
+  const clearFilters = () => {
+    search.value = "";
+    categorySelect.value = "";
+    maturitySelect.value = "";
+    selectedOnly.checked = false;
+    applyFilters();
+    search.focus();
+  };
+  const noMatch = h("div", { id: "no-match", class: "alert warning", hidden: true },
+    h("p", {}, "No service matches the search and filters."),
+    h("button", { type: "button", class: "button small", id: "clear-filters", onclick: clearFilters }, "Clear the filters"),
+  );
+  container.before(noMatch);
 
   const sync = () => {
     const { servicesById, packsById } = store.catalog;

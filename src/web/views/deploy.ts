@@ -64,6 +64,9 @@ export function mountDeploy(store: Store): void {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (!form.reportValidity() || running) return;
+    // A new attempt: the steps and outcome of the previous one would read as this one's.
+    steps.textContent = "";
+    result.textContent = "";
     const instance = url.value.trim().replace(/\/+$/, "");
     if (!/^https?:\/\//.test(instance)) {
       showError(result, "The instance URL must start with http:// or https://.");
@@ -77,7 +80,6 @@ export function mountDeploy(store: Store): void {
     const restoreFocus = holdFocus();
     running = true;
     sync();
-    steps.textContent = "";
     replaceChildren(result, h("p", { class: "note", role: "status" }, `Deploying to ${provider.selectedOptions[0]?.text ?? provider.value}…`));
     const rows = new Map<string, HTMLLIElement>();
     try {

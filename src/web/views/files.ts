@@ -152,7 +152,7 @@ export function mountFiles(store: Store): void {
   // The same link the address bar shows (app.ts updates it a moment after each change).
   const linkButton = byId<HTMLButtonElement>("link-button");
   linkButton.hidden = !canCopy();
-  linkButton.addEventListener("click", () => navigator.clipboard.writeText(`${location.origin}${location.pathname}${linkSearch(store.form)}`).then(
+  linkButton.addEventListener("click", () => navigator.clipboard.writeText(`${location.origin}${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}`).then(
     () => say("Copied a link that opens this page with these choices. It carries no secrets: each generation makes new ones."),
     (e: Error) => say(`Could not copy the link: ${e.message}`, "error"),
   ));

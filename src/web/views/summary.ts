@@ -2,6 +2,7 @@
 // conflicts explained) and memory against the host size the user picks.
 import { h, replaceChildren, byId } from "../dom.ts";
 import { explainConflict, explainWarning, formatMB, plural } from "../explain.ts";
+import { fieldErrors } from "../model.ts";
 import type { ValidateResponse } from "../api.ts";
 import type { Store } from "../store.ts";
 
@@ -23,12 +24,16 @@ export function mountSummary(store: Store): void {
     body.setAttribute("aria-busy", String(v.kind === "checking"));
     const result = store.lastResult();
     if (v.kind === "error") {
+      // Files and deploy go through the same server: when it is away, they fail as well.
+      const advice = v.code === "NETWORK_ERROR"
+        ? "The stackgen server cannot be reached, so files and deploy do not work either. Start it again: the page checks again when you come back to it."
+        : "Files and deploy still work: the server checks the stack again when it generates.";
       replaceChildren(body,
         h("p", { class: "alert error", role: "alert" }, `Could not check the stack: ${v.message}`),
         h("button", { type: "button", class: "button small", id: "recheck-button", onclick: () => store.recheck() }, "Check again"),
-        h("p", { class: "small muted" }, "Files and deploy still work: the server checks the stack again when it generates."),
+        h("p", { class: "small muted", id: "check-advice" }, advice),
       );
-      statusBar.textContent = "Check failed";
+      renderStatus();
       return;
     }
     if (!result) {
@@ -37,12 +42,30 @@ export function mountSummary(store: Store): void {
     }
     const hostMB = Number(hostSelect.value) * 1024;
     replaceChildren(body, ...renderResult(store, result, hostMB, v.kind === "checking"));
+    renderStatus();
+  };
+
+  // The header's verdict covers the options too (a project name the API refuses): they change
+  // without a new check, so it follows the form as well.
+  const renderStatus = () => {
+    if (store.validation.kind === "error") {
+      statusBar.textContent = "Check failed";
+      statusBar.setAttribute("href", "#summary");
+      return;
+    }
+    const result = store.lastResult();
+    if (!result) return;
+    const badOptions = Object.keys(fieldErrors(store.form)).length > 0;
+    const problems = [result.valid ? "" : plural(result.conflicts.length, "conflict"), badOptions ? "options need fixing" : ""].filter(Boolean).join(", ");
+    // The link goes where the fix is.
+    statusBar.setAttribute("href", badOptions && result.valid ? "#options" : "#summary");
     statusBar.replaceChildren(
-      h("span", { class: result.valid ? "ok-text" : "error-text" }, result.valid ? "✓ Valid" : `✗ ${plural(result.conflicts.length, "conflict")}`),
+      h("span", { class: problems ? "error-text" : "ok-text" }, problems ? `✗ ${problems[0]!.toUpperCase()}${problems.slice(1)}` : "✓ Valid"),
       ` · ${plural(result.resolvedServices.length, "service")} · ${formatMB(result.estimatedMemoryMB)}`,
     );
   };
   store.onValidation(render);
+  store.onForm(renderStatus);
   render();
 }
 
@@ -59,7 +82,9 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
   const advice = { over: "More than the host has: pick a bigger host or remove services.", tight: "Tight: leave room for the system and the core gateway.", fine: "Fits comfortably." }[level];
   out.push(h("div", { class: `memory memory-${level}` },
     h("p", { id: "memory-text" }, h("strong", {}, formatMB(result.estimatedMemoryMB)), ` estimated of ${formatMB(hostMB)} on the host (${Math.round(share * 100)}%).`),
-    h("meter", { min: 0, max: hostMB, low: hostMB * 0.8, high: hostMB, optimum: 0, value: Math.min(result.estimatedMemoryMB, hostMB), "aria-labelledby": "memory-text" }),
+    // Over the host, the value goes past `high` (the meter's max grows to it): a value equal to
+    // `high` would still draw as merely tight.
+    h("meter", { min: 0, max: Math.max(hostMB, result.estimatedMemoryMB), low: hostMB * 0.8, high: hostMB, optimum: 0, value: result.estimatedMemoryMB, "aria-labelledby": "memory-text" }),
     h("p", { class: "small" }, advice),
   ));
 
