@@ -330,6 +330,13 @@ describe("input fields take effect", () => {
     expect(labels["traefik.http.routers.n8n.entrypoints"]).toBe("websecure");
     expect(Object.keys(labels).some((k) => k.endsWith("certresolver"))).toBe(false);
     expect(traefik.files["README.md"]).toContain("Traefik's self-signed certificate");
+    // Wildcard DNS names that lead to a private address resolve, but Let's Encrypt cannot reach them.
+    for (const domain of ["192.168.1.10.sslip.io", "lab.10-0-0-5.nip.io", "172.20.0.1.traefik.me", "localtest.me"]) {
+      expect([domain, gen({ services: ["n8n"], proxy: "caddy", domain }).files.Caddyfile]).toEqual([domain, expect.stringContaining("\tlocal_certs\n")]);
+    }
+    for (const domain of ["203.0.113.5.sslip.io", "172.32.0.1.nip.io", "sslip.io.example.com"]) {
+      expect([domain, gen({ services: ["n8n"], proxy: "caddy", domain }).files.Caddyfile]).toEqual([domain, expect.not.stringContaining("local_certs")]);
+    }
     // A public name that merely ends in the same letters is still public.
     const pub = gen({ services: ["n8n"], proxy: "traefik", domain: "myhome.lanparty.com" });
     expect((composeOf(pub.files).services.n8n?.labels as Record<string, string>)["traefik.http.routers.n8n.tls.certresolver"]).toBe("letsencrypt");

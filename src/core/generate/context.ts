@@ -69,10 +69,29 @@ export const hostnameOf = (ctx: Pick<GenContext, "domain">, id: string) => `${id
  *  ICANN's .internal) and the ones home and office networks use by habit. */
 const PRIVATE_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "test", "example", "invalid", "alt", "lan", "home", "corp", "intranet", "private", "localdomain"];
 
+/** Wildcard DNS services whose names resolve to the address written in them
+ *  (`192.168.1.10.sslip.io`, `10-0-0-5.nip.io`); localtest.me always to 127.0.0.1. */
+const ADDRESS_DNS = ["sslip.io", "nip.io", "traefik.me"];
+
+/** Loopback, RFC 1918, shared (CGNAT) and link-local IPv4: Let's Encrypt cannot reach them. */
+function isPrivateIPv4([a, b]: number[]): boolean {
+  return a === 10 || a === 127 || (a === 172 && b! >= 16 && b! <= 31) || (a === 192 && b === 168) || (a === 100 && b! >= 64 && b! <= 127) || (a === 169 && b === 254);
+}
+
+/** A name of a wildcard DNS service that leads to a private address: as unreachable for Let's
+ *  Encrypt's HTTP check as a .lan name (it resolves, so the order is tried and fails). */
+function namesPrivateAddress(domain: string): boolean {
+  if (domain === "localtest.me" || domain.endsWith(".localtest.me")) return true;
+  const suffix = ADDRESS_DNS.find((s) => domain.endsWith(`.${s}`));
+  if (!suffix) return false;
+  const address = /(?:^|[.-])(\d{1,3})[.-](\d{1,3})[.-](\d{1,3})[.-](\d{1,3})$/.exec(domain.slice(0, -suffix.length - 1));
+  return address !== null && isPrivateIPv4(address.slice(1).map(Number));
+}
+
 /** Whether the proxy must sign the domain's certificates itself: Let's Encrypt would refuse it,
  *  leaving every site without HTTPS while the proxy retries. */
 export const hasPrivateDomain = (ctx: Pick<GenContext, "domain">) =>
-  ctx.domain !== undefined && PRIVATE_SUFFIXES.some((s) => ctx.domain === s || ctx.domain!.endsWith(`.${s}`));
+  ctx.domain !== undefined && (PRIVATE_SUFFIXES.some((s) => ctx.domain === s || ctx.domain!.endsWith(`.${s}`)) || namesPrivateAddress(ctx.domain));
 
 /** The URL the proxy serves a web service at: HTTPS with a domain, plain HTTP on localhost without. */
 export const proxiedUrl = (ctx: Pick<GenContext, "domain">, id: string) => `${ctx.domain ? "https" : "http"}://${hostnameOf(ctx, id)}`;
