@@ -236,6 +236,7 @@ function printSummary(result: DeployResult, projectName: string): void {
     return;
   }
   log.error(`Deploy failed at step "${result.failedStep ?? "?"}": ${result.error}`);
+  if (result.hint) log.info(result.hint);
   if (result.created.length) {
     log.warn(`Already created on ${label}: ${result.created.join(", ")}. Delete them, or run again with --update to reuse them.`);
   } else log.info(`This run created nothing on ${label}.`);

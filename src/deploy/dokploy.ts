@@ -41,6 +41,13 @@ export const dokploy: DeployProvider = {
   name: "dokploy",
   label: "Dokploy",
   checkProjectName: dokployNameProblem,
+  // The causes of each refusal (research §3).
+  hintFor(status) {
+    if (status === 401) return "Check the key: Dokploy API keys (x-api-key) are created in its dashboard under your profile's API keys, with an organization selected; tokens of Dokploy before 0.19 no longer work.";
+    if (status === 403) return "The key's user lacks a permission this step needs (create projects and services, write variables, deploy): use a key of an owner or admin.";
+    if (status === 429) return "Dokploy limits how fast its API may be called: wait a minute and run again with --update.";
+    return undefined;
+  },
   deploy: deployToDokploy,
 };
 

@@ -146,9 +146,11 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     await provider.deploy(target, steps);
     result.success = true;
   } catch (e) {
-    const err = e as { name?: string; message?: string };
+    const err = e as { name?: string; message?: string; status?: number; detail?: string };
     result.error = clean(err?.name === "DeployError" ? String(err.message) : `Unexpected failure: ${err?.message ?? String(e)}`);
     if (current) result.failedStep = current;
+    const hint = err?.name === "DeployError" && err.status ? provider.hintFor?.(err.status, err.detail ?? "") : undefined;
+    if (hint) result.hint = hint;
   }
   return result;
 }

@@ -32,6 +32,8 @@ export interface DeployResult {
   error?: string;
   /** The step that failed, when success is false. */
   failedStep?: string;
+  /** What to check, for a failure the platform's answer explains (a wrong or disabled key). */
+  hint?: string;
   /** Resources this run created on the platform (so a failed run can be cleaned up or retried with --update). */
   created: string[];
 }
@@ -91,5 +93,8 @@ export interface DeployProvider {
   readonly label: string;
   /** A project name the platform would refuse (checked before any call): a one-line problem, or null. */
   checkProjectName?(name: string): string | null;
+  /** What to check after the platform refused a call (`status`, its message `detail`), or
+   *  undefined: the fixed error text (SPEC §7) says only the status. */
+  hintFor?(status: number, detail: string): string | undefined;
   deploy(target: DeployTarget, steps: StepContext): Promise<void>;
 }

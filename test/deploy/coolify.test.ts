@@ -100,6 +100,17 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.created).toEqual([]);
     expect(fake.calls).toHaveLength(1);
     expect(fake.violations).toEqual([]);
+    // The fixed error text names only the status; the hint says what to check.
+    expect(result.hint).toContain("Keys & Tokens > API tokens");
+  });
+
+  test("an API switched off in Coolify's settings is named as such", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "list-servers", reply: { status: 403, body: { success: true, message: "API is disabled." } } });
+    const result = await deployBundle(options(fake));
+    expect(result.error).toBe("Coolify API 403: Forbidden");
+    expect(result.hint).toContain("API is switched off");
+    expect(fake.violations).toEqual([]);
   });
 
   test("no servers: clear message, nothing created", async () => {

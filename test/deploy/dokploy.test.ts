@@ -76,6 +76,7 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(result.failedStep).toBe("Test connection");
     expect(result.created).toEqual([]);
     expect(fake.violations).toEqual([]);
+    expect(result.hint).toContain("with an organization selected");
   });
 
   test("existing project without --update: Project already exists, nothing created", async () => {

@@ -525,6 +525,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#deploy-button:enabled");
     expect(await failure.textContent()).toContain("401");
     expect(await page.locator("#deploy-steps li[data-status=failed]").count()).toBe(1);
+    expect(await page.textContent("#deploy-hint")).toContain("Keys & Tokens > API tokens");
 
     // A new attempt clears the last one's steps: a URL refused before sending shows its error alone.
     await page.fill("#deploy-url", "ftp://x");

@@ -145,6 +145,7 @@ function showStep(list: HTMLElement, rows: Map<string, HTMLLIElement>, event: ap
 function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"]): void {
   if (!outcome.success) {
     showError(target, outcome.error ?? "The deployment failed.");
+    if (outcome.hint) target.append(h("p", { class: "small", id: "deploy-hint" }, outcome.hint));
     return;
   }
   replaceChildren(target, h("div", { class: "alert success", role: "status" },
