@@ -1,7 +1,7 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
 import { chmod, lstat, mkdir, readFile, realpath, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
@@ -24,6 +24,7 @@ export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "sk
 export interface PlannedFile {
   path: string;
   action: FileAction;
+  /** What is written (empty for `remove` and `keep-edited`). */
   content: string;
   /** .env only: settings that followed the previous input and now follow the new one. */
   updatedValues?: string[];
@@ -72,6 +73,13 @@ export function insideDir(root: string, rel: string): string {
   return target;
 }
 
+/** The user's own files, whatever a stackgen.json says: never removed. */
+const NEVER_REMOVED = new Set([".env", CONFIG_FILE, "docker-compose.override.yml"]);
+
+/** `skills/n8n/SKILL.md`: relative, normalised, no `..` or empty part. */
+const isPlainPath = (path: string) =>
+  path !== "" && !path.includes("\0") && !path.includes("\\") && !isAbsolute(path) && path.split("/").every((part) => part !== "" && part !== "." && part !== "..");
+
 /** Decide what happens to every file; reads the directory, writes nothing. `previousEnv` is the
  *  .env the bundle's recorded input makes (see mergeEnv). */
 export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], previousEnv?: string): Promise<PlannedFile[]> {
@@ -97,12 +105,16 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content });
   }
+  // Files the previous generation wrote that this one does not make. stackgen.json may be edited
+  // by hand: only a plain relative path as a generation writes it counts, and anything else in it
+  // is ignored (never a reason to fail, never one to delete).
+  const written = new Set(Object.keys(files).map((path) => resolve(root, path)));
   for (const [path, hash] of Object.entries(recorded)) {
-    if (path in files || typeof hash !== "string") continue;
-    const target = insideDir(root, path);
-    refuseOutside(await realExisting(dirname(target)), realRoot, path, root);
-    const existing = await readIfExists(target);
-    if (existing !== undefined) plan.push({ path, action: sha256(existing) === hash ? "remove" : "keep-edited", content: existing });
+    if (typeof hash !== "string" || !isPlainPath(path) || NEVER_REMOVED.has(path) || written.has(resolve(root, path))) continue;
+    const target = resolve(root, path);
+    if (!isWithin(realRoot, await realExisting(dirname(target)))) continue;
+    const existing = await readIfExists(target).catch(() => undefined); // a link or a folder now: not ours
+    if (existing !== undefined) plan.push({ path, action: sha256(existing) === hash ? "remove" : "keep-edited", content: "" });
   }
   return plan;
 }

@@ -1,6 +1,6 @@
 // The CLI as a user runs it: subprocesses, exit codes, --json documents, files on disk.
 import { afterAll, describe, expect, test } from "bun:test";
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -327,6 +327,26 @@ describe("generate", () => {
     expect(again.stderr).toContain("gr_n8n-data");
     // The secrets of the data those volumes still hold stay in .env.
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
+
+    // A hand-edited stackgen.json naming the bundle's own files another way, the user's files,
+    // or paths outside: nothing of that is removed, and the regeneration still runs.
+    writeFileSync(join(dir, "docker-compose.override.yml"), "services: {}\n");
+    const hashOf = (path: string) => createHash("sha256").update(readFileSync(join(dir, path))).digest("hex");
+    const config = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8"));
+    config.files = {
+      ...config.files,
+      "./.env": hashOf(".env"),
+      "skills/../docker-compose.yml": hashOf("docker-compose.yml"),
+      ".env": hashOf(".env"),
+      "docker-compose.override.yml": hashOf("docker-compose.override.yml"),
+      "../outside.txt": "0".repeat(64),
+      "/etc/hostname": "0".repeat(64),
+      constructor: "x",
+    };
+    writeFileSync(join(dir, "stackgen.json"), JSON.stringify(config));
+    writeFileSync(join(dir, "..", "outside.txt"), "keep me");
+    expectOk(await cli(["generate", "--services", "redis", "--dir", dir], { env }));
+    for (const path of [".env", "docker-compose.yml", "docker-compose.override.yml", "../outside.txt"]) expect([path, existsSync(join(dir, path))]).toEqual([path, true]);
   });
 
   test("regenerating a bundle from before its API keys signs them with the JWT secret it keeps", async () => {
