@@ -7,6 +7,7 @@ import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
+import type { CatalogService } from "../schema/catalog.ts";
 import { mergeEnv } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
@@ -37,7 +38,7 @@ export default defineCommand({
     // with new, empty volumes beside the data. Into a new folder, the folder's name.
     else if (body.projectName === undefined && args.dir) body.projectName = bundleProjectName(resolve(args.dir)) ?? basename(resolve(args.dir));
 
-    const { input, files, metadata, secretNames, derivedSecrets } = withFlagHints(() => generateBundle(body, getCatalog()));
+    const { input, files, metadata, secretNames, derivedSecrets, stack } = withFlagHints(() => generateBundle(body, getCatalog()));
     // A complete export brings its stack back with the secrets it was made with (its volumes may
     // hold data under them); variables the export lacks get fresh values. A .env already in --dir
     // still wins over both when the plan merges it.
@@ -47,7 +48,9 @@ export default defineCommand({
     if (fromExport) files[".env"] = fromExport.text;
     if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
     const dir = resolve(args.dir ?? input.projectName);
-    const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousEnv(dir));
+    // Read before the new stackgen.json replaces the old one.
+    const recorded = readConfig(dir);
+    const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousSettings(recorded, stack.services));
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
     const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata };
@@ -61,9 +64,10 @@ export default defineCommand({
       ? failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. ${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them.${overrideHint}`)
       : undefined;
 
-    // Read before the new stackgen.json replaces the old one.
-    const removed = removedServices(dir, files["stackgen.json"]!);
-    const sayLeftBehind = () => removed.length && log.warn(leftBehind(removed, plan, input.projectName));
+    const removed = removedServices(recorded, stack.services.map((s) => s.id));
+    const sayLeftBehind = () => {
+      if (removed.length) log.warn(leftBehind(removed, plan, input.projectName));
+    };
     if (args["dry-run"]) {
       sayLeftBehind();
       const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`)].join("\n");
@@ -75,13 +79,13 @@ export default defineCommand({
     await writePlan(dir, plan);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
     sayLeftBehind();
-    if (followed.length) log.info(`Changed in .env to follow the new settings (they still held what the previous ones made): ${followed.join(", ")}.`);
+    if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
     const changed = plan.filter((f) => f.action !== "unchanged" && f.action !== "remove" && f.action !== "keep-edited").length;
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
-      ...(plan.some((f) => f.action === "keep-values") ? [yellow("Kept the existing .env values.")] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
+      ...(plan.some((f) => f.action === "keep-values") ? [yellow(followed.length ? "Kept the existing .env values, except the addresses named above." : "Kept the existing .env values.")] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : "docker compose up -d"}`,
     ].join("\n"));
@@ -100,27 +104,36 @@ function withFlagHints<T>(generate: () => T): T {
   }
 }
 
-/** The .env that the input recorded in `dir`'s stackgen.json makes today, if there is one: tells
- *  the merge which old values only followed the previous settings. A record that no longer
- *  generates gives nothing, and then every old value stays. */
-function previousEnv(dir: string): string | undefined {
+/** The stackgen.json already in `dir`, parsed, if there is one. */
+function readConfig(dir: string): Record<string, unknown> | undefined {
   try {
-    const { files: _files, generatedBy: _by, ...input } = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as Record<string, unknown>;
-    return generateBundle(input, getCatalog()).files[".env"];
+    const doc = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as unknown;
+    return doc !== null && typeof doc === "object" && !Array.isArray(doc) ? (doc as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
 }
 
-/** Services the bundle in `dir` ran (its stackgen.json) that the new one leaves out. */
-function removedServices(dir: string, newConfig: string): string[] {
+/** What the input recorded in the old stackgen.json makes of .env today, and the settings made
+ *  from the new stack's addresses: tells the merge which old values only followed the previous
+ *  address. Without secrets (they are never compared). A record that no longer generates gives
+ *  nothing, and then every old value stays. */
+function previousSettings(recorded: Record<string, unknown> | undefined, services: readonly CatalogService[]) {
+  if (!recorded) return undefined;
   try {
-    const before = (JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as { services?: unknown }).services;
-    const after = new Set((JSON.parse(newConfig) as { services: string[] }).services);
-    return Array.isArray(before) ? before.filter((id): id is string => typeof id === "string" && !after.has(id)) : [];
+    const { files: _files, generatedBy: _by, ...input } = recorded;
+    const env = generateBundle({ ...input, generateSecrets: false }, getCatalog()).files[".env"]!;
+    const addressNames = new Set(services.flatMap((s) => (s.variables ?? []).filter((v) => v.publicUrl).map((v) => v.name)));
+    return { env, addressNames };
   } catch {
-    return [];
+    return undefined;
   }
+}
+
+/** Services the old stackgen.json lists that the new stack leaves out. */
+function removedServices(recorded: Record<string, unknown> | undefined, now: readonly string[]): string[] {
+  const before = recorded?.services;
+  return Array.isArray(before) ? before.filter((id): id is string => typeof id === "string" && !now.includes(id)) : [];
 }
 
 /** What a service taken out of the stack leaves behind, said once: its containers run on, and
@@ -142,10 +155,6 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
 
 /** The project name an existing bundle in `dir` records in its stackgen.json, if any. */
 function bundleProjectName(dir: string): string | undefined {
-  try {
-    const name = (JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as { projectName?: unknown }).projectName;
-    return typeof name === "string" && name !== "" ? name : undefined;
-  } catch {
-    return undefined;
-  }
+  const name = readConfig(dir)?.projectName;
+  return typeof name === "string" && name !== "" ? name : undefined;
 }

@@ -6,7 +6,7 @@ import type { FileMap } from "../core/generate/context.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
 import { fileMode } from "../core/file-modes.ts";
-import { mergeEnv } from "../core/env-merge.ts";
+import { mergeEnv, type MergeOptions } from "../core/env-merge.ts";
 import { isWithin } from "../core/paths.ts";
 import { StackgenError, usageError } from "../errors.ts";
 
@@ -80,9 +80,9 @@ const NEVER_REMOVED = new Set([".env", CONFIG_FILE, "docker-compose.override.yml
 const isPlainPath = (path: string) =>
   path !== "" && !path.includes("\0") && !path.includes("\\") && !isAbsolute(path) && path.split("/").every((part) => part !== "" && part !== "." && part !== "..");
 
-/** Decide what happens to every file; reads the directory, writes nothing. `previousEnv` is the
- *  .env the bundle's recorded input makes (see mergeEnv). */
-export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], previousEnv?: string): Promise<PlannedFile[]> {
+/** Decide what happens to every file; reads the directory, writes nothing. `previous`: what the
+ *  bundle's recorded input makes of .env (see mergeEnv). */
+export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], previous?: MergeOptions["previous"]): Promise<PlannedFile[]> {
   const root = resolve(dir);
   await checkRoot(root);
   const realRoot = await realExisting(root);
@@ -98,7 +98,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
     else if (path === ".env") {
-      const merged = mergeEnv(existing, content, secrets, derived, { previous: previousEnv });
+      const merged = mergeEnv(existing, content, secrets, derived, { previous });
       plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}) });
     }
     else if (existing === content) plan.push({ path, action: "unchanged", content });

@@ -26,10 +26,11 @@ export interface MergeOptions {
   /** false: variables only the old file has (values from someone else's export) are left out
    *  and only listed in `extra`. */
   keepExtra?: boolean;
-  /** The .env the bundle's previous input (its stackgen.json) makes today. A non-secret value the
-   *  old file still holds exactly as that input made it was never the user's choice: it takes the
-   *  new value, so adding a domain moves public URLs off localhost. Anything else stays. */
-  previous?: string;
+  /** The .env the bundle's previous input (its stackgen.json) makes today, and the names of the
+   *  settings made from the stack's addresses (`publicUrl` variables). Such a value the old file
+   *  still holds exactly as that input made it was never the user's choice: it takes the new
+   *  value, so adding a domain moves public URLs off localhost. Every other value stays. */
+  previous?: { env: string; addressNames: ReadonlySet<string> };
 }
 
 /** A derived secret (an API key signed with another secret) must match the secret the stack
@@ -100,8 +101,10 @@ const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
  *  generated file lacks are kept at the end (see `options.keepExtra`). */
 export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], options: MergeOptions = {}): EnvMerge {
   const old = readEnvFile(existing);
-  const previous = options.previous === undefined ? undefined : readEnvFile(options.previous);
-  const signed = new Set(derived.map((d) => d.name));
+  const previous = options.previous === undefined ? undefined : readEnvFile(options.previous.env);
+  const addressNames = options.previous?.addressNames ?? new Set<string>();
+  // Whole values (a quoted one may span lines), to compare with the old ones.
+  const made = previous === undefined ? undefined : readEnvFile(generated);
   const kept: string[] = [];
   const added: string[] = [];
   const filled: string[] = [];
@@ -120,9 +123,8 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
       filled.push(m[1]);
       return line;
     }
-    // Secrets are random in every render, so never "as the input made them"; skipped anyway.
-    const made = secrets.has(m[1]) || signed.has(m[1]) ? undefined : previous?.get(m[1]);
-    if (made !== undefined && made.value === before.value && m[2] !== before.value) {
+    const was = addressNames.has(m[1]) && !secrets.has(m[1]) ? previous?.get(m[1]) : undefined;
+    if (was !== undefined && was.value === before.value && made?.get(m[1])?.value !== before.value) {
       updated.push(m[1]);
       return line;
     }

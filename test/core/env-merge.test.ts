@@ -26,18 +26,24 @@ describe("mergeEnv", () => {
 
   test("settings the previous input made (and the user never changed) follow the new input; the rest stays", () => {
     // The previous input rendered today: localhost URLs. The user changed only ADMIN_URL.
-    const previous = ["DB_PASSWORD=other-random-value", "SITE_URL=http://localhost:8080", "ADMIN_URL=http://localhost:9000", "NEW_SETTING=on", ""].join("\n");
-    const old = ["DB_PASSWORD=old-password", "SITE_URL=http://localhost:8080", "ADMIN_URL=https://admin.mine.example", "NEW_SETTING=on", ""].join("\n");
-    const next = ["DB_PASSWORD=new-random-value-0123456789abcdef", "SITE_URL=https://site.example.com", "ADMIN_URL=https://admin.example.com", "NEW_SETTING=on", ""].join("\n");
-    const merged = mergeEnv(old, next, new Set(["DB_PASSWORD"]), [], { previous });
+    const env = ["DB_PASSWORD=other-random-value", "SITE_URL=http://localhost:8080", "ADMIN_URL=http://localhost:9000", "IMAGE_TAG=1.2", "NEW_SETTING=on", ""].join("\n");
+    const old = ["DB_PASSWORD=old-password", "SITE_URL=http://localhost:8080", "ADMIN_URL=https://admin.mine.example", "IMAGE_TAG=1.2", "NEW_SETTING=on", ""].join("\n");
+    const next = ["DB_PASSWORD=new-random-value-0123456789abcdef", "SITE_URL=https://site.example.com", "ADMIN_URL=https://admin.example.com", "IMAGE_TAG=latest", "NEW_SETTING=on", ""].join("\n");
+    const addressNames = new Set(["SITE_URL", "ADMIN_URL", "DB_PASSWORD"]);
+    const merged = mergeEnv(old, next, new Set(["DB_PASSWORD"]), [], { previous: { env, addressNames } });
     const values = parseEnvValues(merged.text);
     expect(values.get("SITE_URL")).toBe("https://site.example.com");
     expect(values.get("ADMIN_URL")).toBe("https://admin.mine.example");
     expect(values.get("DB_PASSWORD")).toBe("old-password");
     expect(merged.updated).toEqual(["SITE_URL"]);
+    // Only addresses move: another setting the previous input made (an image tag) stays.
+    expect(values.get("IMAGE_TAG")).toBe("1.2");
     // A secret is never replaced, even when the old one matches the previous render's text.
-    const same = mergeEnv("DB_PASSWORD=x\n", "DB_PASSWORD=y\n", new Set(["DB_PASSWORD"]), [], { previous: "DB_PASSWORD=x\n" });
+    const same = mergeEnv("DB_PASSWORD=x\n", "DB_PASSWORD=y\n", new Set(["DB_PASSWORD"]), [], { previous: { env: "DB_PASSWORD=x\n", addressNames: new Set() } });
     expect(parseEnvValues(same.text).get("DB_PASSWORD")).toBe("x");
+    // An unchanged value over several lines is not reported as moved.
+    const pem = "KEY_URL=\"line1\nline2\"\n";
+    expect(mergeEnv(pem, pem, new Set(), [], { previous: { env: pem, addressNames: new Set(["KEY_URL"]) } }).updated).toEqual([]);
     // Without the previous render every old value stays, as before.
     expect(parseEnvValues(mergeEnv(old, next).text).get("SITE_URL")).toBe("http://localhost:8080");
   });
