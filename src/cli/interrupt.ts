@@ -7,21 +7,43 @@ import { log } from "./output.ts";
 
 const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
+let deferring = 0;
+
+/** A reader that stops early (`stackgen services --json | head`) closes the pipe under us: that
+ *  ends a command quietly, as it does for other Unix tools, instead of with a stack trace. A
+ *  server that lost its log pipe exits 1, so that whatever supervises it notices. But while a
+ *  command has the stack stopped, a terminal that went away (SIGHUP, then EIO on every write)
+ *  must not end it before it has put the stack back: its messages are lost instead. */
+export function endOnLostOutput(serving: boolean): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (deferring > 0) return;
+      if (error.code !== "EPIPE" && stream === process.stdout) process.stderr.write(`[error] cannot write the output: ${error.message}\n`);
+      process.exit(error.code === "EPIPE" && !serving ? 0 : 1);
+    });
+  }
+}
+
 /** Runs `work` with the signals deferred; `work` gets a signal that is aborted on the first one. */
 export async function withDeferredInterrupts<T>(what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   const onSignal = (name: string) => {
+    // Only a person pressing Ctrl-C again quits at once: a closing terminal sends SIGHUP twice
+    // (the kernel and the shell), and a supervisor may repeat SIGTERM before it kills.
     if (controller.signal.aborted) {
-      log.error(`${name} again: quitting now; the stack may be left stopped (docker compose up -d starts it).`);
+      if (name !== "SIGINT") return;
+      log.error("SIGINT again: quitting now; the stack may be left stopped (docker compose up -d starts it).");
       process.exit(INTERRUPTED_EXIT);
     }
-    log.warn(`${name}: stopping ${what} at the next safe point and putting the stack back as it was. Press Ctrl-C again to quit at once.`);
+    log.warn(`${name}: stopping ${what} at the next safe point; the stack is not left stopped. Press Ctrl-C again to quit at once.`);
     controller.abort(interruptedError(`Interrupted (${name}) during ${what}`));
   };
   for (const name of SIGNALS) process.on(name, onSignal);
+  deferring++;
   try {
     return await work(controller.signal);
   } finally {
+    deferring--;
     for (const name of SIGNALS) process.off(name, onSignal);
   }
 }

@@ -46,6 +46,21 @@ describe("basics", () => {
     expect(JSON.parse(r.stdout).project).toBe("lab");
   });
 
+  test("npx stackgen passes a SIGTERM on to stackgen and ends with its status, leaving nothing behind", async () => {
+    const shim = new URL("../../bin/stackgen.cjs", import.meta.url).pathname;
+    const port = await freePort();
+    const proc = Bun.spawn(["node", shim, "serve", "--host", "127.0.0.1", "--port", String(port), "--ui-port", "0"], { stdout: "ignore", stderr: "ignore", env: { ...env, LOG_LEVEL: "silent" } });
+    const deadline = Date.now() + 15_000;
+    while (!(await fetch(`http://127.0.0.1:${port}/v1/health`).then((r) => r.ok, () => false))) {
+      if (Date.now() > deadline) throw new Error("the server did not start");
+      await Bun.sleep(100);
+    }
+    proc.kill("SIGTERM");
+    // stackgen's own shutdown (exit 0), not the shim killed while the server runs on without it.
+    expect(await proc.exited).toBe(0);
+    expect(await fetch(`http://127.0.0.1:${port}/v1/health`).then(() => "still up", () => "stopped")).toBe("stopped");
+  }, 30_000);
+
   test("a nested command's help names it in full", async () => {
     for (const sub of ["create", "list", "restore", "prune"]) {
       const r = await cli(["backup", sub, "--help"], { env });
