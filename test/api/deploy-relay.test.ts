@@ -185,6 +185,19 @@ describe("POST /v1/deploy", () => {
     }
   }, 30_000);
 
+  test("a caller that sends half a deploy body is still cut off by the idle timeout", async () => {
+    let closed = false;
+    const socket = await Bun.connect({
+      hostname: "127.0.0.1",
+      port: servers.api.port!,
+      socket: { data() {}, close() { closed = true; } },
+    });
+    socket.write(`POST /v1/deploy HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"provider":`);
+    await Bun.sleep(12_500);
+    expect(closed).toBe(true);
+    socket.end();
+  }, 30_000);
+
   test("only application/json starts a deploy: a web page can post text/plain to a local server without a preflight", async () => {
     const before = fake.calls.length;
     for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]) {
