@@ -129,7 +129,10 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
     const up = await compose.run(["up", "--detach", "--no-deps", ...layer]);
-    if (up.code !== 0) return `starting ${layer.join(", ")} failed: ${lastLine(up.stderr)}`;
+    if (up.code !== 0) {
+      const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
+      return signal?.aborted ? `interrupted (${failed})` : failed;
+    }
     const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
     const failedServices = await waitReady(engine, stack.project, layer, opts.timeoutMs, report, signal);
     if (failedServices.length > 0) return failedServices.map((f) => `${f.service} ${f.reason}`).join("; ");
