@@ -54,8 +54,9 @@ export class Compose {
     return args;
   }
 
-  /** Run a compose subcommand; output is captured (stderr is echoed when `echo` is set). */
-  async run(args: string[], opts: { echo?: boolean } = {}): Promise<RunResult> {
+  /** Run a compose subcommand; output is captured (stderr is echoed when `echo` is set). `stopOn`
+   *  ends it early when aborted: for work that is safe to cut (a pull), never for a start. */
+  async run(args: string[], opts: { echo?: boolean; stopOn?: AbortSignal } = {}): Promise<RunResult> {
     const proc = Bun.spawn([...this.baseArgs(), ...args], {
       cwd: this.stack.dir,
       stdin: "ignore",
@@ -65,7 +66,10 @@ export class Compose {
       // to stop (see cli/interrupt.ts), instead of killing a `compose up` halfway.
       detached: true,
     });
+    const stop = () => proc.kill("SIGINT");
+    opts.stopOn?.addEventListener("abort", stop, { once: true });
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    opts.stopOn?.removeEventListener("abort", stop);
     if (opts.echo && stderr.trim()) process.stderr.write(stderr.endsWith("\n") ? stderr : stderr + "\n");
     return { code, stdout, stderr };
   }
@@ -82,8 +86,9 @@ export class Compose {
     return normaliseModel(YAML.parse(result.stdout) ?? {}, this.stack.project);
   }
 
-  pull(service: string): Promise<RunResult> {
-    return this.run(["pull", "--quiet", service]);
+  /** Pulls only move tags (update puts them back), so a pull is stopped as soon as `stopOn` aborts. */
+  pull(service: string, stopOn?: AbortSignal): Promise<RunResult> {
+    return this.run(["pull", "--quiet", service], { stopOn });
   }
 
   stop(services: string[] = []): Promise<RunResult> {

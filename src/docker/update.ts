@@ -159,7 +159,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       if (!svc.image || svc.hasBuild || pulled.has(svc.image)) continue;
       pulled.add(svc.image);
       opts.progress(`Pulling ${svc.image}`);
-      const res = await compose.pull(svc.name);
+      const res = await compose.pull(svc.name, opts.signal);
       if (res.code !== 0) pullErrors.push(`${svc.image}: ${lastLine(res.stderr) || `exit ${res.code}`}`);
       else opts.progress(`Pulled ${svc.image}`);
     }
@@ -192,7 +192,11 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       return result;
     }
 
-    // 3. Stop all, start layer by layer, wait for health.
+    // 3. Stop all, start layer by layer, wait for health. Interrupted before that: nothing stops.
+    if (opts.signal?.aborted) {
+      await retag(engine, changed);
+      throw interruptedError("Interrupted before anything was stopped: the images were left as they were.");
+    }
     opts.progress("Stopping the stack");
     await compose.stop();
     if (opts.backup) {

@@ -99,6 +99,23 @@ volumes:
   );
 
   e2e(
+    "during restore, once restored and waiting for health: it stops waiting, keeps the restore, exits 130",
+    async () => {
+      await stack.exec("app", "sh", "-c", "echo in-backup > /more/marker");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo later > /more/marker");
+      const started = Date.now();
+      const r = await interruptWhen(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--timeout", "120"], "Waiting for app");
+      expect(r.code).toBe(130);
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(await running()).toBe(true);
+      expect(await marker()).toBe("in-backup");
+    },
+    180_000,
+  );
+
+  e2e(
     "during update, while the new image starts: it rolls back to the previous image",
     async () => {
       const { oldId } = await stack.pushNewVersion(appRef, ["RUN echo v2 > /version"]);

@@ -6,6 +6,7 @@ import { backupConfigProject, checkBackupFile, checkBackupProject, checkRestoreT
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
+import { INTERRUPTED_EXIT } from "../../errors.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 
@@ -44,6 +45,7 @@ export default defineCommand({
     const madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
     const work = mkdtempSync(join(backupsDir, ".restore-"));
     let result;
+    let interrupted = false;
     try {
       const backup = await loadVerifiedBackup(file, stack?.project, work);
       requireYesWithoutTerminal(args.yes, "Restore replaces the stack's volumes and config");
@@ -66,7 +68,12 @@ export default defineCommand({
       const compose = await openCompose(stack);
       const model = current ?? (await compose.config());
       const target = stack;
-      result = await withDeferredInterrupts("the restore", (signal) => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal }));
+      result = await withDeferredInterrupts("the restore", async (signal) => {
+        const restored = await restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal });
+        // Restored, then Ctrl-C while it waited for health: done, but not known to be healthy.
+        interrupted = signal.aborted;
+        return restored;
+      });
       if (args.json) printJson(result);
       else {
         printText(
@@ -88,7 +95,7 @@ export default defineCommand({
     if (result.notRestored.length) log.warn(`Not restored (no backup holds them): ${result.notRestored.join("; ")}`);
     if (!result.healthy) {
       log.error(`The restored stack is not healthy: ${result.problems.join("; ")}`);
-      process.exitCode = 1;
+      process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     }
   },
 });
