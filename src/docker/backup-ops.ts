@@ -4,6 +4,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { failure, interruptedError, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { getCatalog } from "../catalog/index.ts";
+import { isDatabase } from "../core/databases.ts";
 import {
   backupFileName,
   BackupInvalid,
@@ -107,18 +108,11 @@ function anonymousVolumes(service: string, mounts: NonNullable<ContainerSummary[
 
 const NAME_IT = "name it in docker-compose.override.yml to have it backed up";
 
-/** Running databases among the stack's services (catalog category database or vector-db, their
- *  own or the service a sidecar belongs to): a copy of their files while they write may be torn. */
+/** Running databases among the stack's services (see isDatabase): a copy of their files taken
+ *  while they write may be torn. */
 export function liveDatabases(model: ComposeModel, running: string[]): string[] {
   const catalog = getCatalog();
-  const isDatabase = (id: string | undefined) => {
-    const category = id ? catalog.servicesById.get(id)?.category : undefined;
-    return category === "database" || category === "vector-db";
-  };
-  const sidecarImages = /(postgres|pgvector|mariadb|mysql|mongo|redis|valkey|clickhouse|etcd)/;
-  return model.services
-    .filter((s) => running.includes(s.name) && (isDatabase(s.name) || (!catalog.servicesById.has(s.name) && sidecarImages.test(s.image ?? ""))))
-    .map((s) => s.name);
+  return model.services.filter((s) => running.includes(s.name) && isDatabase(catalog.servicesById.get(s.name)?.category, s.image)).map((s) => s.name);
 }
 
 /** What of the stack directory is not config: a backups folder inside it, or, when the backups go

@@ -745,6 +745,10 @@ describe("Watchtower", () => {
     expect(compose.services.postgresql!.labels[optOut]).toBe("false");
     expect(compose.services.qdrant!.labels[optOut]).toBe("false");
     expect(compose.services.n8n!.labels[optOut]).toBeUndefined();
+    // An app's own database sidecar is left alone too; the app itself is updated.
+    const chat = parseYaml(generateBundle({ projectName: "wt", services: ["watchtower", "rocketchat"] }, getCatalog()).files["docker-compose.yml"]!) as typeof compose;
+    expect(chat.services["rocketchat-mongodb"]!.labels[optOut]).toBe("false");
+    expect(chat.services.rocketchat!.labels[optOut]).toBeUndefined();
     // Without Watchtower no container carries its labels.
     expect(generateBundle({ projectName: "plain", services: ["n8n"] }, getCatalog()).files["docker-compose.yml"]).not.toContain("watchtower");
   });

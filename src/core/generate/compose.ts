@@ -4,6 +4,7 @@ import { Scalar, stringify } from "yaml";
 import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
 import { allServices, hasPrivateDomain, hasProxy, hostnameOf, publishedOnLoopback, webServices, type FileMap, type GenContext } from "./context.ts";
 import { CORE_CONFIG_TARGET } from "./core-gateway.ts";
+import { isDatabase } from "../databases.ts";
 import { bundleMounts, DOCKER_SOCKET, needsPostgresInit, POSTGRES_INIT_TARGET } from "./mounts.ts";
 
 export const NETWORK = "stack";
@@ -62,11 +63,11 @@ export const sidecarName = (s: CatalogService, sc: Sidecar) => `${s.id}-${sc.nam
  *  name; unscoped it would recreate every container on the host, other stacks included), and
  *  never the databases, which it would recreate under running clients with no order, health
  *  wait or way back (`stackgen update` does those). */
-function watchtowerLabels(ctx: GenContext, present: boolean): (s: CatalogService) => Record<string, string> {
+function watchtowerLabels(ctx: GenContext, present: boolean): (category: string | undefined, image: string) => Record<string, string> {
   if (!present) return () => ({});
-  return (s) => ({
+  return (category, image) => ({
     "com.centurylinklabs.watchtower.scope": ctx.projectName,
-    ...(s.category === "database" || s.category === "vector-db" ? { "com.centurylinklabs.watchtower.enable": "false" } : {}),
+    ...(isDatabase(category, image) ? { "com.centurylinklabs.watchtower.enable": "false" } : {}),
   });
 }
 
@@ -106,7 +107,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
         // for the same services, or it starts before PostgreSQL has made its user and restarts.
         ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
-        labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name, ...watched(s) },
+        labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name, ...watched(undefined, sc.image) },
         networks: [NETWORK],
       };
     }
@@ -144,7 +145,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) =>
       quoted(`${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`));
 
-    const labels: Record<string, string> = { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, ...watched(s) };
+    const labels: Record<string, string> = { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, ...watched(s.category, s.image) };
     if (s.id === "watchtower") environment.WATCHTOWER_SCOPE = ctx.projectName;
     const web = webById.get(s.id);
     if (traefik && web) {
