@@ -26,8 +26,10 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}): Adap
   const changes: string[] = [];
   if (!isMap(services)) return { yaml: composeYaml, changes };
 
-  changes.push(...dropBundleProxy(services, doc));
-  const known = normaliseFileKeys(files);
+  const dropped = dropBundleProxy(services, doc);
+  changes.push(...dropped.changes);
+  // The dropped proxy's skill would still be mounted into the agent, describing a proxy that is not there.
+  const known = Object.fromEntries(Object.entries(normaliseFileKeys(files)).filter(([key]) => !dropped.kinds.some((kind) => key.startsWith(`skills/${kind}/`))));
   const configNames = new Map<string, string>(); // file key -> config name, shared across services
   for (const pair of services.items) {
     const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
@@ -98,18 +100,21 @@ function namedVolumesOf(service: YAMLMap): string[] {
   });
 }
 
-/** Removes the services stackgen generated as the stack's reverse proxy, what depends on them,
- *  the Traefik labels it routed by, and volumes only it used. Returns the change lines. */
-function dropBundleProxy(services: YAMLMap, doc: Document): string[] {
-  const proxies = services.items.filter((pair) => {
-    const service = pair.value;
-    return isMap(service) && BUNDLE_PROXIES.has(labelOf(service as YAMLMap, "dev.stackgen.service") ?? "") && labelOf(service as YAMLMap, "dev.stackgen.sidecar") === undefined;
-  });
-  if (proxies.length === 0) return [];
+/** Removes the services stackgen generated as the stack's reverse proxy, what depends on them or
+ *  points at them (`TRAEFIK_API_URL`), the Traefik labels it routed by, and volumes only it used.
+ *  Returns the change lines and which proxies (caddy, traefik) were dropped. */
+function dropBundleProxy(services: YAMLMap, doc: Document): { changes: string[]; kinds: string[] } {
+  const kindOf = (service: unknown) =>
+    isMap(service) && labelOf(service as YAMLMap, "dev.stackgen.sidecar") === undefined ? labelOf(service as YAMLMap, "dev.stackgen.service") : undefined;
+  const proxies = services.items.filter((pair) => BUNDLE_PROXIES.has(kindOf(pair.value) ?? ""));
+  if (proxies.length === 0) return { changes: [], kinds: [] };
   const names = proxies.map((pair) => String(isScalar(pair.key) ? pair.key.value : pair.key));
+  const kinds = proxies.map((pair) => kindOf(pair.value)!);
   const theirVolumes = new Set(proxies.flatMap((pair) => namedVolumesOf(pair.value as YAMLMap)));
   for (const name of names) services.delete(name);
-  const droppedTraefik = names.some((name) => name === "traefik");
+  const droppedTraefik = kinds.includes("traefik");
+  const pointsAtProxy = (value: unknown) => names.some((name) => String(value).startsWith(`http://${name}:`));
+  const isTraefikLabel = (text: string) => text.startsWith("traefik.");
   const stillUsed = new Set<string>();
   for (const pair of services.items) {
     if (!isMap(pair.value)) continue;
@@ -121,14 +126,19 @@ function dropBundleProxy(services: YAMLMap, doc: Document): string[] {
     }
     if ((isMap(dependsOn) || isSeq(dependsOn)) && dependsOn.items.length === 0) service.delete("depends_on");
     const labels = service.get("labels");
-    if (droppedTraefik && isMap(labels)) labels.items = labels.items.filter((l) => !String(isScalar(l.key) ? l.key.value : l.key).startsWith("traefik."));
+    if (droppedTraefik && isMap(labels)) labels.items = labels.items.filter((l) => !isTraefikLabel(String(isScalar(l.key) ? l.key.value : l.key)));
+    if (droppedTraefik && isSeq(labels)) labels.items = labels.items.filter((l) => !isTraefikLabel(String(isScalar(l) ? l.value : l)));
+    const environment = service.get("environment");
+    if (isMap(environment)) environment.items = environment.items.filter((e) => !pointsAtProxy(isScalar(e.value) ? e.value.value : e.value));
+    if (isSeq(environment)) environment.items = environment.items.filter((e) => !pointsAtProxy(String(isScalar(e) ? e.value : e).replace(/^[^=]*=/, "")));
     for (const volume of namedVolumesOf(service)) stillUsed.add(volume);
   }
   const volumes = doc.get("volumes");
   if (isMap(volumes)) for (const volume of theirVolumes) if (!stillUsed.has(volume)) volumes.delete(volume);
   if (isMap(volumes) && volumes.items.length === 0) doc.delete("volumes");
-  return names.map((name) =>
+  const changes = names.map((name) =>
     `service "${name}" left out: the platform's own proxy routes to the services; give each one you open in a browser a domain there, with its container port`);
+  return { changes, kinds };
 }
 
 // ---------------------------------------------------------------------------------------------

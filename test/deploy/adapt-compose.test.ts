@@ -122,10 +122,30 @@ describe("the bundle's reverse proxy on a platform", () => {
       expect(Object.keys(doc.volumes).filter((v) => v.startsWith(proxy))).toEqual([]);
       expect(Object.keys(doc.volumes)).toContain("n8n-data");
       expect(changes[0]).toStartWith(`service "${proxy}" left out: the platform's own proxy routes to the services`);
-      // The proxy's config file is not carried inline any more.
+      // The proxy's config file is not carried inline any more, nor its skill for the agent, nor
+      // the gateway's address of it.
       expect(Object.keys(doc.configs ?? {}).some((c) => /^(caddyfile|traefik_)/i.test(c))).toBe(false);
+      expect(Object.keys(doc.configs ?? {}).filter((c) => c.startsWith(`skills_${proxy}_`))).toEqual([]);
+      expect(Object.keys(doc.configs ?? {})).toContain("skills_n8n_SKILL.md");
+      expect(JSON.stringify(doc.services.core.environment)).not.toContain(`http://${proxy}:`);
     });
   }
+
+  test("our Traefik under another service name, with labels in list form: found by its label, its labels go", () => {
+    const yaml = `services:
+  edge:
+    image: traefik:v3
+    labels: ["dev.stackgen.service=traefik"]
+  app:
+    image: app
+    labels: ["dev.stackgen.service=app", "traefik.enable=true"]
+    depends_on: {edge: {condition: service_started}}
+`;
+    const doc = parseYaml(adaptCompose(yaml).yaml);
+    expect(Object.keys(doc.services)).toEqual(["app"]);
+    expect(doc.services.app.labels).toEqual(["dev.stackgen.service=app"]);
+    expect(doc.services.app.depends_on).toBeUndefined();
+  });
 
   test("a user's own service of that name, or Traefik labels without our Traefik, are theirs and stay", () => {
     const yaml = `services:
