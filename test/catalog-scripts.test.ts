@@ -367,3 +367,29 @@ test("every service address a skill names is that service at a port it serves", 
   }
   expect(problems).toEqual([]);
 });
+
+describe("Matomo trusts the proxy's forwarded headers while the proxy serves it", () => {
+  const start = (body: Record<string, unknown>, root: string) => {
+    const command: string[] = composeFor({ services: ["matomo"], ...body }).services.matomo.command;
+    const environment: Record<string, string> = composeFor({ services: ["matomo"], ...body }).services.matomo.environment;
+    const run = runStartScript(command, [["/var/www/html/config", root], ["exec apache2-foreground", "echo started"]], {
+      PATH: process.env.PATH!,
+      ...(environment.TRUST_PROXY_HEADERS ? { TRUST_PROXY_HEADERS: environment.TRUST_PROXY_HEADERS } : {}),
+    });
+    expect(run.stdout.toString()).toBe("started\n");
+  };
+  const file = (root: string) => join(root, "common.config.ini.php");
+
+  test("written behind the proxy, removed without it, and a file of the user's own is never touched", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-matomo-"));
+    roots.push(root);
+    start({ proxy: "caddy", domain: "example.com" }, root);
+    expect(readFileSync(file(root), "utf8")).toContain("proxy_scheme_headers[] = HTTP_X_FORWARDED_PROTO");
+    start({}, root);
+    expect(existsSync(file(root))).toBe(false);
+    writeFileSync(file(root), "[General]\nmy_setting = 1\n");
+    start({ proxy: "caddy", domain: "example.com" }, root);
+    start({}, root);
+    expect(readFileSync(file(root), "utf8")).toBe("[General]\nmy_setting = 1\n");
+  });
+});
