@@ -305,8 +305,8 @@ export function whatItAdds(ids: readonly string[], current: ReadonlySet<string>,
 }
 
 /** Whether the page's host name is this machine's loopback (as the server judges a deploy's
- *  caller): localhost, 127.0.0.0/8 or ::1. */
+ *  caller): localhost, 127.0.0.0/8, ::1, or 0.0.0.0 (which the browser opens on this machine). */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  return host === "localhost" || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host) || host === "::1";
+  return host === "localhost" || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host) || host === "::1" || host === "0.0.0.0";
 }

@@ -200,7 +200,7 @@ describe("import and selection (found by an audit of the page)", () => {
   });
 
   test("a page opened on the server's own machine is told apart from one opened elsewhere", () => {
-    for (const host of ["localhost", "127.0.0.1", "127.1.2.3", "[::1]", "app.localhost"]) expect([host, isLoopbackHost(host)]).toEqual([host, true]);
+    for (const host of ["localhost", "127.0.0.1", "127.1.2.3", "[::1]", "app.localhost", "0.0.0.0"]) expect([host, isLoopbackHost(host)]).toEqual([host, true]);
     for (const host of ["192.168.1.5", "stack.example.com", "[fe80::1]", "127.0.0.1.nip.io", "localhost.example.com"]) expect([host, isLoopbackHost(host)]).toEqual([host, false]);
   });
 
