@@ -164,6 +164,19 @@ function envCheck(stack: Stack): DoctorCheck {
   return { id, status: "ok", message: ".env present, mode 600" };
 }
 
+/** Containers of the project whose service the compose files no longer name (a service taken out
+ *  on regeneration): they run on, hold their ports, and their volumes are not backed up. */
+function orphanCheck(stack: Stack, containers: ContainerSummary[]): DoctorCheck | undefined {
+  const named = new Set(stack.documents.flatMap((doc) => Object.keys((doc as { services?: Record<string, unknown> } | null)?.services ?? {})));
+  const orphans = [...new Set(containers.map((c) => c.Labels["com.docker.compose.service"]).filter((s): s is string => s !== undefined && !named.has(s)))].sort();
+  if (orphans.length === 0) return undefined;
+  return {
+    id: "orphans",
+    status: "warn",
+    message: `containers of ${orphans.join(", ")}, which the compose files no longer name, are still there; \`docker compose up -d --remove-orphans\` removes them (their volumes stay, but stackgen backup no longer copies them)`,
+  };
+}
+
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
   const { config } = stack;
@@ -208,5 +221,7 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   }
 
   checks.push(envCheck(stack));
+  const orphans = orphanCheck(stack, containers);
+  if (orphans) checks.push(orphans);
   return { project: stack.project, dir: stack.dir, ok: !checks.some((c) => c.status === "fail"), checks };
 }

@@ -43,7 +43,20 @@ services:
       expect(after.code, after.stderr).toBe(0);
       const second = JSON.parse(after.stdout) as { checks: Check[] };
       expect(second.checks.find((c) => c.id === `port ${port}/tcp`)).toMatchObject({ status: "ok", message: "held by this stack's web" });
+      expect(second.checks.find((c) => c.id === "orphans")).toBeUndefined();
     },
     90_000,
+  );
+
+  e2e(
+    "a container of a service the compose file no longer names is reported, with the command that removes it",
+    async () => {
+      stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  other:\n    image: ${BASE_IMAGE}\n    command: ["sleep", "3600"]\n`);
+      const r = await cli(["doctor", "--dir", stack.dir, "--json"]);
+      const checks = (JSON.parse(r.stdout) as { checks: Check[] }).checks;
+      expect(checks.find((c) => c.id === "orphans")).toEqual({ id: "orphans", status: "warn", message: expect.stringContaining("containers of web, which the compose files no longer name") });
+      expect(checks.find((c) => c.id === "orphans")!.message).toContain("--remove-orphans");
+    },
+    60_000,
   );
 });
