@@ -34,6 +34,8 @@ export interface PublishedPort {
   host: string;
   port: number;
   protocol: "tcp" | "udp";
+  /** The container side, as written (`5678`), for the override a clash suggests. */
+  container: string;
 }
 
 /** Host ports a compose file publishes, short and long syntax; entries using ${VAR} or ranges
@@ -49,7 +51,7 @@ export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unch
         if (long.published === undefined) continue; // not published: an ephemeral host port
         const port = Number(long.published);
         if (!Number.isInteger(port)) unchecked.push(`${service}: ${String(long.published)}`);
-        else ports.push({ service, host: typeof long.host_ip === "string" ? long.host_ip : "0.0.0.0", port, protocol: long.protocol === "udp" ? "udp" : "tcp" });
+        else ports.push({ service, host: typeof long.host_ip === "string" ? long.host_ip : "0.0.0.0", port, protocol: long.protocol === "udp" ? "udp" : "tcp", container: String((long as { target?: unknown }).target ?? "") });
         continue;
       }
       const text = String(entry);
@@ -62,7 +64,7 @@ export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unch
         unchecked.push(`${service}: ${text}`);
         continue;
       }
-      ports.push({ service, host: match[1]?.replace(/^\[|\]$/g, "") ?? "0.0.0.0", port, protocol: proto === "udp" ? "udp" : "tcp" });
+      ports.push({ service, host: match[1]?.replace(/^\[|\]$/g, "") ?? "0.0.0.0", port, protocol: proto === "udp" ? "udp" : "tcp", container: match[3]! });
     }
   }
   return { ports, unchecked };
@@ -102,6 +104,20 @@ function ownHolder(p: PublishedPort, containers: ContainerSummary[]): string | u
   return holder?.Labels["com.docker.compose.service"];
 }
 
+/** How to publish `p` on a free port instead, where a regeneration never overwrites it. Compose
+ *  adds an override's ports to the compose file's, so `!override` replaces the list (compose
+ *  2.24 or later); a service with more ports lists them all there. */
+async function elsewhere(p: PublishedPort): Promise<string> {
+  for (let port = p.port + 1; port <= Math.min(p.port + 100, 65535); port++) {
+    if ((await tryBind({ ...p, port })) === undefined) {
+      const host = p.host === "0.0.0.0" ? "" : `${p.host.includes(":") ? `[${p.host}]` : p.host}:`;
+      const mapping = `${host}${port}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`;
+      return `publish ${p.service} on ${port}, which is free, in docker-compose.override.yml (generate never writes it): services: {${p.service}: {ports: !override ["${mapping}"]}}`;
+    }
+  }
+  return `publish ${p.service} on another port in docker-compose.override.yml (generate never writes it), with ports: !override [...]`;
+}
+
 async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   for (const p of ports) {
@@ -113,7 +129,7 @@ async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]
     }
     const error = await tryBind(p);
     if (error === undefined) checks.push({ id, status: "ok", message: `free on ${p.host} for ${p.service}` });
-    else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop it or change the port in docker-compose.yml` });
+    else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop that program, or ${await elsewhere(p)}` });
     else if (error === "EACCES") checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service} without root (ports below 1024); the engine itself may still bind it` });
     else if (error === "EADDRNOTAVAIL") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, an address this host does not have` });
     else checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service}: ${error}` });

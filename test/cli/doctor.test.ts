@@ -23,12 +23,12 @@ describe("publishedPorts reads what compose would publish", () => {
     };
     const { ports, unchecked } = publishedPorts(compose);
     expect(ports).toEqual([
-      { service: "web", host: "0.0.0.0", port: 8080, protocol: "tcp" },
-      { service: "web", host: "127.0.0.1", port: 5432, protocol: "tcp" },
-      { service: "web", host: "::1", port: 6379, protocol: "tcp" },
-      { service: "web", host: "0.0.0.0", port: 53, protocol: "udp" },
-      { service: "api", host: "127.0.0.1", port: 3001, protocol: "tcp" },
-      { service: "api", host: "0.0.0.0", port: 5353, protocol: "udp" },
+      { service: "web", host: "0.0.0.0", port: 8080, protocol: "tcp", container: "80" },
+      { service: "web", host: "127.0.0.1", port: 5432, protocol: "tcp", container: "5432" },
+      { service: "web", host: "::1", port: 6379, protocol: "tcp", container: "6379" },
+      { service: "web", host: "0.0.0.0", port: 53, protocol: "udp", container: "53" },
+      { service: "api", host: "127.0.0.1", port: 3001, protocol: "tcp", container: "3000" },
+      { service: "api", host: "0.0.0.0", port: 5353, protocol: "udp", container: "53" },
     ]);
     expect(unchecked).toEqual(["web: ${WEB_PORT}:80", "web: 7000-7002:7000-7002"]);
     expect(publishedPorts(null)).toEqual({ ports: [], unchecked: [] });
@@ -65,7 +65,13 @@ services:
       expect(report).toMatchObject({ ok: false, project: "busy" });
       const by = Object.fromEntries(report.checks.map((c) => [c.id, c]));
       expect(by.engine).toMatchObject({ status: "fail", message: expect.stringContaining("nonexistent.sock") });
+      // Read first: toMatchObject with a matcher leaves the matcher in the object it checked.
+      const clash = by[`port ${held}/tcp`]!.message;
       expect(by[`port ${held}/tcp`]).toMatchObject({ status: "fail", message: expect.stringContaining("another program already uses it") });
+      // The way out keeps the compose file as generated: the override file, with a port now free.
+      const suggested = Number(/publish app on (\d+), which is free/.exec(clash)?.[1]);
+      expect(suggested).toBeGreaterThan(held);
+      expect(clash).toContain(`ports: !override ["127.0.0.1:${suggested}:80"]`);
       expect(by[`port ${free}/tcp`]).toMatchObject({ status: "ok" });
       expect(by.memory).toMatchObject({ status: "ok", message: expect.stringMatching(/^about \d+ MB needed/) });
       expect(by.platform).toMatchObject({ status: "warn", message: expect.stringContaining(other) });
