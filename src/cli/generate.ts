@@ -87,7 +87,7 @@ export default defineCommand({
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       ...(plan.some((f) => f.action === "keep-values") ? [yellow(followed.length ? "Kept the existing .env values, except the addresses named above." : "Kept the existing .env values.")] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
-      `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : "docker compose up -d"}`,
+      `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));
   },
 });

@@ -340,6 +340,8 @@ describe("generate", () => {
     expect(existsSync(join(dir, "skills", "redis", "SKILL.md"))).toBe(true);
     expect(again.stderr).toContain("No longer in the stack: postgresql, n8n, prometheus, grafana.");
     expect(again.stderr).toContain("gr_n8n-data");
+    const text = await cli(["generate", "--services", "n8n", "--dir", dir, "--dry-run"], { env });
+    expect(text.stderr).toContain("No longer in the stack: redis.");
     // The secrets of the data those volumes still hold stay in .env.
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
 
@@ -360,8 +362,14 @@ describe("generate", () => {
     };
     writeFileSync(join(dir, "stackgen.json"), JSON.stringify(config));
     writeFileSync(join(dir, "..", "outside.txt"), "keep me");
-    expectOk(await cli(["generate", "--services", "redis", "--dir", dir], { env }));
+    const third = await cli(["generate", "--services", "redis", "--dir", dir], { env });
+    expectOk(third);
     for (const path of [".env", "docker-compose.yml", "docker-compose.override.yml", "../outside.txt"]) expect([path, existsSync(join(dir, path))]).toEqual([path, true]);
+    // Nothing was taken out this time: the usual next step; taking one out names the flag that
+    // removes its container.
+    expect(third.stdout).toContain("&& docker compose up -d\n");
+    const fourth = await cli(["generate", "--services", "n8n", "--dir", dir], { env });
+    expect(fourth.stdout).toContain("&& docker compose up -d --remove-orphans\n");
   });
 
   test("regenerating a bundle from before its API keys signs them with the JWT secret it keeps", async () => {
