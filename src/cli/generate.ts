@@ -15,7 +15,7 @@ import { planBundle, writePlan } from "./write-bundle.ts";
 export default defineCommand({
   meta: { name: "generate", description: "Generate a stack bundle (docker-compose.yml, .env, proxy, monitoring, skills, README)" },
   args: {
-    name: { type: "string", description: "Project name (default: the --from file's, else the bundle's already in --dir, else the --dir folder name)" },
+    name: { type: "string", description: "Project name (default: the bundle's already in --dir, else the --from file's, else the --dir folder name)" },
     ...selectionArgs,
     deployment: { type: "string", description: "docker (default), bare-metal (native installs for services with a Debian package), or local (docker, recorded as local)" },
     "core-version": { type: "string", description: "Image tag of the core gateway (default latest)" },
@@ -33,10 +33,17 @@ export default defineCommand({
     if (args.secrets === false) body.generateSecrets = false;
     // --secrets given (not just the default) turns them on over a file made with --no-secrets.
     else if (rawArgs.some((a) => a === "--secrets" || a === "--secrets=true")) body.generateSecrets = true;
-    if (args.name !== undefined) body.projectName = args.name;
-    // Into an existing bundle, its own name: another one would make compose start a new project,
-    // with new, empty volumes beside the data. Into a new folder, the folder's name.
-    else if (body.projectName === undefined && args.dir) body.projectName = bundleProjectName(resolve(args.dir)) ?? basename(resolve(args.dir));
+    // Into an existing bundle, its own name, whatever the --from file says: another one would make
+    // compose start a new project, with new, empty volumes beside the data. Into a new folder, the
+    // --from file's name, else the folder's. --name still decides, said out loud.
+    const existing = args.dir ? bundleProjectName(resolve(args.dir)) : undefined;
+    if (args.name !== undefined) {
+      body.projectName = args.name;
+      if (existing && existing !== args.name) log.warn(renamed(existing, args.name));
+    } else if (existing) {
+      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${args.dir}, "${existing}" (${args.from} names "${body.projectName}"); --name renames it.`);
+      body.projectName = existing;
+    } else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 
     const { input, files, metadata, secretNames, derivedSecrets, stack } = withFlagHints(() => generateBundle(body, getCatalog()));
     // A complete export brings its stack back with the secrets it was made with (its volumes may
@@ -152,6 +159,10 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
     kept.length ? `Files of theirs you edited were left in place: ${kept.join(", ")}.` : "",
   ].filter(Boolean).join(" ");
 }
+
+/** What renaming a bundle's project does to the stack that already ran under the old name. */
+const renamed = (from: string, to: string) =>
+  `Renaming the project from "${from}" to "${to}": compose starts "${to}" as a new stack, with new, empty volumes; the containers and volumes of "${from}" (${from}_*) stay as they are until you remove them.`;
 
 /** The project name an existing bundle in `dir` records in its stackgen.json, if any. */
 function bundleProjectName(dir: string): string | undefined {

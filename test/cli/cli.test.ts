@@ -502,6 +502,18 @@ describe("generate", () => {
     expectOk(await cli(["generate", "--services", "redis,n8n", "--dir", dir], { env }));
     expect(JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")).projectName).toBe("mylab");
     expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("\nname: mylab\n");
+    // A --from file of another project does not rename it either; --name does, with a warning.
+    const other = join(tmp, "other-export");
+    expectOk(await cli(["generate", "--name", "elsewhere", "--services", "qdrant", "--dir", other], { env }));
+    const from = await cli(["generate", "--from", join(other, "stackgen.json"), "--dir", dir], { env });
+    expectOk(from);
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("\nname: mylab\n");
+    expect(from.stderr).toContain('Keeping the project name of the bundle');
+    // What it leaves behind is named under the real project name.
+    expect(from.stderr).toContain("mylab_redis-data");
+    const renamedRun = await cli(["generate", "--name", "mylab2", "--services", "redis", "--dir", dir], { env });
+    expectOk(renamedRun);
+    expect(renamedRun.stderr).toContain('Renaming the project from "mylab" to "mylab2"');
     // A new folder still names the project.
     const fresh = join(tmp, "fresh-folder");
     expectOk(await cli(["generate", "--services", "redis", "--dir", fresh], { env }));
