@@ -163,17 +163,23 @@ describe("regenerating into an existing bundle", () => {
     const dir = at("edited");
     expectOk(await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir], { env }));
     writeFileSync(join(dir, "Caddyfile"), readFileSync(join(dir, "Caddyfile"), "utf8") + "# mine\n");
-    const dry = await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--dry-run", "--json"], { env });
+    // The same input makes the Caddyfile as before: the edit stays and the rest is written.
+    const same = await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--json"], { env });
+    expectOk(same);
+    expect(JSON.parse(same.stdout).files.find((f: { path: string }) => f.path === "Caddyfile").action).toBe("keep-edited");
+    expect(readFileSync(join(dir, "Caddyfile"), "utf8")).toEndWith("# mine\n");
+    // Another domain changes the Caddyfile: that would overwrite the edit, so nothing is written.
+    const dry = await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--dry-run", "--json"], { env });
     expect(dry.code).toBe(1);
     expect(jsonError(dry.stdout)).toMatchObject({ code: "EDITED_FILES", message: expect.stringContaining("Caddyfile") });
-    const real = await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--json"], { env });
+    const real = await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--json"], { env });
     expect(real.code).toBe(1);
     expect(jsonError(real.stdout).code).toBe("EDITED_FILES");
     expect(readFileSync(join(dir, "Caddyfile"), "utf8")).toEndWith("# mine\n");
     expect(jsonError(real.stdout).message).not.toContain("override");
     // An edited compose file: the message says where such changes survive a regeneration.
     writeFileSync(join(dir, "docker-compose.yml"), readFileSync(join(dir, "docker-compose.yml"), "utf8") + "# mine\n");
-    const compose = jsonError((await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir, "--json"], { env })).stdout);
+    const compose = jsonError((await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--json"], { env })).stdout);
     expect(compose.message).toContain("Caddyfile, docker-compose.yml");
     expect(compose.message).toContain("belong in docker-compose.override.yml");
   });
