@@ -99,7 +99,8 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     if (existing === undefined) plan.push({ path, action: "create", content });
     else if (path === ".env") {
       const merged = mergeEnv(existing, content, secrets, derived, { previous });
-      plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}) });
+      if (merged.text === existing) plan.push({ path, action: "unchanged", content: existing });
+      else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}) });
     }
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });

@@ -280,9 +280,9 @@ describe("generate", () => {
     expect(one.stdout).toContain("(1 service, ");
     expect(one.stdout).toContain("Next: cd ");
     expect(one.stdout).toContain("&& docker compose up -d");
-    // Regenerated as it was: only .env is rewritten (its values kept), one file.
+    // Regenerated as it was: nothing changes, and nothing is said to be written.
     const again = await cli(["generate", "--name", "one", "--services", "redis", "--dir", join(tmp, "one")], { env });
-    expect(again.stdout).toMatch(/, 1 file written\)/);
+    expect(again.stdout).toMatch(/, 0 files written\)/);
     const bare = await cli(["generate", "--name", "bare", "--services", "redis", "--deployment", "bare-metal", "--dir", join(tmp, "bare")], { env });
     expectOk(bare);
     expect(existsSync(join(tmp, "bare", "install.sh"))).toBe(true);
