@@ -11,7 +11,7 @@ import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
 import { validateSelection } from "../core/validate.ts";
 import { detectCompose } from "./compose.ts";
-import type { ContainerSummary, Engine, EngineInfo } from "./engine.ts";
+import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
 import type { Stack } from "./stack.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
@@ -118,7 +118,8 @@ async function elsewhere(p: PublishedPort): Promise<string> {
   return `publish ${p.service} on another port in docker-compose.override.yml (generate never writes it), with ports: !override [...]`;
 }
 
-async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]): Promise<DoctorCheck[]> {
+/** `engineHidden`: the engine runs but this user may not ask it (so its containers are unknown). */
+async function portChecks(ports: PublishedPort[], containers: ContainerSummary[], engineHidden: boolean): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   for (const p of ports) {
     const id = `port ${p.port}/${p.protocol}`;
@@ -129,6 +130,9 @@ async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]
     }
     const error = await tryBind(p);
     if (error === undefined) checks.push({ id, status: "ok", message: `free on ${p.host} for ${p.service}` });
+    // An engine this user may not ask: this stack's own running container cannot be told from
+    // another program. (An engine that is down runs no container: then it is another program.)
+    else if (error === "EADDRINUSE" && engineHidden) checks.push({ id, status: "warn", message: `${p.port} on ${p.host} (${p.service}) is in use; without access to the engine it could not be checked whether this stack's own container holds it` });
     else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop that program, or ${await elsewhere(p)}` });
     else if (error === "EACCES") checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service} without root (ports below 1024); the engine itself may still bind it` });
     else if (error === "EADDRNOTAVAIL") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, an address this host does not have` });
@@ -219,7 +223,8 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   const found = files.map(publishedPorts);
   const ports = uniquePorts(found.flatMap((f) => f.ports));
   const unchecked = found.flatMap((f) => f.unchecked);
-  checks.push(...(await portChecks(ports, containers)));
+  const engineHidden = checks.some((c) => c.id === "engine" && c.status === "fail" && c.message.startsWith(SOCKET_FORBIDDEN));
+  checks.push(...(await portChecks(ports, containers, engineHidden)));
   for (const text of unchecked) checks.push({ id: "port", status: "warn", message: `${text}: set through a variable or a range, not checked` });
 
   checks.push(memoryCheck(config, info));

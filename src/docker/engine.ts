@@ -84,6 +84,18 @@ export class EngineError extends StackgenError {
   }
 }
 
+/** How a refused socket's message starts (doctor tells it apart from an engine that is down). */
+export const SOCKET_FORBIDDEN = "Permission denied on the Docker engine's socket";
+
+/** Why the engine could not be reached, with what to do: a socket this user may not open is the
+ *  common case on a fresh install, and "is dockerd running?" would send them the wrong way. */
+export function unreachableMessage(display: string, error: Pick<NodeJS.ErrnoException, "code" | "message">): string {
+  if (error.code === "EACCES" || error.code === "EPERM") {
+    return `${SOCKET_FORBIDDEN} ${display}: add your user to the group that owns it (usually docker: sudo usermod -aG docker $USER, then log in again), or run as root.`;
+  }
+  return `Cannot reach the Docker engine at ${display} (${error.message}). Is dockerd running?`;
+}
+
 export class Engine {
   constructor(readonly endpoint: EngineEndpoint = parseDockerHost(process.env.DOCKER_HOST)) {}
 
@@ -97,10 +109,7 @@ export class Engine {
         ...(this.endpoint.socket ? { unix: this.endpoint.socket } : {}),
       } as RequestInit);
     } catch (e) {
-      throw failure(
-        "DOCKER_UNAVAILABLE",
-        `Cannot reach the Docker engine at ${this.endpoint.display} (${(e as Error).message}). Is dockerd running?`,
-      );
+      throw failure("DOCKER_UNAVAILABLE", unreachableMessage(this.endpoint.display, e as NodeJS.ErrnoException));
     }
   }
 

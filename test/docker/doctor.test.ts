@@ -1,7 +1,9 @@
 // `stackgen doctor` against a real engine: the engine's version is reported, and a port the
 // stack's own running container publishes is the stack's, not a clash.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { BASE_IMAGE, cli, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { chmodSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { BASE_IMAGE, BUN, MAIN, cli, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 import { freePort } from "../support/tools.ts";
 
 const e2e = await dockerTest();
@@ -46,6 +48,21 @@ services:
       expect(second.checks.find((c) => c.id === "orphans")).toBeUndefined();
     },
     90_000,
+  );
+
+  e2e(
+    "a user who may not open the engine's socket is told so, and the stack's own port is not blamed on another program",
+    async () => {
+      if (process.getuid?.() !== 0 || !Bun.which("setpriv")) return; // needs root to act as another user
+      // The stack runs and holds its port; `nobody` may read the stack but not the socket.
+      chmodSync(stack.dir, 0o755);
+      for (const name of readdirSync(stack.dir)) chmodSync(join(stack.dir, name), 0o644);
+      const r = await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BUN, MAIN, "doctor", "--dir", stack.dir, "--json"], { env: { PATH: process.env.PATH!, HOME: "/tmp", NO_COLOR: "1" } });
+      const checks = (JSON.parse(r.stdout) as { checks: Check[] }).checks;
+      expect(checks.find((c) => c.id === "engine")).toMatchObject({ status: "fail", message: expect.stringContaining("usermod -aG docker") });
+      expect(checks.find((c) => c.id === `port ${port}/tcp`)).toMatchObject({ status: "warn", message: expect.stringContaining("without access to the engine") });
+    },
+    60_000,
   );
 
   e2e(

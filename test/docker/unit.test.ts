@@ -8,6 +8,7 @@ import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInp
 import { liveDatabases, outsideTheBackup, unpackConfigInto } from "../../src/docker/backup-ops.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
+import { unreachableMessage } from "../../src/docker/engine.ts";
 import { readiness } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
@@ -507,5 +508,12 @@ describe("hot backups", () => {
     };
     expect(liveDatabases(model, ["postgresql", "qdrant", "n8n", "appflowy-postgres"])).toEqual(["postgresql", "qdrant", "appflowy-postgres"]);
     expect(liveDatabases(model, ["n8n"])).toEqual([]);
+  });
+});
+
+describe("engine errors", () => {
+  test("a socket this user may not open says how to get access; anything else asks whether dockerd runs", () => {
+    expect(unreachableMessage("/var/run/docker.sock", { code: "EACCES", message: "EACCES" })).toContain("sudo usermod -aG docker $USER");
+    expect(unreachableMessage("/var/run/docker.sock", { code: "ECONNREFUSED", message: "ECONNREFUSED" })).toEndWith("Is dockerd running?");
   });
 });
