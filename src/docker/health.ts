@@ -34,7 +34,9 @@ export function readiness(service: string, states: ContainerState[], settleMs = 
   if (states.length === 0) return { service, ok: false, reason: "no container", final: false };
   for (const s of states) {
     if ((s.RestartCount ?? 0) >= CRASH_LOOP_RESTARTS) {
-      return { service, ok: false, reason: `restarted ${s.RestartCount} times (last exit code ${s.ExitCode})`, final: true };
+      // A container caught running again has its exit code reset to 0: only a stopped one tells.
+      const code = s.Status === "running" ? "" : ` (last exit code ${s.ExitCode})`;
+      return { service, ok: false, reason: `restarted ${s.RestartCount} times${code}`, final: true };
     }
     if (s.Status === "running") {
       const health = s.Health?.Status;

@@ -102,6 +102,9 @@ describe("status helpers", () => {
     expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(1), Health: { Status: "healthy" } }], 5000, now).ok).toBe(true);
     expect(readiness("a", [{ Status: "restarting", ExitCode: 3, RestartCount: 1 }], 5000, now)).toMatchObject({ ok: false, final: false, reason: "restarting (last exit code 3)" });
     expect(readiness("a", [{ Status: "running", ExitCode: 3, StartedAt: started(6), RestartCount: 3 }], 5000, now)).toMatchObject({ ok: false, final: true });
+    // Caught running again, the engine reports exit code 0: no code is better than a wrong one.
+    expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(1), RestartCount: 3 }], 5000, now).reason).toBe("restarted 3 times");
+    expect(readiness("a", [{ Status: "restarting", ExitCode: 1, RestartCount: 4 }], 5000, now).reason).toBe("restarted 4 times (last exit code 1)");
   });
 });
 
