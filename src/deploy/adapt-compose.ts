@@ -28,8 +28,7 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}): Adap
 
   const dropped = dropBundleProxy(services, doc);
   changes.push(...dropped.changes);
-  // The dropped proxy's skill would still be mounted into the agent, describing a proxy that is not there.
-  const known = Object.fromEntries(Object.entries(normaliseFileKeys(files)).filter(([key]) => !dropped.kinds.some((kind) => key.startsWith(`skills/${kind}/`))));
+  const known = withoutProxyFiles(normaliseFileKeys(files), dropped.kinds);
   const configNames = new Map<string, string>(); // file key -> config name, shared across services
   for (const pair of services.items) {
     const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
@@ -139,6 +138,29 @@ function dropBundleProxy(services: YAMLMap, doc: Document): { changes: string[];
   const changes = names.map((name) =>
     `service "${name}" left out: the platform's own proxy routes to the services; give each one you open in a browser a domain there, with its container port`);
   return { changes, kinds };
+}
+
+/** The bundle's files as the platform gets them without the dropped proxies: no skill of theirs
+ *  for the agent (nor its line in the skills index), and no Prometheus job scraping them (a
+ *  target that would always be down). */
+function withoutProxyFiles(files: BundleFiles, kinds: string[]): BundleFiles {
+  if (kinds.length === 0) return files;
+  const out: BundleFiles = {};
+  for (const [key, text] of Object.entries(files)) {
+    if (kinds.some((kind) => key.startsWith(`skills/${kind}/`))) continue;
+    if (key === "skills/README.md") out[key] = text.split("\n").filter((line) => !kinds.some((kind) => line.includes(`(${kind}/SKILL.md)`))).join("\n");
+    else if (key === "prometheus/prometheus.yml") out[key] = withoutScrapeJobs(text, kinds);
+    else out[key] = text;
+  }
+  return out;
+}
+
+function withoutScrapeJobs(text: string, jobs: string[]): string {
+  const doc = parseDocument(text);
+  const scrapes = doc.get("scrape_configs");
+  if (!isSeq(scrapes)) return text;
+  scrapes.items = scrapes.items.filter((job) => !(isMap(job) && jobs.includes(String(job.get("job_name")))));
+  return doc.toString({ lineWidth: 0 });
 }
 
 // ---------------------------------------------------------------------------------------------

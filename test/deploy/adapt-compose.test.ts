@@ -128,6 +128,12 @@ describe("the bundle's reverse proxy on a platform", () => {
       expect(Object.keys(doc.configs ?? {}).filter((c) => c.startsWith(`skills_${proxy}_`))).toEqual([]);
       expect(Object.keys(doc.configs ?? {})).toContain("skills_n8n_SKILL.md");
       expect(JSON.stringify(doc.services.core.environment)).not.toContain(`http://${proxy}:`);
+      // Prometheus no longer scrapes it, and the skills index no longer lists it.
+      const prometheus = parseYaml(doc.configs["prometheus_prometheus.yml"].content.replaceAll("$$", "$"));
+      expect(prometheus.scrape_configs.map((j: { job_name: string }) => j.job_name)).not.toContain(proxy);
+      expect(prometheus.scrape_configs.map((j: { job_name: string }) => j.job_name)).toContain("prometheus");
+      expect(doc.configs["skills_README.md"].content).not.toContain(`(${proxy}/SKILL.md)`);
+      expect(doc.configs["skills_README.md"].content).toContain("(n8n/SKILL.md)");
     });
   }
 
