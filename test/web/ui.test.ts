@@ -562,6 +562,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(steps.length).toBeGreaterThanOrEqual(5);
     for (const [, status] of steps) expect(["ok", "skipped"]).toContain(String(status));
     expect(await page.locator("#dashboard-link").getAttribute("href")).toStartWith(fake.url);
+    expect(await page.locator("#deploy-secrets-note").count()).toBe(0); // the user has these secrets
     expect(await page.evaluate(() => localStorage.getItem("stackgen.deploy"))).toBeNull();
     await shoot(page, "deploy", "#deploy");
 
@@ -577,6 +578,12 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#deploy-remember").isChecked()).toBe(true);
     await page.uncheck("#deploy-remember");
     expect(await page.evaluate(() => localStorage.getItem("stackgen.deploy"))).toBeNull();
+    // Deployed without a preview: the secrets were made for the deploy alone, and the page says where they are.
+    await page.check("#deploy-update");
+    await page.click("#deploy-button");
+    await page.waitForSelector("#dashboard-link");
+    await page.waitForSelector("#deploy-button:enabled");
+    expect(await page.textContent("#deploy-secrets-note")).toContain("in the platform's environment variables");
 
     // The stream ends after a step began (a proxy in between cut it): the page does not claim
     // the deploy failed, since the server may still be at it, and says what to check.

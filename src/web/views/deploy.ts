@@ -94,7 +94,7 @@ export function mountDeploy(store: Store): void {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {
           finished = true;
-          showResult(result, event.result);
+          showResult(result, event.result, shown === undefined);
         } else if (event.type === "error") {
           finished = true;
           showError(result, event.error.message);
@@ -142,7 +142,8 @@ function showStep(list: HTMLElement, rows: Map<string, HTMLLIElement>, event: ap
   );
 }
 
-function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"]): void {
+/** `unseen`: the deploy generated the bundle itself, so its secrets were never shown here. */
+function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"], unseen: boolean): void {
   if (!outcome.success) {
     showError(target, outcome.error ?? "The deployment failed.");
     if (outcome.hint) target.append(h("p", { class: "small", id: "deploy-hint" }, outcome.hint));
@@ -150,6 +151,9 @@ function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"
   }
   replaceChildren(target, h("div", { class: "alert success", role: "status" },
     h("p", {}, h("strong", {}, "Deployed."), " The platform is now starting the stack."),
+    unseen
+      ? h("p", { class: "small", id: "deploy-secrets-note" }, "Its passwords and keys were generated for this deploy and are not in any download: they are in the platform's environment variables for this stack. To keep a copy, preview the files before deploying.")
+      : null,
     outcome.dashboardUrl
       ? h("p", {}, h("a", { href: outcome.dashboardUrl, target: "_blank", rel: "noopener noreferrer", id: "dashboard-link" }, "Open the dashboard"))
       : null,
