@@ -59,6 +59,7 @@ export default defineCommand({
     const recorded = readConfig(dir);
     const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousSettings(recorded, stack.services));
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
+    const filled = plan.find((f) => f.filledSecrets)?.filledSecrets ?? [];
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
     const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata };
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.
@@ -92,12 +93,18 @@ export default defineCommand({
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
-      ...(plan.some((f) => f.action === "keep-values") ? [yellow(followed.length ? "Kept the existing .env values, except the addresses named above." : "Kept the existing .env values.")] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
+      ...(plan.some((f) => f.action === "keep-values") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));
   },
 });
+
+/** What happened to the .env values already there. */
+function keptText(followed: string[], filled: string[]): string {
+  const except = [followed.length ? "the addresses named above" : "", filled.length ? `the empty secrets, now generated (${filled.join(", ")})` : ""].filter(Boolean);
+  return except.length ? `Kept the existing .env values, except ${except.join(" and ")}.` : "Kept the existing .env values.";
+}
 
 /** The core names the input field; on the command line, also say which flag sets it. */
 function withFlagHints<T>(generate: () => T): T {

@@ -28,6 +28,8 @@ export interface PlannedFile {
   content: string;
   /** .env only: settings that followed the previous input and now follow the new one. */
   updatedValues?: string[];
+  /** .env only: secrets the old file left empty (`--no-secrets`) that now get generated values. */
+  filledSecrets?: string[];
 }
 
 async function readIfExists(path: string): Promise<string | undefined> {
@@ -100,7 +102,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     else if (path === ".env") {
       const merged = mergeEnv(existing, content, secrets, derived, { previous });
       if (merged.text === existing) plan.push({ path, action: "unchanged", content: existing });
-      else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}) });
+      else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}), ...(merged.filled.length ? { filledSecrets: merged.filled } : {}) });
     }
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });

@@ -139,7 +139,10 @@ describe("regenerating into an existing bundle", () => {
     expect(before.get("REDIS_PASSWORD")).toBe("");
     writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8").replace(/^CORE_VERSION=.*$/m, "CORE_VERSION=2026.11.1") + "MY_OWN=kept\n");
 
-    expectOk(await cli(["generate", "--name", "ns", "--preset", "devops", "--dir", dir], { env }));
+    const filled = await cli(["generate", "--name", "ns", "--preset", "devops", "--dir", dir], { env });
+    expectOk(filled);
+    expect(filled.stdout).toContain("Kept the existing .env values, except the empty secrets, now generated (");
+    expect(filled.stdout).toContain("REDIS_PASSWORD");
     const after = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
     // Every generated secret is filled; values the user is to fill in (API keys made in an app) stay empty.
     const secrets = generateBundle({ projectName: "ns", preset: "devops" }, getCatalog()).secretNames;
