@@ -36,12 +36,16 @@ export default defineCommand({
     // Into an existing bundle, its own name, whatever the --from file says: another one would make
     // compose start a new project, with new, empty volumes beside the data. Into a new folder, the
     // --from file's name, else the folder's. --name still decides, said out loud.
-    const existing = args.dir ? bundleProjectName(resolve(args.dir)) : undefined;
+    // The folder is fixed first (--dir, else the name given or the --from file's), so keeping its
+    // bundle's name below does not move the output elsewhere.
+    const nameGiven = args.name ?? (typeof body.projectName === "string" ? body.projectName : undefined);
+    const target = args.dir ?? nameGiven;
+    const existing = target ? bundleProjectName(resolve(target)) : undefined;
     if (args.name !== undefined) {
       body.projectName = args.name;
       if (existing && existing !== args.name) log.warn(renamed(existing, args.name));
     } else if (existing) {
-      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${args.dir}, "${existing}" (${args.from} names "${body.projectName}"); --name renames it.`);
+      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${args.from} names "${body.projectName}"); --name renames it.`);
       body.projectName = existing;
     } else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
 
@@ -54,7 +58,7 @@ export default defineCommand({
     const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, { keepExtra: false });
     if (fromExport) files[".env"] = fromExport.text;
     if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
-    const dir = resolve(args.dir ?? input.projectName);
+    const dir = resolve(target ?? input.projectName);
     // Read before the new stackgen.json replaces the old one.
     const recorded = readConfig(dir);
     const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousSettings(recorded, stack.services));
@@ -89,11 +93,12 @@ export default defineCommand({
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
-    const changed = plan.filter((f) => f.action !== "unchanged" && f.action !== "remove" && f.action !== "keep-edited").length;
+    const changed = plan.filter((f) => !["unchanged", "keep-edited", "remove", "leave-edited"].includes(f.action)).length;
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
-      ...(plan.some((f) => f.action === "keep-values") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
+      // A .env already there wins over an export's values, changed or not.
+      ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));
@@ -158,7 +163,7 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
     const service = catalog.servicesById.get(id);
     return service ? [...service.volumes, ...(service.sidecars ?? []).flatMap((sc) => sc.volumes ?? [])].map((v) => v.source).filter((s) => !s.startsWith("/")).map((s) => `${project}_${s}`) : [];
   });
-  const kept = plan.filter((f) => f.action === "keep-edited").map((f) => f.path);
+  const kept = plan.filter((f) => f.action === "leave-edited").map((f) => f.path);
   return [
     `No longer in the stack: ${removed.join(", ")}.`,
     "Their containers keep running until `docker compose up -d --remove-orphans`.",

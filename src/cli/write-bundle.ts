@@ -17,14 +17,15 @@ function refuseOutside(realParent: string, realRoot: string, path: string, root:
   }
 }
 
-/** `remove`: a file the previous generation wrote (unchanged since) that this one does not make,
+/** `keep-edited`: a file you edited that this generation makes as the last one did: your edit stays.
+ *  `remove`: a file the previous generation wrote (unchanged since) that this one does not make,
  *  such as the skill of a service no longer in the stack (the agent would still read it);
- *  `keep-edited`: the same, but edited since, so left alone. */
-export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited" | "remove" | "keep-edited";
+ *  `leave-edited`: the same, but edited since, so left alone. */
+export type FileAction = "create" | "update" | "unchanged" | "keep-values" | "skip-edited" | "overwrite-edited" | "keep-edited" | "remove" | "leave-edited";
 export interface PlannedFile {
   path: string;
   action: FileAction;
-  /** What is written (empty for `remove` and `keep-edited`). */
+  /** What is written (empty for `keep-edited`, `remove` and `leave-edited`). */
   content: string;
   /** .env only: settings that followed the previous input and now follow the new one. */
   updatedValues?: string[];
@@ -120,7 +121,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     const target = resolve(root, path);
     if (!isWithin(realRoot, await realExisting(dirname(target)))) continue;
     const existing = await readIfExists(target).catch(() => undefined); // a link or a folder now: not ours
-    if (existing !== undefined) plan.push({ path, action: sha256(existing) === hash ? "remove" : "keep-edited", content: "" });
+    if (existing !== undefined) plan.push({ path, action: sha256(existing) === hash ? "remove" : "leave-edited", content: "" });
   }
   return plan;
 }
@@ -131,7 +132,13 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
   for (const f of plan) {
-    if (f.action === "unchanged" || f.action === "skip-edited" || f.action === "keep-edited") continue;
+    // An unchanged .env still gets back its 0600 (it holds every secret), a script its 0755.
+    if (f.action === "unchanged" && fileMode(f.path) !== 0o644) {
+      const target = insideDir(root, f.path);
+      if (((await stat(target)).mode & 0o777) !== fileMode(f.path)) await chmod(target, fileMode(f.path));
+      continue;
+    }
+    if (f.action === "unchanged" || f.action === "skip-edited" || f.action === "keep-edited" || f.action === "leave-edited") continue;
     const target = insideDir(root, f.path);
     if (f.action === "remove") {
       refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { PROVIDER_NAMES } from "../../src/deploy/index.ts";
-import { cli, expectOk, freePort, hasTool, run } from "../support/tools.ts";
+import { BUN, cli, expectOk, freePort, hasTool, MAIN, run } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-cli-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -280,9 +280,13 @@ describe("generate", () => {
     expect(one.stdout).toContain("(1 service, ");
     expect(one.stdout).toContain("Next: cd ");
     expect(one.stdout).toContain("&& docker compose up -d");
-    // Regenerated as it was: nothing changes, and nothing is said to be written.
+    // Regenerated as it was: nothing changes, and nothing is said to be written; a .env left
+    // readable by others gets its 0600 back all the same.
+    chmodSync(join(tmp, "one", ".env"), 0o644);
     const again = await cli(["generate", "--name", "one", "--services", "redis", "--dir", join(tmp, "one")], { env });
     expect(again.stdout).toMatch(/, 0 files written\)/);
+    expect(again.stdout).toContain("Kept the existing .env values.");
+    expect(statSync(join(tmp, "one", ".env")).mode & 0o777).toBe(0o600);
     const bare = await cli(["generate", "--name", "bare", "--services", "redis", "--deployment", "bare-metal", "--dir", join(tmp, "bare")], { env });
     expectOk(bare);
     expect(existsSync(join(tmp, "bare", "install.sh"))).toBe(true);
@@ -333,7 +337,7 @@ describe("generate", () => {
     const actions = Object.fromEntries(JSON.parse(again.stdout).files.map((f: { path: string; action: string }) => [f.path, f.action]));
     expect(actions["skills/n8n/SKILL.md"]).toBe("remove");
     expect(actions["postgres/init/10-databases.sh"]).toBe("remove");
-    expect(actions["skills/grafana/SKILL.md"]).toBe("keep-edited");
+    expect(actions["skills/grafana/SKILL.md"]).toBe("leave-edited");
     expect(existsSync(join(dir, "skills", "n8n"))).toBe(false);
     expect(existsSync(join(dir, "postgres"))).toBe(false);
     expect(readFileSync(join(dir, "skills", "grafana", "SKILL.md"), "utf8")).toContain("my notes");
@@ -511,9 +515,25 @@ describe("generate", () => {
     expect(from.stderr).toContain('Keeping the project name of the bundle');
     // What it leaves behind is named under the real project name.
     expect(from.stderr).toContain("mylab_redis-data");
+    // A complete export's values do not replace a .env already there, and the output says so.
+    const exportFile = join(tmp, "export-complete.json");
+    writeFileSync(exportFile, JSON.stringify({ formatVersion: "1", input: { projectName: "mylab", services: ["redis"] }, files: { ".env": "REDIS_PASSWORD=fromexport0123456789abcdef012345\n" } }));
+    expectOk(await cli(["generate", "--from", exportFile, "--dir", dir], { env }));
+    const kept = await cli(["generate", "--from", exportFile, "--dir", dir], { env }); // .env now unchanged
+    expectOk(kept);
+    expect(kept.stdout).toContain("Kept the existing .env values");
+    expect(kept.stdout).not.toContain("Took the .env values");
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).not.toBe("fromexport0123456789abcdef012345");
     const renamedRun = await cli(["generate", "--name", "mylab2", "--services", "redis", "--dir", dir], { env });
     expectOk(renamedRun);
     expect(renamedRun.stderr).toContain('Renaming the project from "mylab" to "mylab2"');
+    // Without --dir the folder is named after the project; one holding another bundle is not
+    // renamed silently either.
+    mkdirSync(join(tmp, "named"), { recursive: true });
+    expectOk(await cli(["generate", "--name", "inside", "--services", "redis", "--dir", join(tmp, "named", "foo")], { env }));
+    const noDir = await run([BUN, MAIN, "generate", "--name", "foo", "--services", "redis"], { cwd: join(tmp, "named"), env });
+    expectOk(noDir);
+    expect(noDir.stderr).toContain('Renaming the project from "inside" to "foo"');
     // A new folder still names the project.
     const fresh = join(tmp, "fresh-folder");
     expectOk(await cli(["generate", "--services", "redis", "--dir", fresh], { env }));
