@@ -12,6 +12,7 @@ import { hostPlatform } from "../core/check-input.ts";
 import { validateSelection } from "../core/validate.ts";
 import { detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
+import { REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
@@ -104,23 +105,58 @@ function ownHolder(p: PublishedPort, containers: ContainerSummary[]): string | u
   return holder?.Labels["com.docker.compose.service"];
 }
 
-/** How to publish `p` on a free port instead, where a regeneration never overwrites it. Compose
- *  adds an override's ports to the compose file's, so `!override` replaces the list (compose
- *  2.24 or later); a service with more ports lists them all there. */
-async function elsewhere(p: PublishedPort): Promise<string> {
-  for (let port = p.port + 1; port <= Math.min(p.port + 100, 65535); port++) {
-    if ((await tryBind({ ...p, port })) === undefined) {
-      const host = p.host === "0.0.0.0" ? "" : `${p.host.includes(":") ? `[${p.host}]` : p.host}:`;
-      const mapping = `${host}${port}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`;
-      return `publish ${p.service} on ${port}, which is free, in docker-compose.override.yml (generate never writes it): services: {${p.service}: {ports: !override ["${mapping}"]}}`;
+/** Each service's port entries once compose has merged its files: a later file adds to them,
+ *  unless it replaces them (`!override`, `!reset`). */
+export function mergedPortEntries(documents: unknown[]): Map<string, unknown[]> {
+  const entries = new Map<string, unknown[]>();
+  for (const doc of documents) {
+    const services = (doc as { services?: Record<string, { ports?: unknown }> } | null)?.services ?? {};
+    for (const [service, def] of Object.entries(services)) {
+      const ports = def?.ports;
+      if (!Array.isArray(ports)) continue;
+      entries.set(service, REPLACES in ports ? [...ports] : [...(entries.get(service) ?? []), ...ports]);
     }
   }
-  return `publish ${p.service} on another port in docker-compose.override.yml (generate never writes it), with ports: !override [...]`;
+  return entries;
+}
+
+/** A port entry as compose's short syntax. */
+function entryText(entry: unknown): string {
+  if (entry === null || typeof entry !== "object") return String(entry);
+  const e = entry as { host_ip?: unknown; published?: unknown; target?: unknown; protocol?: unknown };
+  const host = typeof e.host_ip === "string" ? `${e.host_ip.includes(":") ? `[${e.host_ip}]` : e.host_ip}:` : "";
+  const published = e.published === undefined ? "" : `${String(e.published)}:`;
+  return `${host}${published}${String(e.target)}${e.protocol && e.protocol !== "tcp" ? `/${String(e.protocol)}` : ""}`;
+}
+
+/** Ports clients expect where they are (a proxy's HTTP and HTTPS, DNS): moving them breaks the service. */
+const FIXED_PORTS = new Set([53, 80, 443]);
+
+/** How to publish `p` on a free port instead, where a regeneration never overwrites it: the
+ *  override file, whose `!override` (compose 2.24 or later) replaces the service's whole list,
+ *  so the line carries all of its ports with only the clashing one moved. `taken`: the stack's
+ *  own published ports and those already suggested, never offered. */
+async function elsewhere(p: PublishedPort, entries: unknown[], taken: Set<number>): Promise<string> {
+  if (FIXED_PORTS.has(p.port)) return `stop that program: clients expect ${p.service} on ${p.port}, so it cannot move`;
+  for (let port = p.port + 1; port <= Math.min(p.port + 100, 65535); port++) {
+    if (taken.has(port) || (await tryBind({ ...p, port })) !== undefined) continue;
+    taken.add(port);
+    const host = p.host === "0.0.0.0" ? "" : `${p.host.includes(":") ? `[${p.host}]` : p.host}:`;
+    const moved = `${host}${port}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`;
+    const isClash = (entry: unknown) => {
+      const parsed = publishedPorts({ services: { s: { ports: [entry] } } }).ports[0];
+      return parsed !== undefined && parsed.host === p.host && parsed.port === p.port && parsed.protocol === p.protocol;
+    };
+    const list = entries.map((entry) => (isClash(entry) ? moved : entryText(entry)));
+    return `publish ${p.service} on ${port}, which is free, in docker-compose.override.yml (generate never writes it; compose 2.24 or later): services: {${p.service}: {ports: !override [${list.map((e) => JSON.stringify(e)).join(", ")}]}}`;
+  }
+  return `publish ${p.service} on another port in docker-compose.override.yml (generate never writes it), with ports: !override [...] listing all of its ports`;
 }
 
 /** `engineHidden`: the engine runs but this user may not ask it (so its containers are unknown). */
-async function portChecks(ports: PublishedPort[], containers: ContainerSummary[], engineHidden: boolean): Promise<DoctorCheck[]> {
+async function portChecks(ports: PublishedPort[], entries: Map<string, unknown[]>, containers: ContainerSummary[], engineHidden: boolean): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
+  const taken = new Set(ports.map((p) => p.port));
   for (const p of ports) {
     const id = `port ${p.port}/${p.protocol}`;
     const own = ownHolder(p, containers);
@@ -133,7 +169,7 @@ async function portChecks(ports: PublishedPort[], containers: ContainerSummary[]
     // An engine this user may not ask: this stack's own running container cannot be told from
     // another program. (An engine that is down runs no container: then it is another program.)
     else if (error === "EADDRINUSE" && engineHidden) checks.push({ id, status: "warn", message: `${p.port} on ${p.host} (${p.service}) is in use; without access to the engine it could not be checked whether this stack's own container holds it` });
-    else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop that program, or ${await elsewhere(p)}` });
+    else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop that program, or ${await elsewhere(p, entries.get(p.service) ?? [], taken)}` });
     else if (error === "EACCES") checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service} without root (ports below 1024); the engine itself may still bind it` });
     else if (error === "EADDRNOTAVAIL") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, an address this host does not have` });
     else checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service}: ${error}` });
@@ -220,11 +256,13 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
     checks.push({ id: "compose", status: "fail", message: (e as Error).message });
   }
 
-  const found = files.map(publishedPorts);
-  const ports = uniquePorts(found.flatMap((f) => f.ports));
-  const unchecked = found.flatMap((f) => f.unchecked);
+  // Compose merges a later file's ports into the earlier ones', or replaces them (`!override`).
+  const entries = mergedPortEntries(files);
+  const found = publishedPorts({ services: Object.fromEntries([...entries].map(([service, list]) => [service, { ports: list }])) });
+  const ports = uniquePorts(found.ports);
+  const unchecked = found.unchecked;
   const engineHidden = checks.some((c) => c.id === "engine" && c.status === "fail" && c.message.startsWith(SOCKET_FORBIDDEN));
-  checks.push(...(await portChecks(ports, containers, engineHidden)));
+  checks.push(...(await portChecks(ports, entries, containers, engineHidden)));
   for (const text of unchecked) checks.push({ id: "port", status: "warn", message: `${text}: set through a variable or a range, not checked` });
 
   checks.push(memoryCheck(config, info));

@@ -2,7 +2,7 @@
 // The compose file and the engine are the truth; stackgen.json only supplies a project name.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import YAML from "yaml";
+import YAML, { YAMLMap, YAMLSeq, type CollectionTag, type ScalarTag } from "yaml";
 import { StackgenError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
 import { parseEnvText } from "../core/parse-env.ts";
@@ -25,6 +25,30 @@ export const COMPOSE_FILE_NAMES = ["compose.yaml", "compose.yml", "docker-compos
  *  Day-2 commands must pass it too: naming only the compose file would recreate containers without
  *  the user's own changes (a port, a bind mount holding their data) on the first update or restore. */
 export const OVERRIDE_FILE_NAMES = ["compose.override.yaml", "compose.override.yml", "docker-compose.override.yml", "docker-compose.override.yaml"];
+
+/** Marks a list or mapping that a later compose file tagged `!override` or `!reset` (compose
+ *  2.24+): it replaces what the earlier files set instead of adding to it. */
+export const REPLACES = Symbol("compose !override");
+const replacing = <T extends object>(value: T): T => Object.defineProperty(value, REPLACES, { value: true });
+class ReplacingSeq extends YAMLSeq {
+  override toJSON(arg?: unknown, ctx?: Parameters<YAMLSeq["toJSON"]>[1]) {
+    return replacing(super.toJSON(arg, ctx) as unknown[]);
+  }
+}
+class ReplacingMap extends YAMLMap {
+  override toJSON(arg?: unknown, ctx?: Parameters<YAMLMap["toJSON"]>[1]) {
+    return replacing(super.toJSON(arg, ctx) as object);
+  }
+}
+/** Compose's merge tags, read rather than warned about (the override file is where the README
+ *  sends lasting changes, and doctor's own advice uses `!override`). */
+const COMPOSE_TAGS: (CollectionTag | ScalarTag)[] = [
+  { tag: "!override", collection: "seq", resolve: (seq) => Object.assign(new ReplacingSeq(), { items: (seq as YAMLSeq).items }) },
+  { tag: "!override", collection: "map", resolve: (map) => Object.assign(new ReplacingMap(), { items: (map as YAMLMap).items }) },
+  { tag: "!reset", collection: "seq", resolve: () => new ReplacingSeq() },
+  { tag: "!reset", collection: "map", resolve: () => new ReplacingMap() },
+  { tag: "!reset", resolve: () => null },
+];
 
 const badInput = (message: string) => new StackgenError("STACK_NOT_FOUND", message, 400, undefined, 2);
 
@@ -139,7 +163,7 @@ export function loadStack(dirArg: string | undefined, env: Record<string, string
 function parseYamlFile(file: string): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = YAML.parse(readFileSync(file, "utf8"));
+    parsed = YAML.parse(readFileSync(file, "utf8"), { customTags: COMPOSE_TAGS });
   } catch (e) {
     throw badInput(`${file} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
   }

@@ -71,7 +71,18 @@ services:
       // The way out keeps the compose file as generated: the override file, with a port now free.
       const suggested = Number(/publish app on (\d+), which is free/.exec(clash)?.[1]);
       expect(suggested).toBeGreaterThan(held);
-      expect(clash).toContain(`ports: !override ["127.0.0.1:${suggested}:80"]`);
+      expect(suggested).not.toBe(free); // the stack's own other port is never offered
+      // The line keeps the service's other port: !override replaces the whole list.
+      const line = /(services: \{app: \{ports: !override \[.*\]\}\})$/.exec(clash)?.[1];
+      expect(line).toBe(`services: {app: {ports: !override ["127.0.0.1:${suggested}:80", "127.0.0.1:${free}:81"]}}`);
+      // Followed as given, the clash is gone, and compose's tag is read without a warning.
+      writeFileSync(join(dir, "docker-compose.override.yml"), `${line}\n`);
+      const after = await cli(["doctor", "--dir", dir, "--json"], { env });
+      const afterBy = Object.fromEntries((JSON.parse(after.stdout) as { checks: Check[] }).checks.map((c) => [c.id, c]));
+      expect(afterBy[`port ${held}/tcp`]).toBeUndefined();
+      expect(afterBy[`port ${suggested}/tcp`]).toMatchObject({ status: "ok" });
+      expect(after.stderr).not.toContain("Unresolved tag");
+      rmSync(join(dir, "docker-compose.override.yml"));
       expect(by[`port ${free}/tcp`]).toMatchObject({ status: "ok" });
       expect(by.memory).toMatchObject({ status: "ok", message: expect.stringMatching(/^about \d+ MB needed/) });
       expect(by.platform).toMatchObject({ status: "warn", message: expect.stringContaining(other) });
@@ -123,6 +134,27 @@ services:
       const by = Object.fromEntries(report.checks.map((c) => [c.id, c]));
       expect(by[`port ${held}/tcp`]).toMatchObject({ status: "fail", message: expect.stringContaining("app publishes") });
       expect(by.gpu).toMatchObject({ status: "warn" });
+    } finally {
+      holder.stop(true);
+    }
+  });
+
+  test("a clash on a port clients expect where it is (a proxy's 80) is not answered with another port", async () => {
+    let holder: { stop(closeActive?: boolean): void };
+    try {
+      holder = Bun.listen({ hostname: "127.0.0.1", port: 80, socket: { data() {} } });
+    } catch {
+      return; // not root, or something holds 80 already: nothing to hold it with here
+    }
+    try {
+      const dir = join(tmp, "fixed-port");
+      mkdirSync(dir);
+      writeFileSync(join(dir, "docker-compose.yml"), `name: fixed\nservices:\n  caddy:\n    image: caddy\n    ports: ["127.0.0.1:80:80"]\n`);
+      const r = await cli(["doctor", "--dir", dir, "--json"], { env });
+      const check = (JSON.parse(r.stdout) as { checks: Check[] }).checks.find((c) => c.id === "port 80/tcp")!;
+      expect(check.status).toBe("fail");
+      expect(check.message).toContain("clients expect caddy on 80, so it cannot move");
+      expect(check.message).not.toContain("!override");
     } finally {
       holder.stop(true);
     }
