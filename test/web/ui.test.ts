@@ -583,7 +583,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.click("#deploy-button");
     await page.waitForSelector("#dashboard-link");
     await page.waitForSelector("#deploy-button:enabled");
-    expect(await page.textContent("#deploy-secrets-note")).toContain("in the platform's environment variables");
+    expect(await page.textContent("#deploy-secrets-note")).toContain("Passwords and keys the platform already had were kept");
 
     // The stream ends after a step began (a proxy in between cut it): the page does not claim
     // the deploy failed, since the server may still be at it, and says what to check.

@@ -94,7 +94,9 @@ export function mountDeploy(store: Store): void {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {
           finished = true;
-          showResult(result, event.result, shown === undefined);
+          // Secrets made for this deploy alone (no preview showed them), if any were made.
+          const made = shown === undefined && store.form.generateSecrets;
+          showResult(result, event.result, made ? (update.checked ? "update" : "new") : undefined);
         } else if (event.type === "error") {
           finished = true;
           showError(result, event.error.message);
@@ -142,8 +144,9 @@ function showStep(list: HTMLElement, rows: Map<string, HTMLLIElement>, event: ap
   );
 }
 
-/** `unseen`: the deploy generated the bundle itself, so its secrets were never shown here. */
-function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"], unseen: boolean): void {
+/** `unseen`: the deploy generated the bundle (and its secrets) itself, for a new deployment or an
+ *  update (where the platform keeps the values it has); undefined when the user has them. */
+function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"], unseen?: "new" | "update"): void {
   if (!outcome.success) {
     showError(target, outcome.error ?? "The deployment failed.");
     if (outcome.hint) target.append(h("p", { class: "small", id: "deploy-hint" }, outcome.hint));
@@ -152,7 +155,9 @@ function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"
   replaceChildren(target, h("div", { class: "alert success", role: "status" },
     h("p", {}, h("strong", {}, "Deployed."), " The platform is now starting the stack."),
     unseen
-      ? h("p", { class: "small", id: "deploy-secrets-note" }, "Its passwords and keys were generated for this deploy and are not in any download: they are in the platform's environment variables for this stack. To keep a copy, preview the files before deploying.")
+      ? h("p", { class: "small", id: "deploy-secrets-note" }, unseen === "new"
+        ? "Its passwords and keys were generated for this deploy and are not in any download: they are in the platform's environment variables for this stack. To keep a copy, preview the files before deploying."
+        : "Passwords and keys the platform already had were kept; any it lacked were generated for this deploy and are only in its environment variables.")
       : null,
     outcome.dashboardUrl
       ? h("p", {}, h("a", { href: outcome.dashboardUrl, target: "_blank", rel: "noopener noreferrer", id: "dashboard-link" }, "Open the dashboard"))
