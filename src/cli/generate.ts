@@ -1,13 +1,14 @@
 // `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
 // user's .env values or edits.
 import { defineCommand } from "citty";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
+import { loadStack } from "../docker/stack.ts";
 import { mergeEnv } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
@@ -179,5 +180,12 @@ const renamed = (from: string, to: string) =>
 /** The project name an existing bundle in `dir` records in its stackgen.json, if any. */
 function bundleProjectName(dir: string): string | undefined {
   const name = readConfig(dir)?.projectName;
-  return typeof name === "string" && name !== "" ? name : undefined;
+  if (typeof name === "string" && name !== "") return name;
+  // A stack without stackgen.json (made by hand, or its file lost) still has a compose project.
+  if (!existsSync(join(dir, "docker-compose.yml"))) return undefined;
+  try {
+    return loadStack(dir).project;
+  } catch {
+    return undefined;
+  }
 }

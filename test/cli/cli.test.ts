@@ -534,11 +534,18 @@ describe("generate", () => {
     const noDir = await run([BUN, MAIN, "generate", "--name", "foo", "--services", "redis"], { cwd: join(tmp, "named"), env });
     expectOk(noDir);
     expect(noDir.stderr).toContain('Renaming the project from "inside" to "foo"');
+    // A stack without stackgen.json keeps its compose project's name too.
+    const handmade = join(tmp, "handmade");
+    mkdirSync(handmade);
+    writeFileSync(join(handmade, "docker-compose.yml"), "name: prod\nservices:\n  app:\n    image: busybox\n");
+    const over = await cli(["generate", "--services", "redis", "--dir", handmade, "--force"], { env });
+    expectOk(over);
+    expect(readFileSync(join(handmade, "docker-compose.yml"), "utf8")).toContain("\nname: prod\n");
     // A new folder still names the project.
     const fresh = join(tmp, "fresh-folder");
     expectOk(await cli(["generate", "--services", "redis", "--dir", fresh], { env }));
     expect(JSON.parse(readFileSync(join(fresh, "stackgen.json"), "utf8")).projectName).toBe("fresh-folder");
-  });
+  }, 30_000);
 
   test("--no-secrets leaves secrets empty; --secrets next to --from stackgen.json fills them in", async () => {
     const dir = join(tmp, "g13");
