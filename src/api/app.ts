@@ -126,7 +126,7 @@ export function createApp(options: AppOptions = {}) {
     .use(catalogRoutes(catalog))
     .use(validateRoutes(catalog, maxBodyBytes))
     .use(generateRoutes(catalog, maxBodyBytes))
-    .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch))
+    .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch, options.guard ? options.guard.config.apiKeys.length > 0 : true))
     .use(docsRoutes);
 
   /** The built app, for its 405 answers (the handler below runs only once it is built). */

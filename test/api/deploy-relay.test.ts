@@ -240,12 +240,23 @@ describe("POST /v1/deploy", () => {
     try {
       const url = `http://127.0.0.1:${proxied.api.port}/v1/deploy`;
       const remote = { "content-type": "application/json", "x-forwarded-for": "203.0.113.7" };
-      expect((await fetch(url, { method: "POST", headers: remote, body: JSON.stringify(body()) })).status).toBe(403);
+      const refused = await fetch(url, { method: "POST", headers: remote, body: JSON.stringify(body()) });
+      expect(refused.status).toBe(403);
+      expect(((await refused.json()) as any).error.message).toContain("with a valid X-API-Key");
       const withKey = await fetch(url, { method: "POST", headers: { ...remote, "x-api-key": KEY }, body: JSON.stringify({ ...body(), update: true }) });
       expect(withKey.status).toBe(200);
       expect((await lines(withKey)).at(-1).result.success).toBe(true);
     } finally {
       await proxied.stop();
+    }
+    // A server without API keys does not send the caller looking for one.
+    const keyless = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guard: createGuard(readGuardConfig({ LOG_LEVEL: "silent", TRUST_PROXY: "true" })) });
+    try {
+      const r2 = await fetch(`http://127.0.0.1:${keyless.api.port}/v1/deploy`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "203.0.113.7" }, body: JSON.stringify(body()) });
+      expect(r2.status).toBe(403);
+      expect(((await r2.json()) as any).error.message).toContain("this server has no API keys (API_KEYS)");
+    } finally {
+      await keyless.stop();
     }
     const open = createApp({ deployPolicy: defaultDeployPolicy(undefined, { ALLOW_REMOTE_DEPLOY: "true" }) });
     const allowed = await open.handle(new Request("http://localhost/v1/deploy", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body(), update: true }) }));

@@ -19,10 +19,15 @@ export const DEPLOY_MESSAGE = "Invalid deploy request";
 export const FORBIDDEN_MESSAGE =
   "Deploying through the API is allowed only from this machine (loopback) or with a valid X-API-Key. " +
   "Set ALLOW_REMOTE_DEPLOY=true on the server to allow it from anywhere.";
+/** The same for a server with no API keys at all: no key could unlock it, so none is asked for. */
+export const FORBIDDEN_WITHOUT_KEYS_MESSAGE =
+  "Deploying through the API is allowed only from this machine (loopback): this server has no API keys (API_KEYS), " +
+  "so none can unlock it. Set API_KEYS, or ALLOW_REMOTE_DEPLOY=true, on the server to allow it from elsewhere.";
 
-export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: DeployPolicy, fetchImpl?: typeof fetch) =>
+/** `keysConfigured`: whether the server has API keys (false words the refusal without them). */
+export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: DeployPolicy, fetchImpl?: typeof fetch, keysConfigured = true) =>
   new Elysia({ name: "deploy-routes" }).post("/deploy", async ({ body, request }) => {
-    if (!policy(request)) throw new StackgenError("FORBIDDEN", FORBIDDEN_MESSAGE, 403);
+    if (!policy(request)) throw new StackgenError("FORBIDDEN", keysConfigured ? FORBIDDEN_MESSAGE : FORBIDDEN_WITHOUT_KEYS_MESSAGE, 403);
     if (!body.input && !body.complete?.input) throw validationError(DEPLOY_MESSAGE, [{ field: "input", message: "Required: a generation input (`input`) or a complete document (`complete`)" }]);
     // A complete document is generated as generate reads one posted back: through its `input`
     // (another format version is refused), its errors naming `complete.input.<field>`.
