@@ -4,6 +4,7 @@
 // Bodies without Content-Length are measured where they are read (../json-body.ts).
 import { errorBodyFor } from "../errors.ts";
 import { tooLarge } from "../json-body.ts";
+import type { Server } from "bun";
 import type { Reply } from "../hot-routes.ts";
 import type { GuardConfig } from "./config.ts";
 import { addCorsHeaders, preflightHeaders } from "./cors.ts";
@@ -51,7 +52,8 @@ export interface Guard {
  *  (../json-body.ts). Bun streams bodies, so an unread one costs nothing. */
 export const TRANSPORT_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
-type GuardServer = AddressSource | null;
+/** The server a request came through: its socket address, and its idle timeout per request. */
+type GuardServer = (AddressSource & Partial<Pick<Server<unknown>, "timeout">>) | null;
 /** The app behind the guard: a Response, or a Reply the guard builds into one with its headers. */
 export type Next = (request: Request, path: string) => Response | Reply | Promise<Response | Reply>;
 
@@ -119,7 +121,8 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     const address = clientAddressOf(request, config.trustProxy, server);
     // Only the deploy relay asks who called (a WeakMap entry per request would cost every request).
     // It wants the socket's own peer: forwarded addresses are the caller's word.
-    if (path.startsWith("/v1/deploy")) {
+    const deploy = path.startsWith("/v1/deploy");
+    if (deploy) {
       const peer = server?.requestIP(request)?.address;
       if (peer) peers.set(request, peer);
     }
@@ -136,6 +139,12 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
         headers["content-type"] = answer.type;
         response = new Response(answer.body, { status: answer.status, headers });
       }
+      // A deploy streams a line per step, and one step waits on the platform for up to the
+      // deployer's own timeouts: Bun's idle timeout (10 s) would cut the stream of a slow but
+      // working platform while the deploy went on unseen. Lifted only once a deploy was admitted,
+      // its body read and its stream started (the deploy's calls bound it), never for a caller
+      // that sends half a body or is refused.
+      if (deploy && response.status === 200 && response.headers.get("content-type")?.startsWith("application/x-ndjson")) server?.timeout?.(request, 0);
       if (log.logsRequests || response.status >= 500) {
         log.request({ method: request.method, path, status: response.status, ms: Math.round((performance.now() - started) * 10) / 10, requestId: id });
       }
