@@ -9,7 +9,7 @@ import { catalogMemo } from "./memo.ts";
 
 export const HIGH_MEMORY_MB = 4096;
 /** Host ports that cannot move: the proxy's HTTP(S) entry points and DNS. */
-const FIXED_PORTS = new Set([53, 80, 443]);
+export const FIXED_PORTS: ReadonlySet<number> = new Set([53, 80, 443]);
 
 export interface ResolvedPort extends Port {
   /** Host port after conflict resolution. */

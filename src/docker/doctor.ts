@@ -9,6 +9,7 @@ import os from "node:os";
 import { basename, join } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
+import { FIXED_PORTS } from "../core/resolve.ts";
 import { validateSelection } from "../core/validate.ts";
 import { detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
@@ -128,9 +129,6 @@ function entryText(entry: unknown): string {
   const published = e.published === undefined ? "" : `${String(e.published)}:`;
   return `${host}${published}${String(e.target)}${e.protocol && e.protocol !== "tcp" ? `/${String(e.protocol)}` : ""}`;
 }
-
-/** Ports clients expect where they are (a proxy's HTTP and HTTPS, DNS): moving them breaks the service. */
-const FIXED_PORTS = new Set([53, 80, 443]);
 
 /** How to publish `p` on a free port instead, where a regeneration never overwrites it: the
  *  override file, whose `!override` (compose 2.24 or later) replaces the service's whole list,
