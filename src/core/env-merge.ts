@@ -1,13 +1,11 @@
 // Regenerating into an existing bundle must keep the user's .env values (database passwords are
 // baked into volumes). Pure: takes the old and new file texts, returns the merged text.
 
-import { parseEnvText, quotedLines } from "./parse-env.ts";
+import { parseEnvText, scanDotenv } from "./parse-env.ts";
 import { envValue } from "./generate/env.ts";
 import type { DerivedSecret } from "./generate/secrets.ts";
 
 const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
-/** A user's line: `KEY=value`, also in the `export KEY=value` form Compose accepts. */
-const USER_LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
 
 export interface EnvMerge {
   text: string;
@@ -58,32 +56,12 @@ interface EnvEntry {
   comments: string[];
 }
 
-/** KEY -> its entry, in one pass over a dotenv file. A quoted value may span lines (a key or
- *  certificate); its raw text keeps them. */
+/** KEY -> its entry, read as compose reads the file (see parse-env.ts): a quoted value may span
+ *  lines (a key or certificate) and its raw text keeps them; an assignment after a closing quote
+ *  on the same line is an entry of its own. */
 function readEnvFile(text: string): Map<string, EnvEntry> {
   const out = new Map<string, EnvEntry>();
-  let pending: string[] = [];
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const trimmed = lines[i]!.trim();
-    if (trimmed.startsWith("#")) {
-      if (trimmed !== KEPT_HEADER) pending.push(trimmed);
-      continue;
-    }
-    const m = USER_LINE.exec(trimmed);
-    if (m) {
-      let value = m[2]!;
-      // A quote left open takes the following lines up to the one that closes it.
-      const quote = value[0];
-      if (quote === '"' || quote === "'") {
-        const quoted = quotedLines(value.slice(1), quote, lines, i);
-        i = quoted.last;
-        value = quote + quoted.parts.join("\n");
-      }
-      out.set(m[1]!, { value, comments: pending });
-    }
-    pending = [];
-  }
+  for (const s of scanDotenv(text)) out.set(s.key, { value: s.raw, comments: s.comments.filter((c) => c !== KEPT_HEADER) });
   return out;
 }
 

@@ -1,69 +1,134 @@
-// Dotenv text as Compose and the platforms read it: the variables a deploy pushes, and the
-// COMPOSE_* settings in a stack's .env that day-2 commands honour as compose does.
-
-/** Index in `text` (what follows an opening quote) of the quote that closes it, or -1. In double
- *  quotes a backslash escapes the next character. */
-export function findClosingQuote(text: string, quote: string): number {
-  for (let i = 0; i < text.length; i++) {
-    if (text[i] === "\\" && quote === '"') i++;
-    else if (text[i] === quote) return i;
-  }
-  return -1;
-}
-
-/** The lines of a quoted value that opens on line `at` with `first` (what follows its opening
- *  quote), up to the one holding the closing quote. Each line is searched on its own: searching
- *  the whole gathered value again per line made a long unclosed quote cost the square of its lines
- *  (seconds per request for a 300 KB .env). `end` is the closing quote's index in the last part
- *  (-1: never closed), `last` the index of the last line taken. */
-export function quotedLines(first: string, quote: string, lines: readonly string[], at: number): { parts: string[]; end: number; last: number } {
-  const parts = [first];
-  let end = findClosingQuote(first, quote);
-  let last = at;
-  while (end < 0 && last + 1 < lines.length) {
-    parts.push(lines[++last]!);
-    end = findClosingQuote(parts.at(-1)!, quote);
-  }
-  return { parts, end, last };
-}
+// Dotenv text as Compose v2 reads it: the variables a deploy pushes, the values a regeneration
+// keeps, and the COMPOSE_* settings in a stack's .env that day-2 commands honour as compose does.
+// Compose reads statements, not lines: after a closing quote the same line may hold another
+// assignment, and in both kinds of quotes a backslash keeps the next character (a quote too)
+// from closing the value. Reading it any other way lets a value hide an assignment from us that
+// compose then obeys (a COMPOSE_PROJECT_NAME smuggled into an export's .env).
 
 export interface EnvVar {
   key: string;
   value: string;
 }
 
+/** One assignment as compose reads it. */
+export interface DotenvStatement {
+  key: string;
+  /** The value as written: quotes included, one quoted value may span lines; an unquoted one
+   *  is the rest of its line (an inline comment included, which compose drops). `KEY=<raw>` on
+   *  a line of its own reads back to the same value. */
+  raw: string;
+  /** The value compose sees (without variable interpolation, which stackgen never needs). */
+  value: string;
+  /** The comment lines directly above the assignment (no blank line between). */
+  comments: string[];
+}
+
 /** One `KEY=value` (or `export KEY=value`) line, trimmed: the key and the raw rest. */
 export const ENV_ASSIGNMENT = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/;
 
+/** Spaces that are not line breaks, as compose's dotenv parser counts them. */
+const SPACE = /[\t\v\f\r \u0085\u00a0]/;
+/** `export`, a key (letters, digits, `_.-[]`), and its separator: `=`, `:` or a line break. */
+const KEY = /(?:export[\t ]+)?([\p{L}\p{N}_.\-[\]]+)[\t\v\f\r ]*([=:\n])/uy;
+/** Escapes compose expands in a double-quoted value. */
+const ESCAPE = /\\(?:[abfnrtv$"\\]|0[0-7]{3})/g;
+const ESCAPED: Record<string, string> = { a: "\x07", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", $: "$", '"': '"', "\\": "\\" };
+
+/** The characters of a quoted value that starts at `open` (the quote) and the index of its
+ *  closing quote (-1: never closed). A backslash keeps the next character from closing it; a
+ *  backslash before the quote itself is dropped, any other one stays (as compose does). */
+function quotedValue(src: string, open: number): { chars: string; close: number } {
+  const quote = src[open];
+  let chars = "";
+  let escaped = false;
+  for (let i = open + 1; i < src.length; i++) {
+    const c = src[i]!;
+    if (c === quote) {
+      if (!escaped) return { chars, close: i };
+      chars += c;
+      escaped = false;
+    } else if (c === "\\" && !escaped) escaped = true;
+    else {
+      if (escaped) chars += "\\";
+      chars += c;
+      escaped = false;
+    }
+  }
+  return { chars: escaped ? `${chars}\\` : chars, close: -1 };
+}
+
+const expandEscapes = (text: string) => text.replace(ESCAPE, (m) => (m.length === 5 ? String.fromCharCode(parseInt(m.slice(2), 8)) : ESCAPED[m[1]!]!));
+
 /**
- * Parse dotenv text: `KEY=value`, `export KEY=value`, comments, single quotes (literal),
- * double quotes (with \n escapes, may span lines). Later keys win, like docker compose.
+ * Every assignment of a dotenv text in order (a key set twice appears twice). Comments, blank
+ * lines and `KEY` lines without a value (compose takes those from its own environment) are
+ * skipped; so is a line compose would refuse (a bad key), where compose fails as a whole.
  */
+export function scanDotenv(text: string): DotenvStatement[] {
+  const src = text.includes("\r\n") ? text.replace(/\r\n/g, "\n") : text;
+  const out: DotenvStatement[] = [];
+  let comments: string[] = [];
+  let lineStart = true;
+  let lineEmpty = true;
+  let i = 0;
+  const skipLine = () => {
+    const end = src.indexOf("\n", i);
+    i = end < 0 ? src.length : end;
+  };
+  while (i < src.length) {
+    const c = src[i]!;
+    if (c === "\n") {
+      if (lineEmpty) comments = [];
+      lineStart = lineEmpty = true;
+      i++;
+      continue;
+    }
+    if (SPACE.test(c)) {
+      i++;
+      continue;
+    }
+    if (c === "#") {
+      const start = i;
+      skipLine();
+      // A comment after an assignment on the same line belongs to no one.
+      if (lineStart) comments.push(src.slice(start, i).trim());
+      else comments = [];
+      lineEmpty = false;
+      continue;
+    }
+    lineEmpty = false;
+    KEY.lastIndex = i;
+    const key = KEY.exec(src);
+    if (!key || key[2] === "\n") {
+      skipLine();
+      comments = [];
+      continue;
+    }
+    i = KEY.lastIndex;
+    while (i < src.length && src[i] !== "\n" && SPACE.test(src[i]!)) i++;
+    const above = lineStart ? comments : [];
+    comments = [];
+    lineStart = false;
+    const quote = src[i];
+    if (quote === '"' || quote === "'") {
+      const { chars, close } = quotedValue(src, i);
+      const end = close < 0 ? src.length : close + 1;
+      out.push({ key: key[1]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, comments: above });
+      i = end;
+    } else {
+      const start = i;
+      skipLine();
+      const raw = src.slice(start, i).trim();
+      const comment = raw.indexOf(" #");
+      out.push({ key: key[1]!, raw, value: (comment < 0 ? raw : raw.slice(0, comment)).trimEnd(), comments: above });
+    }
+  }
+  return out;
+}
+
+/** The variables of a dotenv text, as compose reads it; a later assignment of a key wins. */
 export function parseEnvText(text: string): EnvVar[] {
   const vars = new Map<string, string>();
-  const lines = text.replace(/\r\n?/g, "\n").split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === "" || line.startsWith("#")) continue;
-    const m = ENV_ASSIGNMENT.exec(line);
-    if (!m) continue;
-    const key = m[1]!;
-    let rest = m[2]!;
-    const quote = rest[0];
-    if (quote === '"' || quote === "'") {
-      // Multi-line values: the lines up to the closing quote.
-      const { parts, end, last } = quotedLines(rest.slice(1), quote, lines, i);
-      i = last;
-      if (end >= 0) parts[parts.length - 1] = parts.at(-1)!.slice(0, end);
-      const raw = parts.join("\n");
-      rest = quote === '"' ? raw.replace(/\\n/g, "\n").replace(/\\(["\\$])/g, "$1") : raw;
-    } else {
-      // An inline comment starts at a # after whitespace (found in one pass: /\s+#.*$/ retried
-      // every start in a run of spaces, the square of its length).
-      const comment = rest.search(/\s#/);
-      rest = (comment < 0 ? rest : rest.slice(0, comment)).trim();
-    }
-    vars.set(key, rest);
-  }
+  for (const s of scanDotenv(text)) vars.set(s.key, s.value);
   return [...vars].map(([key, value]) => ({ key, value }));
 }

@@ -1,12 +1,14 @@
 // `docker compose config` (Compose v2 itself, no engine needed) accepts every preset's bundle and
 // every service alone, with the bundle's own .env: interpolation, mounts and keys as Compose reads them.
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { fixedSecrets } from "../../src/core/generate/secrets.ts";
+import { parseEnvText } from "../../src/core/parse-env.ts";
+import { envValue } from "../../src/core/generate/env.ts";
 import { IN_CI, run } from "../support/tools.ts";
 
 async function composeAvailable(): Promise<boolean> {
@@ -67,6 +69,59 @@ describe("docker compose config", () => {
       expect(r.code).not.toBe(0);
       // Compose names the first empty secret it meets (its order varies).
       expect(r.stderr).toMatch(/(REDIS_PASSWORD|CORE_GATEWAY_TOKEN) is empty - set it in \.env/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// stackgen reads .env files (an export's, a stack's, a backup's) to keep values, honour COMPOSE_*
+// settings and filter out foreign ones. Reading them differently from Compose lets a value hide an
+// assignment that Compose obeys: an escaped quote that does not close, a second assignment after a
+// closing quote on the same line.
+describe("dotenv as Compose reads it", () => {
+  const texts = [
+    "A='x' B=y\nC='p\\'\nD=1' \nE=last",
+    "A=\"one \\\"two\\\" \\\\ \\$x \\n end\"\nB=\"multi\nline\" C=3 # note\nD=plain value # comment\nE=a#b",
+    "export A=1\n  B = spaced  \nC: yaml-style\n# comment A=9\nD='single \\\\ kept'\nE=\"tab\\there\"",
+    "A=x\nA=y\nB=''\nC=\"\"\nD='a\\\\'\nE='q\\'s' F=\"n\\\\nn\"",
+  ];
+  test("the values stackgen sees are the ones Compose sees", async () => {
+    if (!(await composeAvailable())) return;
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-dotenv-"));
+    try {
+      for (const text of texts) {
+        const ours = new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+        const keys = [...ours.keys()];
+        // A service that echoes every key back through interpolation, with a marker for unset.
+        const environment = Object.fromEntries([..."ABCDEF"].map((k) => [k, `\${${k}-unset}`]));
+        writeFileSync(join(dir, "docker-compose.yml"), JSON.stringify({ services: { a: { image: "busybox", environment } } }));
+        writeFileSync(join(dir, ".env"), text);
+        const out = await run(["docker", "compose", "--project-directory", dir, "-p", "dotenv", "config", "--format", "json"], { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+        expect(out.code).toBe(0);
+        const theirs: Record<string, string> = JSON.parse(out.stdout).services.a.environment;
+        // `config` prints a literal $ as $$ (so that its output reads back the same).
+        for (const k of "ABCDEF") expect({ text, key: k, value: ours.get(k) ?? "unset" }).toEqual({ text, key: k, value: theirs[k]!.replaceAll("$$", "$") });
+        expect(keys.every((k) => "ABCDEF".includes(k))).toBe(true);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("every value stackgen writes reads back the same in Compose", async () => {
+    if (!(await composeAvailable())) return;
+    const values = ["ends with a backslash\\", "it's", "both ' and \\", "$HOME and ${X}", "tab\there", "two\nlines", "back\\\\slash", "\"quoted\"", "#hash", "a #b"];
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-dotenv-"));
+    try {
+      const environment = Object.fromEntries(values.map((_, i) => [`V${i}`, `\${V${i}-unset}`]));
+      writeFileSync(join(dir, "docker-compose.yml"), JSON.stringify({ services: { a: { image: "busybox", environment } } }));
+      writeFileSync(join(dir, ".env"), values.map((v, i) => `V${i}=${envValue(v)}\n`).join(""));
+      const out = await run(["docker", "compose", "--project-directory", dir, "-p", "dotenv", "config", "--format", "json"], { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+      expect(out.code).toBe(0);
+      const theirs: Record<string, string> = JSON.parse(out.stdout).services.a.environment;
+      expect(values.map((_, i) => theirs[`V${i}`]!.replaceAll("$$", "$"))).toEqual(values);
+      expect(parseEnvText(readFileSync(join(dir, ".env"), "utf8")).map((v) => v.value)).toEqual(values);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

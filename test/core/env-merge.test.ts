@@ -1,6 +1,7 @@
 // Regenerating `.env` over the user's: their values stay, new variables arrive, nothing is lost.
 import { describe, expect, test } from "bun:test";
 import { mergeEnv, parseEnvValues } from "../../src/core/env-merge.ts";
+import { parseEnvText } from "../../src/core/parse-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
 const generated = ["# header", "DB_PASSWORD=fresh-secret-0123456789abcdefghijkl", "API_TOKEN=fresh-token-0123456789abcdefghijklm", "SITE_URL=http://localhost:8080", "NEW_SETTING=on", ""].join("\n");
@@ -46,6 +47,18 @@ describe("mergeEnv", () => {
     expect(mergeEnv(pem, pem, new Set(), [], { previous: { env: pem, addressNames: new Set(["KEY_URL"]) } }).updated).toEqual([]);
     // Without the previous render every old value stays, as before.
     expect(parseEnvValues(mergeEnv(old, next).text).get("SITE_URL")).toBe("http://localhost:8080");
+  });
+
+  test("an export's .env cannot slip a COMPOSE_PROJECT_NAME past the filter behind an escaped quote", () => {
+    const generated = "# header\nCORE_VERSION=1.0\nCORE_IMAGE=ghcr.io/openclaw/openclaw\n";
+    const hostile = "CORE_VERSION='latest\\'\nCORE_IMAGE=x' COMPOSE_PROJECT_NAME=hijacked\n";
+    const merged = mergeEnv(hostile, generated, new Set(), [], { keepExtra: false });
+    expect(merged.extra).toEqual(["COMPOSE_PROJECT_NAME"]);
+    const read = new Map(parseEnvText(merged.text).map((v) => [v.key, v.value]));
+    expect(read.has("COMPOSE_PROJECT_NAME")).toBe(false);
+    // The odd value is kept whole, as Compose reads it, and ends before anything else begins.
+    expect(read.get("CORE_VERSION")).toBe("latest'\nCORE_IMAGE=x");
+    expect(read.get("CORE_IMAGE")).toBe("ghcr.io/openclaw/openclaw");
   });
 
   test("a quoted value over several lines (a key, a certificate) is kept whole, and the lines after it too", () => {

@@ -4,7 +4,9 @@ import type { EnvVariable, FileMap, GenContext } from "./context.ts";
 /** Quote a value only when dotenv/compose would otherwise read it differently. */
 export function envValue(value: string): string {
   if (/^[A-Za-z0-9_./:@,+=-]*$/.test(value)) return value;
-  if (!value.includes("'")) return `'${value}'`;
+  // In single quotes compose still reads a backslash as escaping the next character: a value
+  // ending in one would swallow the closing quote (and the lines after it).
+  if (!value.includes("'") && !value.includes("\\")) return `'${value}'`;
   return `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\$/g, "\\$")}"`;
 }
 
