@@ -10,6 +10,7 @@ import {
   BackupInvalid,
   bundleFiles,
   diskFull,
+  MAX_CONFIG_BYTES,
   readFileBytes,
   readVolumes,
   stackVolumes,
@@ -93,7 +94,8 @@ async function runningServices(engine: Engine, project: string): Promise<{ runni
     const service = c.Labels["com.docker.compose.service"];
     if (!service) continue;
     all.set(service, c.ImageID);
-    if (c.State === "running" && !running.includes(service)) running.push(service);
+    // A crash-looping service ("restarting") writes between its restarts: stopped for a copy as well.
+    if ((c.State === "running" || c.State === "restarting") && !running.includes(service)) running.push(service);
     anonymous.push(...anonymousVolumes(service, c.Mounts ?? []));
   }
   return { running, all, anonymous };
@@ -126,6 +128,21 @@ function leftOutOfConfig(stackDir: string, outputDir: string, work: string): str
   return [work, ...archives.map((name) => join(dir, name))];
 }
 
+/** The stack directory's files go into the archive as config, which a restore holds in memory up
+ *  to MAX_CONFIG_BYTES: a larger backup would be written and then refused by every restore.
+ *  Found out before anything stops. The manifest counts too: ~200 bytes per file. */
+function refuseOversizedConfig(stackDir: string, paths: string[]): void {
+  const sizes = paths.map((path) => ({ path, size: statSync(join(stackDir, path)).size }));
+  const total = sizes.reduce((sum, f) => sum + f.size, 64 * 1024 + 200 * paths.length);
+  if (total <= MAX_CONFIG_BYTES) return;
+  const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  const largest = sizes.sort((a, b) => b.size - a.size).slice(0, 3).map((f) => `${f.path} (${mib(f.size)})`);
+  throw failure(
+    "BACKUP_FAILED",
+    `The files in ${stackDir} come to ${mib(total)}, more than the ${mib(MAX_CONFIG_BYTES)} a backup keeps beside its volumes (largest: ${largest.join(", ")}). Data belongs in a named volume, which has no such limit: move it into one, or out of the stack directory. No backup was written and nothing was stopped.`,
+  );
+}
+
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
   const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack.dir));
   try {
@@ -152,7 +169,10 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const outside = outsideTheBackup(stack, model);
   if (outside.length) say(`Not in the backup, outside ${stack.dir}: ${outside.join("; ")}`);
   if (anonymous.length) say(`Not in the backup: ${anonymous.join("; ")} (${NAME_IT})`);
-  const notIncluded = [...outside, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
+  // An external volume is someone else's to keep (restore refuses to replace one): named, not copied.
+  const external = model.volumes.filter((v) => v.external).map((v) => `volume ${v.name} (declared external: not the stack's own, so not copied; back it up where it is managed)`);
+  if (external.length) say(`Not in the backup: ${external.join("; ")}`);
+  const notIncluded = [...outside, ...external, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
   if (opts.hot) {
     const writing = liveDatabases(model, running);
     if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; without --hot they are stopped for the copy.`);
@@ -177,7 +197,9 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     const configPaths = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work));
     const missing = stack.composeFiles.filter((f) => isWithin(stack.dir, f) && lstatSync(f, { throwIfNoEntry: false })?.isFile() && !configPaths.some((path) => join(stack.dir, path) === f));
     if (missing.length) throw failure("BACKUP_FAILED", `The stack's ${missing.join(", ")} would not be in the backup. No backup was written.`);
+    refuseOversizedConfig(stack.dir, configPaths);
     let volumeFiles;
+    let files;
     if (stop) {
       say(`Stopping ${running.length} service(s) for a consistent copy`);
       await compose.stop(running);
@@ -185,6 +207,12 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     try {
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
       volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal);
+      // Read while the services are still stopped: data bind-mounted from the stack directory
+      // is part of the copy too, and a service writes it again as soon as it starts.
+      files = configPaths.map((path) => {
+        const abs = join(stack.dir, path);
+        return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
+      });
     } finally {
       if (stop) {
         say(`Starting ${running.join(", ")} again`);
@@ -192,10 +220,6 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       }
     }
     opts.signal?.throwIfAborted();
-    const files = configPaths.map((path) => {
-      const abs = join(stack.dir, path);
-      return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
-    });
     say("Writing the archive");
     const { manifest, size, sha256 } = await writeArchive(partial, {
       project: stack.project,
@@ -243,7 +267,13 @@ export async function listBackups(dir: string): Promise<ListedBackup[]> {
   for (const name of readdirSync(dir)) {
     if (!name.endsWith(".tar.gz")) continue;
     const file = join(dir, name);
-    const st = statSync(file);
+    const st = statSync(file, { throwIfNoEntry: false });
+    if (!st) {
+      // A link to a file that is gone: listed as what it is, not a reason to list nothing.
+      const link = lstatSync(file);
+      out.push({ file, name, size: 0, createdAt: link.mtime.toISOString(), verified: false, problem: "a symbolic link to a file that does not exist" });
+      continue;
+    }
     if (!st.isFile()) continue;
     const base = { file, name, size: st.size, createdAt: st.mtime.toISOString() };
     try {
@@ -406,8 +436,52 @@ export async function refuseProjectElsewhere(engine: Engine, project: string, di
   }
 }
 
-/** Write restored config files, never through a symlink that leads out of the stack directory.
- *  The paths of files that did not exist before are added to `created`. */
+/**
+ * What would stop the backup's config files from being written into `stackDir`, found before the
+ * restore changes anything (a failure halfway would leave the stack stopped for nothing): a file
+ * that is a symbolic link (writing through it would change a file outside the stack, and no
+ * backup holds links), a folder that leads outside the stack, a folder where the backup has a
+ * file or a file where it needs a folder, a file or folder this user may not write.
+ */
+export function configTargetProblems(stackDir: string, files: VerifiedBackup["files"]): string[] {
+  const root = realpathSync(stackDir);
+  const problems: string[] = [];
+  for (const f of files) {
+    const parts = f.path.split("/");
+    let at = stackDir;
+    let writable = stackDir;
+    let problem: string | undefined;
+    for (let i = 0; i < parts.length && problem === undefined; i++) {
+      at = join(at, parts[i]!);
+      const shown = parts.slice(0, i + 1).join("/");
+      const last = i === parts.length - 1;
+      let st;
+      try {
+        st = lstatSync(at);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") break;
+        throw e;
+      }
+      writable = at;
+      if (st.isSymbolicLink() && last) problem = `${shown} is a symbolic link (replace it with the file itself)`;
+      else if (st.isSymbolicLink() && !isWithin(root, realpathSync(at))) problem = `${shown} leads outside ${stackDir}`;
+      else if (last && !st.isFile()) problem = `${shown} is a folder where the backup has a file`;
+      else if (!last && !statSync(at).isDirectory()) problem = `${shown} is a file where the backup has a folder`;
+    }
+    if (problem === undefined) {
+      try {
+        accessSync(writable, constants.W_OK);
+      } catch (e) {
+        problem = `${writable === stackDir ? stackDir : f.path} cannot be written (${(e as NodeJS.ErrnoException).code})`;
+      }
+    }
+    if (problem !== undefined) problems.push(problem);
+  }
+  return problems;
+}
+
+/** Write restored config files, never through a symlink (checked by configTargetProblems first;
+ *  again here, as the last guard). The paths of files that did not exist before are added to `created`. */
 export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"], created: string[] = []): void {
   const root = realpathSync(stackDir);
   for (const f of files) {
@@ -415,7 +489,9 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
     mkdirSync(dirname(target), { recursive: true });
     const parent = realpathSync(dirname(target));
     if (!isWithin(root, parent)) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder leads outside ${stackDir}.`);
-    if (!existsSync(target)) created.push(f.path);
+    const existing = lstatSync(target, { throwIfNoEntry: false });
+    if (existing?.isSymbolicLink()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: it is a symbolic link.`);
+    if (!existing) created.push(f.path);
     writeFileSync(target, f.data, { mode: f.mode || 0o644 });
     chmodSync(target, f.mode || 0o644);
   }
@@ -480,11 +556,13 @@ export async function restoreBackup(
   opts: RestoreOptions,
 ): Promise<RestoreResult> {
   const say = opts.progress ?? (() => {});
-  // Checked before anything changes: every volume's tar must be on disk.
+  // Checked before anything changes: every volume's tar must be on disk, every config file writable.
   const tars = backup.volumes.map((v) => {
     if (!v.path) throw failure("RESTORE_FAILED", `Volume ${v.name} of the backup was not extracted. Nothing was changed.`);
     return { name: v.name, path: v.path };
   });
+  const blocked = configTargetProblems(stack.dir, backup.files);
+  if (blocked.length) throw failure("RESTORE_FAILED", `The backup's config files cannot be written into ${stack.dir}: ${blocked.join("; ")}. Nothing was changed.`);
   const { running, all, anonymous } = await runningServices(engine, stack.project);
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);

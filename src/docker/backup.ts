@@ -250,6 +250,17 @@ interface ReadMember {
  *  (the manifest's volume names its member so, or the archive is refused). */
 const volumeNameOf = (member: string) => member.slice("volumes/".length).replace(/\.tar$/, "");
 
+/** The members' sizes a manifest lists (empty when it is unreadable: verification says why). */
+function promisedSizes(data: Uint8Array): Map<string, number> {
+  try {
+    const members: unknown = JSON.parse(new TextDecoder().decode(data)).members;
+    if (!Array.isArray(members)) return new Map();
+    return new Map(members.filter((m) => typeof m?.path === "string" && Number.isSafeInteger(m?.size)).map((m) => [m.path, m.size]));
+  } catch {
+    return new Map();
+  }
+}
+
 /** Stream the archive once: hash every member, keep config in memory, check volume tars' headers, extract them if asked. */
 async function readArchive(file: string, extractDir: string | undefined) {
   const outer: TarEntry[] = [];
@@ -258,7 +269,16 @@ async function readArchive(file: string, extractDir: string | undefined) {
   const open = new Set<number>();
   let kept = 0;
   let extracted = 0;
+  /** Member sizes the manifest (the first member) promises, once it has been read. */
+  let promised: Map<string, number> | undefined;
   const parser = new TarParser((header: TarHeader) => {
+    // A volume's tar is written to disk: one the manifest does not promise, or larger than it
+    // says, is refused at its header, before a few KiB of gzip unpack into gigabytes on disk.
+    if (header.name.startsWith("volumes/")) {
+      const size = promised?.get(header.name);
+      if (size === undefined) throw new BackupInvalid([`member "${header.name}" is not listed in ${promised ? "the manifest" : "a manifest.json before it"}`]);
+      if (size !== header.size) throw new BackupInvalid([`member "${header.name}" has size ${header.size}, manifest says ${size}`]);
+    }
     const { size: _size, ...rest } = header;
     outer.push({ ...rest, data: new Uint8Array(0) });
     if (members.has(header.name)) problems.push(`member "${header.name}" appears twice`);
@@ -303,6 +323,7 @@ async function readArchive(file: string, extractDir: string | undefined) {
       end() {
         member.sha256 = hasher.digest("hex");
         if (parts) member.data = Buffer.concat(parts);
+        if (header.name === MANIFEST && member.data) promised = promisedSizes(member.data);
         feedInner(() => inner!.end());
         if (fd !== undefined) {
           closeSync(fd);
@@ -318,7 +339,7 @@ async function readArchive(file: string, extractDir: string | undefined) {
     });
   } catch (e) {
     // A full disk while unpacking says nothing about the archive.
-    if (diskFull(e)) throw e;
+    if (diskFull(e) || e instanceof BackupInvalid) throw e;
     throw new BackupInvalid([`not a readable .tar.gz archive (${(e as Error).message})`]);
   } finally {
     for (const fd of open) closeSync(fd);
@@ -374,6 +395,20 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
       if ("error" in comps || comps.parts.length === 0 || SKIP_DIRS.has(comps.parts[0])) problems.push(`config member "${name}" has a forbidden path`);
       else if (member.data) config.push({ path: comps.parts.join("/"), data: member.data, mode: member.mode & 0o777 });
     } else if (!name.startsWith("volumes/")) problems.push(`member "${name}" is neither config nor a volume`);
+  }
+  // Two members that name one file (config/./x and config/x), or a file where another needs a
+  // folder: the restore would fail halfway, after stopping the stack.
+  const paths = new Set<string>();
+  for (const f of config) {
+    if (paths.has(f.path)) problems.push(`config file "${f.path}" appears twice`);
+    paths.add(f.path);
+  }
+  for (const f of config) {
+    const parts = f.path.split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const folder = parts.slice(0, i).join("/");
+      if (paths.has(folder)) problems.push(`config file "${folder}" is also the folder of "${f.path}"`);
+    }
   }
   for (const v of manifest.volumes) {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(v.name ?? "") || v.member !== `volumes/${v.name}.tar`) {

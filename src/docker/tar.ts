@@ -182,9 +182,16 @@ export class TarParser {
       const baseName = readString(header, 0, 100);
       const pax = this.pax;
       const type = TYPE_FLAGS[flag] ?? "other";
+      const shownName = pax.path ?? this.longName ?? baseName;
+      // Where readers disagree on a member's name, a name checked here may not be the one
+      // Docker's extractor writes: Go takes a GNU long name over a PAX path, and a sparse file's
+      // GNU.sparse.name over both. Backups never hold either; such a member is refused.
+      if (flag === "S" || Object.keys(pax).some((k) => k.startsWith("GNU.sparse."))) throw new Error(`Tar member "${shownName}" is a GNU sparse file, which is not taken`);
+      if (pax.path !== undefined && this.longName !== undefined && pax.path !== this.longName) throw new Error(`Tar member "${shownName}" has two different names (a PAX path and a GNU long name)`);
+      if (pax.linkpath !== undefined && this.longLink !== undefined && pax.linkpath !== this.longLink) throw new Error(`Tar member "${shownName}" has two different link targets (PAX and GNU)`);
       // Go reads no data after a directory, link, device or fifo header whatever size it declares,
       // and takes those bytes for the next headers: members hidden from a reader that skips them.
-      if (HEADER_ONLY.has(type) && size > 0) throw new Error(`Tar member "${pax.path ?? this.longName ?? baseName}" (${type}) declares ${size} bytes of data`);
+      if (HEADER_ONLY.has(type) && size > 0) throw new Error(`Tar member "${shownName}" (${type}) declares ${size} bytes of data`);
       const entry: TarHeader = {
         name: pax.path ?? this.longName ?? (prefix ? `${prefix}/${baseName}` : baseName),
         type,

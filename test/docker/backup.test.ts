@@ -389,6 +389,71 @@ services:
   );
 });
 
+describe("backup of data kept in the stack directory", () => {
+  const { stack } = stackAndScratch("bd");
+  const external = `${stack.project}-kept`;
+  afterAll(() => docker("volume", "rm", "-f", external).catch(() => {}), 60_000);
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await docker("volume", "create", external);
+    mkdirSync(join(stack.dir, "appdata"), { recursive: true });
+    // Each start writes a line into the bind-mounted folder, as a database writes its files.
+    stack.write(
+      "docker-compose.yml",
+      `name: ${stack.project}
+services:
+  app:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sh", "-c", "echo started >> /bind/log; exec sleep 3600"]
+    volumes: ["./appdata:/bind", "kept:/kept"]
+volumes:
+  kept: {external: true, name: ${external}}
+`,
+    );
+    await stack.up();
+  }, 120_000);
+
+  e2e(
+    "the stack directory is read while the services are stopped; an external volume is named as left out",
+    async () => {
+      expect(readFileSync(join(stack.dir, "appdata", "log"), "utf8")).toBe("started\n");
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      // Started again after the copy: the log has a second line, the backup only the first.
+      expect(readFileSync(join(stack.dir, "appdata", "log"), "utf8")).toBe("started\nstarted\n");
+      const { files } = await verifyBackupFile(out.file);
+      expect(new TextDecoder().decode(files.find((f) => f.path === "appdata/log")!.data)).toBe("started\n");
+      expect(out.notIncluded).toContain(`volume ${external} (declared external: not the stack's own, so not copied; back it up where it is managed)`);
+    },
+    60_000,
+  );
+
+  e2e(
+    "more data in the directory than a backup can restore is refused before anything stops",
+    async () => {
+      const before = (await stack.container("app")).State.StartedAt;
+      const big = join(stack.dir, "appdata", "big.bin");
+      writeFileSync(big, new Uint8Array(65 * 1024 * 1024));
+      try {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+        expect(r.code).toBe(1);
+        const error = JSON.parse(r.stdout).error;
+        expect(error.code).toBe("BACKUP_FAILED");
+        expect(error.message).toContain("largest: appdata/big.bin (65.0 MiB)");
+        expect(error.message).toContain("No backup was written and nothing was stopped");
+        expect((await stack.container("app")).State.StartedAt).toBe(before);
+        expect(readdirSync(join(stack.dir, "backups")).filter((f) => f.includes("big") || f.endsWith(".partial"))).toEqual([]);
+      } finally {
+        rmSync(big);
+      }
+    },
+    60_000,
+  );
+});
+
 describe("restore over a volume the compose files no longer name", () => {
   const stack = TestStack.unique("bv");
   afterAll(() => stack.cleanup(), 60_000);
@@ -575,6 +640,30 @@ describe("restore never reaches beyond its own stack", () => {
       expect(r.stderr).toContain(`its config files make the project "${victim.project}"`);
       await expectUntouched();
       expect(readFileSync(join(stack.dir, "docker-compose.yml"), "utf8")).toBe(composeOf(stack.project));
+    },
+    120_000,
+  );
+
+  e2e(
+    "a config file that is a symbolic link is not written through: refused before anything changes",
+    async () => {
+      const outside = join(scratch, "outside.txt");
+      writeFileSync(outside, "mine\n");
+      chmodSync(outside, 0o600);
+      const forged = join(scratch, "with-notes.tar.gz");
+      reseal(archive, forged, (es) => [...es, fileEntry("config/notes.txt", "from the backup\n", 0o777)]);
+      symlinkSync(outside, join(stack.dir, "notes.txt"));
+      try {
+        const r = await cli(["backup", "restore", forged, "--dir", stack.dir, "--yes"]);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain("notes.txt is a symbolic link");
+        expect(r.stderr).toContain("Nothing was changed");
+        expect(readFileSync(outside, "utf8")).toBe("mine\n");
+        expect(statSync(outside).mode & 0o777).toBe(0o600);
+        await expectUntouched();
+      } finally {
+        rmSync(join(stack.dir, "notes.txt"));
+      }
     },
     120_000,
   );

@@ -1,11 +1,11 @@
 // Pure logic of the day-2 commands: layering, uptime, tar and archive member checks, references.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
-import { liveDatabases, outsideTheBackup, unpackConfigInto } from "../../src/docker/backup-ops.ts";
+import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { unreachableMessage } from "../../src/docker/engine.ts";
@@ -330,6 +330,44 @@ describe("tar", () => {
   });
 });
 
+describe("tar members readers disagree on", () => {
+  const enc = new TextEncoder();
+  /** One raw member: a ustar header of `flag` (checksum made right) and its padded data. */
+  const raw = (name: string, flag: string, data: Uint8Array): Uint8Array[] => {
+    const h = new Uint8Array(512);
+    h.set(enc.encode(name), 0);
+    h.set(enc.encode("0000644\0"), 100);
+    h.set(enc.encode(data.length.toString(8).padStart(11, "0") + "\0"), 124);
+    h.set(enc.encode("00000000000\0"), 136);
+    h[156] = flag.charCodeAt(0);
+    h.set(enc.encode("ustar\0" + "00"), 257);
+    h.fill(32, 148, 156);
+    h.set(enc.encode(h.reduce((n, b) => n + b, 0).toString(8).padStart(6, "0") + "\0 "), 148);
+    return [h, data, new Uint8Array((512 - (data.length % 512)) % 512)];
+  };
+  const pax = (records: Record<string, string>) =>
+    enc.encode(Object.entries(records).map(([k, v]) => {
+      const body = ` ${k}=${v}\n`;
+      let n = body.length + 1;
+      while (`${n}${body}`.length !== n) n++;
+      return `${n}${body}`;
+    }).join(""));
+  const archive = (...members: Uint8Array[][]) => new Uint8Array(Buffer.concat([...members.flat(), new Uint8Array(1024)]));
+  const file = raw("vol/safe", "0", enc.encode("x"));
+
+  test("a GNU long name and a PAX path that differ are refused (Go takes the long name)", () => {
+    const tar = archive(raw("././@LongLink", "L", enc.encode("vol/l/etc/pwned\0")), raw("pax", "x", pax({ path: "vol/safe" })), file);
+    expect(() => readTar(tar)).toThrow(/two different names/);
+    // The same name twice is what some writers do: read as it says.
+    expect(readTar(archive(raw("././@LongLink", "L", enc.encode("vol/safe\0")), raw("pax", "x", pax({ path: "vol/safe" })), file))[0]!.name).toBe("vol/safe");
+  });
+  test("a GNU sparse member is refused (Go writes it under GNU.sparse.name)", () => {
+    const tar = archive(raw("pax", "x", pax({ path: "vol/safe", "GNU.sparse.major": "0", "GNU.sparse.minor": "1", "GNU.sparse.name": "vol/l/etc/pwned", "GNU.sparse.map": "0,1", "GNU.sparse.size": "1" })), file);
+    expect(() => readTar(tar)).toThrow(/GNU sparse file/);
+    expect(() => readTar(archive(raw("vol/old-sparse", "S", enc.encode("x"))))).toThrow(/GNU sparse file/);
+  });
+});
+
 describe("archive member checks", () => {
   const outer = { allowLinks: false };
   const volume = { allowLinks: true, root: "vol" };
@@ -461,6 +499,67 @@ describe("backup archive verification", () => {
     // Whatever was extracted before the cut is only in the folder the caller removes.
     expect(readdirSync(out).every((f) => f.endsWith(".tar"))).toBe(true);
     expect(existsSync(join(dir, "..", "volume-0.tar"))).toBe(false);
+  });
+  test("a volume member the manifest does not promise, or larger than promised, is refused at its header: nothing of it reaches the disk", async () => {
+    const { file } = await make();
+    const entries = readTar(Bun.gunzipSync(readFileSync(file)));
+    const manifest = JSON.parse(new TextDecoder().decode(entries[0]!.data));
+    const bomb = new Uint8Array(8 * 1024 * 1024);
+    const forged = (extra: TarEntry[], change: (m: any) => void = () => {}) => {
+      const m = structuredClone(manifest);
+      change(m);
+      const p = path("bomb.tar.gz");
+      writeFileSync(p, Bun.gzipSync(writeTar([fileEntry("manifest.json", JSON.stringify(m)), ...entries.slice(1), ...extra]) as Uint8Array<ArrayBuffer>));
+      return p;
+    };
+    const out = mkdtempSync(join(dir, "extract-"));
+    await expect(verifyBackupFile(forged([fileEntry("volumes/proj_other.tar", bomb)]), out)).rejects.toThrow(/member "volumes\/proj_other.tar" is not listed in the manifest/);
+    const grown = forged([], (m) => {
+      m.members[1].size = 10;
+    });
+    await expect(verifyBackupFile(grown, out)).rejects.toThrow(/has size \d+, manifest says 10/);
+    // A volume before any manifest is refused the same way.
+    const first = path("first.tar.gz");
+    writeFileSync(first, Bun.gzipSync(writeTar([fileEntry("volumes/proj_data.tar", bomb), ...entries]) as Uint8Array<ArrayBuffer>));
+    await expect(verifyBackupFile(first, out)).rejects.toThrow(/not listed in a manifest.json before it/);
+    const written = readdirSync(out).reduce((n, f) => n + statSync(join(out, f)).size, 0);
+    expect(written).toBeLessThan(bomb.length);
+  });
+  test("config files that collide (one path twice, a file that another needs as its folder) are refused", async () => {
+    const data = new TextEncoder().encode("x");
+    const twice = await make({ files: [{ path: "docker-compose.yml", data, mode: 0o644 }, { path: "./docker-compose.yml", data, mode: 0o644 }] });
+    await expect(verifyBackupFile(twice.file)).rejects.toThrow(/config file "docker-compose.yml" appears twice/);
+    const folder = await make({ files: [{ path: "docker-compose.yml", data, mode: 0o644 }, { path: "x", data, mode: 0o644 }, { path: "x/y", data, mode: 0o644 }] });
+    await expect(verifyBackupFile(folder.file)).rejects.toThrow(/config file "x" is also the folder of "x\/y"/);
+  });
+  test("backup list shows a link to a missing file as invalid, and lists the rest", async () => {
+    const listed = mkdtempSync(join(dir, "list-"));
+    const { file } = await make();
+    copyFileSync(file, join(listed, "proj-20240101T000000000Z.tar.gz"));
+    symlinkSync(join(listed, "gone.tar.gz"), join(listed, "dangling.tar.gz"));
+    const backups = await listBackups(listed);
+    expect(backups.map((b) => [b.name, b.verified, b.problem]).sort()).toEqual([
+      ["dangling.tar.gz", false, "a symbolic link to a file that does not exist"],
+      ["proj-20240101T000000000Z.tar.gz", true, undefined],
+    ]);
+  });
+  test("config files are checked against the stack directory before a restore changes anything", () => {
+    const stackDir = mkdtempSync(join(dir, "targets-"));
+    const outside = mkdtempSync(join(dir, "outside-"));
+    mkdirSync(join(stackDir, "skills"));
+    writeFileSync(join(stackDir, "prometheus"), "a file");
+    symlinkSync(join(outside, "victim"), join(stackDir, ".env"));
+    symlinkSync(outside, join(stackDir, "grafana"));
+    const data = new TextEncoder().encode("x");
+    const files = ["skills", "prometheus/prometheus.yml", ".env", "grafana/dash.json", "docker-compose.yml", "new/dir/file"].map((path) => ({ path, data, mode: 0o644 }));
+    expect(configTargetProblems(stackDir, files)).toEqual([
+      "skills is a folder where the backup has a file",
+      "prometheus is a file where the backup has a folder",
+      ".env is a symbolic link (replace it with the file itself)",
+      `grafana leads outside ${stackDir}`,
+    ]);
+    expect(() => writeConfigFiles(stackDir, [files[2]!])).toThrow(/symbolic link/);
+    expect(existsSync(join(outside, "victim"))).toBe(false);
   });
   test("file names sort by time", () => {
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"))).toBe("p-20240102T030405678Z.tar.gz");
