@@ -56,6 +56,15 @@ interface ServiceImage {
   /** Image id the service's container runs now ("" when it has no container). */
   currentId: string;
   current?: ImageInspect;
+  /** Without a container: the image its tag named before the pull (a change is a moved tag). */
+  localId?: string;
+}
+
+/** Services whose containers run (a crash-looping one counts): the update starts these again,
+ *  and only these. One the user stopped stays stopped. */
+async function runningServices(engine: Engine, project: string): Promise<Set<string>> {
+  const containers = await engine.listProjectContainers(project);
+  return new Set(containers.filter((c) => c.State === "running" || c.State === "restarting").map((c) => c.Labels["com.docker.compose.service"] ?? "").filter(Boolean));
 }
 
 async function currentImages(engine: Engine, stack: Stack, model: ComposeModel): Promise<ServiceImage[]> {
@@ -65,7 +74,8 @@ async function currentImages(engine: Engine, stack: Stack, model: ComposeModel):
     if (!svc.image) continue;
     const container = containers.find((c) => c.Labels["com.docker.compose.service"] === svc.name);
     const currentId = container ? container.ImageID : "";
-    out.push({ service: svc.name, image: svc.image, currentId, current: currentId ? await engine.inspectImage(currentId) : undefined });
+    const localId = currentId ? undefined : (await engine.inspectImage(svc.image))?.Id;
+    out.push({ service: svc.name, image: svc.image, currentId, current: currentId ? await engine.inspectImage(currentId) : undefined, ...(localId ? { localId } : {}) });
   }
   return out;
 }
@@ -103,11 +113,12 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
       continue;
     }
     const oldDigest = s.current ? digestOf(s.current, s.image) : digestOf(await engine.inspectImage(s.image), s.image);
-    if (s.currentId && oldDigest === newDigest) result.unchanged.push(s.service);
+    if (oldDigest === newDigest) result.unchanged.push(s.service);
     else result.updated.push({ service: s.service, image: s.image, oldDigest, newDigest });
   }
-  // Whole-stack restart, as the real update does, when anything changes.
-  if (result.updated.length > 0) result.restarted = model.services.map((s) => s.name).sort();
+  // The running services restart, as the real update does, when one of them changes.
+  const running = await runningServices(engine, stack.project);
+  if (result.updated.some((u) => running.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => running.has(name)).sort();
   result.unchanged.sort();
   return result;
 }
@@ -128,7 +139,9 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
   for (const [i, layer] of layers.entries()) {
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
-    const up = await compose.run(["up", "--detach", "--no-deps", ...layer]);
+    // Never pull here: a rollback has just tagged the previous images, and a `pull_policy: always`
+    // would fetch the new ones again (Compose v1 has no --pull and never pulls on up).
+    const up = await compose.run(["up", "--detach", "--no-deps", ...(compose.cli.v2 ? ["--pull", "never"] : []), ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
       return signal?.aborted ? `interrupted (${failed})` : failed;
@@ -141,7 +154,10 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
 }
 
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
-  const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])));
+  const running = await runningServices(engine, stack.project);
+  const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])))
+    .map((layer) => layer.filter((name) => running.has(name)))
+    .filter((layer) => layer.length > 0);
   const before = await currentImages(engine, stack, model);
 
   // Keep the running images reachable under a tag of ours while pulls move the real tags.
@@ -180,7 +196,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     for (const s of before) {
       const now = await engine.inspectImage(s.image);
       if (!now) throw failure("PULL_FAILED", `Image ${s.image} is not present after the pull.`);
-      if (s.currentId && now.Id === s.currentId) result.unchanged.push(s.service);
+      if (now.Id === (s.currentId || s.localId)) result.unchanged.push(s.service);
       else {
         changed.push(s);
         result.updated.push({ service: s.service, image: s.image, oldDigest: digestOf(s.current, s.image), newDigest: digestOf(now, s.image) });
@@ -191,6 +207,12 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       opts.progress("Every image is up to date; nothing restarted");
       return result;
     }
+    const stopped = model.services.map((s) => s.name).filter((name) => !running.has(name));
+    if (!changed.some((c) => running.has(c.service))) {
+      opts.progress(`Only services that are not running have new images (${changed.map((c) => c.service).join(", ")}): they start on them when you start them; nothing restarted`);
+      return result;
+    }
+    if (stopped.length) opts.progress(`Leaving ${stopped.join(", ")} stopped, as before the update`);
 
     // 3. Stop all, start layer by layer, wait for health. Interrupted before that: nothing stops.
     if (opts.signal?.aborted) {
@@ -225,7 +247,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     await compose.stop();
     const again = await startInOrder(engine, stack, compose, layers, opts);
     result.rolledBack = {
-      services: changed.map((c) => c.service),
+      services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,
       recovered: again === undefined,
     };

@@ -276,6 +276,74 @@ services:
   );
 });
 
+describe("update of a stack the user has partly stopped", () => {
+  const stack = TestStack.unique("us");
+  const aRef = stack.ref("a");
+  const bRef = stack.ref("b");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(aRef, ["RUN echo a-v1 > /version && touch /ok"]);
+    await stack.publish(bRef, ["RUN echo b-v1 > /version && touch /ok"]);
+    const service = (ref: string) => `    image: ${ref}\n    init: true\n    command: ["sleep", "3600"]\n    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}\n`;
+    stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  a:\n${service(aRef)}  b:\n${service(bRef)}`);
+    await stack.up();
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "a service the user stopped stays stopped; one without a container is not an image change",
+    async () => {
+      expect((await stack.compose("stop", "b")).code).toBe(0);
+      await stack.pushNewVersion(aRef, ["RUN echo a-v2 > /version && touch /ok"]);
+      const dry = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dry.restarted).toEqual(["a"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["a"]);
+      expect(out.restarted).toEqual(["a"]);
+      expect(r.stderr).toContain("Leaving b stopped, as before the update");
+      expect((await stack.container("b")).State.Running).toBe(false);
+      expect((await stack.exec("a", "cat", "/version")).trim()).toBe("a-v2");
+
+      // b's container is gone, no image is new: nothing is reported changed, nothing restarts.
+      expect((await stack.compose("rm", "-sf", "b")).code).toBe(0);
+      const started = (await stack.container("a")).State.StartedAt;
+      const again = JSON.parse((await cli(["update", "--dir", stack.dir, "--json"])).stdout);
+      expect(again).toMatchObject({ updated: [], restarted: [] });
+      expect(again.unchanged).toEqual(["a", "b"]);
+      const dryAgain = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dryAgain).toMatchObject({ updated: [], restarted: [] });
+      expect((await stack.container("a")).State.StartedAt).toBe(started);
+      await stack.up();
+    },
+    150_000,
+  );
+
+  e2e(
+    "the rollback runs the previous image even when the service pulls always",
+    async () => {
+      stack.write("docker-compose.override.yml", "services:\n  a:\n    pull_policy: always\n");
+      try {
+        const before = await stack.container("a");
+        const { oldId } = await stack.pushNewVersion(aRef, ["RUN echo a-broken > /version"]); // no /ok: never healthy
+        const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "20"]);
+        expect(r.code).toBe(1);
+        const out = JSON.parse(r.stdout);
+        expect(out.rolledBack).toMatchObject({ services: ["a"], recovered: true });
+        const a = await stack.container("a");
+        expect(a.Image).toBe(oldId);
+        expect(a.Image).toBe(before.Image);
+        expect((await stack.exec("a", "cat", "/version")).trim()).toBe("a-v2");
+      } finally {
+        rmSync(join(stack.dir, "docker-compose.override.yml"));
+      }
+    },
+    150_000,
+  );
+});
+
 describe("update on a stack the user runs with COMPOSE_FILE and COMPOSE_PROJECT_NAME in .env", () => {
   const stack = TestStack.unique("uf");
   const appRef = stack.ref("app");
