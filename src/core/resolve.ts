@@ -46,7 +46,9 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
   const request = (id: string) => { if (!requested.includes(id)) requested.push(id); };
   selection.services.forEach(request);
   for (const packId of selection.skillPacks) catalog.packsById.get(packId)!.services.forEach(request);
-  if (selection.proxy) request(selection.proxy);
+  // A proxy alone is no selection (it would route to nothing): the stack stays empty, as
+  // generate, which refuses it, counts it (CONTRACT: no services, packs or preset).
+  if (selection.proxy && requested.length > 0) request(selection.proxy);
 
   const onPlatform = (s: CatalogService) => s.platforms.includes(selection.platform);
   const conflictsWith = (a: CatalogService, b: CatalogService) => a.conflicts.includes(b.id) || b.conflicts.includes(a.id);
@@ -115,7 +117,8 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
       warnings.push({ code: "EXPERIMENTAL_SERVICE", message: `${s.name} is experimental; expect breaking changes.`, service: s.id });
     }
   }
-  if (selection.gpu) {
+  // An empty stack has one warning, EMPTY_STACK (SPEC): GPU support for nothing needs no toolkit.
+  if (selection.gpu && services.length > 0) {
     warnings.push({ code: "GPU_REQUIRED", message: "GPU support is on: the host needs an NVIDIA GPU and the NVIDIA Container Toolkit.", service: null });
   } else {
     for (const s of services) {

@@ -15,6 +15,12 @@ describe("resolve", () => {
     const r = run({});
     expect(r).toMatchObject({ valid: true, resolvedServices: [], addedDependencies: [], conflicts: [], estimatedMemoryMB: 0 });
     expect(codes(r.warnings)).toEqual(["EMPTY_STACK"]);
+    // A proxy, a domain or GPU support alone select nothing either (generate refuses them so).
+    for (const options of [{ proxy: "caddy" }, { proxy: "traefik", domain: "example.com" }, { gpu: true }]) {
+      const alone = run(options);
+      expect(alone).toMatchObject({ valid: true, resolvedServices: [], addedDependencies: [], conflicts: [], estimatedMemoryMB: 0 });
+      expect(codes(alone.warnings)).toEqual(["EMPTY_STACK"]);
+    }
   });
 
   test("dependencies are added before their dependents with requiredBy and a reason", () => {
