@@ -77,6 +77,8 @@ export default defineCommand({
       ? failure("EDITED_FILES", `These files were changed since they were generated and would be overwritten: ${edited.join(", ")}. ${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them.${overrideHint}`)
       : undefined;
 
+    const dropped = plan.find((f) => f.droppedKeys)?.droppedKeys;
+    if (dropped) log.warn(`stackgen.json is stackgen's record of the bundle and is rewritten on every run: what was added to it by hand (${dropped.join(", ")}) is not kept. Keep notes in a file of your own.`);
     const removed = removedServices(recorded, stack.services.map((s) => s.id));
     const sayLeftBehind = () => {
       if (removed.length) log.warn(leftBehind(removed, plan, input.projectName));

@@ -78,5 +78,14 @@ export async function readInputDocument(path: string): Promise<{ input: Record<s
     return { input: { ...(d.input as Record<string, unknown>) }, ...(typeof env === "string" ? { exportedEnv: env } : {}) };
   }
   const { files: _files, generatedBy: _by, ...rest } = d;
-  return { input: rest };
+  return { input: withoutRecordedProxy(rest) };
+}
+
+/** A stackgen.json records the resolved services, its proxy among them. The `proxy` field adds
+ *  that service anyway; left in `services` it would stay when --proxy names another one (two
+ *  proxies: a conflict) or none. */
+function withoutRecordedProxy(input: Record<string, unknown>): Record<string, unknown> {
+  const { proxy, services } = input;
+  if (typeof proxy !== "string" || !Array.isArray(services) || !services.includes(proxy)) return input;
+  return { ...input, services: services.filter((id) => id !== proxy) };
 }

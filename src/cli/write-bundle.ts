@@ -31,6 +31,21 @@ export interface PlannedFile {
   updatedValues?: string[];
   /** .env only: secrets the old file left empty (`--no-secrets`) that now get generated values. */
   filledSecrets?: string[];
+  /** stackgen.json only: top-level keys the old file has (added by hand) that the new one lacks. */
+  droppedKeys?: string[];
+}
+
+/** Keys of the old stackgen.json that the new one lacks: it is rewritten on every run, so what a
+ *  user added to it by hand is lost, and said so. Unreadable old text: nothing to name. */
+function droppedKeys(oldText: string, newText: string): string[] {
+  try {
+    const before = JSON.parse(oldText);
+    const after = JSON.parse(newText);
+    if (typeof before !== "object" || before === null || Array.isArray(before)) return [];
+    return Object.keys(before).filter((k) => !(k in after));
+  } catch {
+    return [];
+  }
 }
 
 async function readIfExists(path: string): Promise<string | undefined> {
@@ -106,7 +121,10 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
       else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}), ...(merged.filled.length ? { filledSecrets: merged.filled } : {}) });
     }
     else if (existing === content) plan.push({ path, action: "unchanged", content });
-    else if (path === CONFIG_FILE || recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
+    else if (path === CONFIG_FILE) {
+      const dropped = droppedKeys(existing, content);
+      plan.push({ path, action: "update", content, ...(dropped.length ? { droppedKeys: dropped } : {}) });
+    } else if (recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     // Edited, but this generation makes the file as the last one did: nothing of ours to bring
     // in, so the edit simply stays (only a file we would change has to be refused).
     else if (!force && recorded[path] === sha256(content)) plan.push({ path, action: "keep-edited", content: "" });

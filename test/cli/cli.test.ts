@@ -310,6 +310,27 @@ describe("generate", () => {
     expect(statSync(join(dir, ".env")).mode & 0o777).toBe(0o600);
   });
 
+  test("--proxy next to --from stackgen.json switches the proxy or drops it; keys added to stackgen.json by hand are named as lost", async () => {
+    const base = join(tmp, "g-proxy");
+    expectOk(await cli(["generate", "--name", "gp", "--preset", "devops", "--dir", base], { env }));
+    const recorded = JSON.parse(readFileSync(join(base, "stackgen.json"), "utf8"));
+    expect(recorded).toMatchObject({ proxy: "caddy", services: expect.arrayContaining(["caddy"]) });
+    const traefik = join(tmp, "g-proxy-traefik");
+    expectOk(await cli(["generate", "--from", join(base, "stackgen.json"), "--proxy", "traefik", "--dir", traefik], { env }));
+    expect(existsSync(join(traefik, "Caddyfile"))).toBe(false);
+    expect(JSON.parse(readFileSync(join(traefik, "stackgen.json"), "utf8")).services).toEqual(expect.arrayContaining(["traefik"]));
+    expect(JSON.parse(readFileSync(join(traefik, "stackgen.json"), "utf8")).services).not.toContain("caddy");
+    const none = join(tmp, "g-proxy-none");
+    expectOk(await cli(["generate", "--from", join(base, "stackgen.json"), "--proxy", "none", "--dir", none], { env }));
+    expect(existsSync(join(none, "Caddyfile"))).toBe(false);
+    expect(readFileSync(join(none, "docker-compose.yml"), "utf8")).not.toMatch(/^  caddy:/m);
+
+    writeFileSync(join(base, "stackgen.json"), JSON.stringify({ ...recorded, myNote: "staging box" }, null, 2));
+    const again = await cli(["generate", "--dir", base, "--preset", "devops"], { env });
+    expectOk(again);
+    expect(again.stderr).toContain("what was added to it by hand (myNote) is not kept");
+  });
+
   test("adding a domain on regeneration moves public URLs off localhost, except values the user set", async () => {
     const dir = join(tmp, "g-domain");
     expectOk(await cli(["generate", "--name", "gd", "--services", "n8n,vaultwarden", "--dir", dir], { env }));
