@@ -1,7 +1,7 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
-import { chmod, lstat, mkdir, readFile, realpath, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { chmod, lstat, mkdir, readFile, realpath, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
@@ -167,9 +167,24 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     await mkdir(dirname(target), { recursive: true });
     // A directory on the way may be a symlink planted to redirect the write.
     refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
-    const mode = fileMode(f.path);
-    await writeFile(target, f.content, { mode });
-    await chmod(target, mode);
+    await replaceFile(target, f.content, fileMode(f.path));
+  }
+}
+
+/** Write a new file beside `target` and rename it over: the old one is replaced whole or not at
+ *  all (a full disk or a crash leaves no half-written .env), and a name hard-linked to another
+ *  file outside the bundle gets a file of its own instead of writing the secrets into that one. */
+async function replaceFile(target: string, content: string, mode: number): Promise<void> {
+  const temp = join(dirname(target), `.${basename(target)}.stackgen-${process.pid}.tmp`);
+  await unlink(temp).catch(() => {}); // left by a run that died here
+  try {
+    // "wx": never through anything already under that name.
+    await writeFile(temp, content, { mode, flag: "wx" });
+    await chmod(temp, mode);
+    await rename(temp, target);
+  } catch (e) {
+    await unlink(temp).catch(() => {});
+    throw e;
   }
 }
 

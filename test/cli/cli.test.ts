@@ -1,7 +1,7 @@
 // The CLI as a user runs it: subprocesses, exit codes, --json documents, files on disk.
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash, createHmac } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
@@ -458,6 +458,18 @@ describe("generate", () => {
     symlinkSync(join(outside, "stolen"), join(dir2, ".env"));
     expect((await cli(["generate", "--name", "g8", "--services", "redis", "--dir", dir2], { env })).code).toBe(2);
     expect(existsSync(join(outside, "stolen"))).toBe(false);
+    // A hard link is replaced by a file of its own: the secrets never reach the linked file.
+    const dir3 = join(tmp, "g8b");
+    expectOk(await cli(["generate", "--name", "g8b", "--services", "redis", "--dir", dir3], { env }));
+    const linked = join(outside, "linked-env");
+    writeFileSync(linked, "OUTSIDE=1\n");
+    rmSync(join(dir3, ".env"));
+    linkSync(linked, join(dir3, ".env"));
+    expectOk(await cli(["generate", "--name", "g8b", "--services", "redis", "--dir", dir3], { env }));
+    expect(readFileSync(linked, "utf8")).toBe("OUTSIDE=1\n");
+    expect(readFileSync(join(dir3, ".env"), "utf8")).toContain("REDIS_PASSWORD=");
+    expect(statSync(join(dir3, ".env")).nlink).toBe(1);
+    expect(readdirSync(dir3).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   });
 
   test("--from a complete export or a v1 stackgen.json", async () => {
