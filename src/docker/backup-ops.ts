@@ -404,6 +404,7 @@ export function checkBackupProject(backup: VerifiedBackup, made: string | undefi
 export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup, current: ComposeModel | undefined): Promise<void> {
   const project = backup.manifest.project;
   const refused: string[] = [];
+  const busy: string[] = [];
   for (const v of backup.volumes) {
     const existing = await engine.inspectVolume(v.name);
     if (!existing) continue;
@@ -414,10 +415,19 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
     else if (owner === undefined && !declared) refused.push(`${v.name} is not a volume of "${project}"`);
     else if (keepsDataElsewhere(existing)) {
       refused.push(`${v.name} keeps its data in ${existing.Options?.device ?? `the "${existing.Driver}" driver's storage`}, which recreating the volume does not empty (the backup would be mixed into what is there): empty it yourself first`);
+    } else {
+      // The stack's own containers go before the volume is recreated; any other container (a
+      // one-off `compose run`, a `docker run -v`) keeps it in use, and the engine refuses to
+      // remove it only after the stack was taken down.
+      const others = (await engine.containersUsingVolume(v.name)).filter((c) => c.Labels?.[PROJECT_LABEL] !== project || (c.Labels?.["com.docker.compose.oneoff"] ?? "False") === "True");
+      if (others.length) busy.push(`${v.name} is in use by ${others.map((c) => (c.Names?.[0] ?? c.Id.slice(0, 12)).replace(/^\//, "")).join(", ")}`);
     }
   }
   if (refused.length) {
     throw new StackgenError("BACKUP_FOREIGN", `The backup would replace volumes that are not this stack's: ${refused.join("; ")}. Nothing was changed.`, 400);
+  }
+  if (busy.length) {
+    throw failure("RESTORE_FAILED", `Volumes the restore replaces are used by containers outside the stack: ${busy.join("; ")}. Stop and remove those containers (docker rm -f <name>), then restore again. Nothing was changed.`);
   }
 }
 

@@ -147,6 +147,12 @@ export class Engine {
     return all.filter((c) => (c.Labels["com.docker.compose.oneoff"] ?? "False") !== "True");
   }
 
+  /** Every container, running or not, that mounts the volume `name`. */
+  containersUsingVolume(name: string): Promise<ContainerSummary[]> {
+    const filters = encodeURIComponent(JSON.stringify({ volume: [name] }));
+    return this.json<ContainerSummary[]>("GET", `/containers/json?all=true&filters=${filters}`);
+  }
+
   inspectContainer(id: string): Promise<ContainerInspect> {
     return this.json("GET", `/containers/${encodeURIComponent(id)}/json`);
   }

@@ -669,6 +669,24 @@ describe("restore never reaches beyond its own stack", () => {
   );
 
   e2e(
+    "a volume another container uses is found before anything changes (the engine would refuse to remove it after the stack was down)",
+    async () => {
+      const user = `${stack.project}-visitor`;
+      await docker("run", "-d", "--name", user, "-v", `${stack.project}_data:/x`, BASE_IMAGE, "sleep", "3600");
+      try {
+        const r = await cli(["backup", "restore", archive, "--dir", stack.dir, "--yes"]);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain(`${stack.project}_data is in use by ${user}`);
+        expect(r.stderr).toContain("Nothing was changed");
+        await expectUntouched();
+      } finally {
+        await docker("rm", "-f", user);
+      }
+    },
+    120_000,
+  );
+
+  e2e(
     "into a new directory, a project that runs from another one is refused, not taken over",
     async () => {
       const fresh = join(scratch, stack.project);
