@@ -1,6 +1,6 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
 import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { failure, interruptedError, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { getCatalog } from "../catalog/index.ts";
@@ -23,7 +23,7 @@ import {
 import { Compose, type ComposeModel } from "./compose.ts";
 import type { ContainerSummary, Engine, VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
-import { loadStack, type Stack } from "./stack.ts";
+import { loadStack, OVERRIDE_FILE_NAMES, type Stack } from "./stack.ts";
 
 export interface CreateOptions {
   outputDir?: string;
@@ -490,6 +490,22 @@ export function configTargetProblems(stackDir: string, files: VerifiedBackup["fi
   return problems;
 }
 
+/**
+ * Files in the stack directory that the backup lacks and that would mix another state into the
+ * restored one: an override compose file made since (compose would still load it), and files in
+ * folders the services write through bind mounts (data, like a database's files, restored whole as
+ * volumes are). The safety backup holds them. Anything else of the user's stays.
+ */
+export function staleStackFiles(stackDir: string, backupFiles: VerifiedBackup["files"], model: ComposeModel): string[] {
+  const keep = new Set(backupFiles.map((f) => f.path));
+  const root = resolve(stackDir);
+  const dataDirs = model.services
+    .flatMap((s) => s.binds)
+    .filter((b) => !b.readOnly && resolve(b.source) !== root && isWithin(root, b.source) && statSync(b.source, { throwIfNoEntry: false })?.isDirectory())
+    .map((b) => relative(root, resolve(b.source)).split(sep).join("/") + "/");
+  return bundleFiles(root).filter((path) => !keep.has(path) && (OVERRIDE_FILE_NAMES.includes(path) || dataDirs.some((d) => path.startsWith(d))));
+}
+
 /** Write restored config files, never through a symlink (checked by configTargetProblems first;
  *  again here, as the last guard). The paths of files that did not exist before are added to `created`. */
 export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"], created: string[] = []): void {
@@ -522,6 +538,9 @@ export interface RestoreResult {
   safetyBackup: string;
   volumes: string[];
   files: string[];
+  /** Files the backup does not have that were removed: an override file made since, and files in
+   *  folders bind-mounted into services (their data, restored whole). */
+  removedFiles: string[];
   services: string[];
   healthy: boolean;
   problems: string[];
@@ -602,6 +621,8 @@ export async function restoreBackup(
   const added: string[] = [];
   /** Volumes the restore created that did not exist before (a rollback removes them again). */
   const createdVolumes: string[] = [];
+  /** Files the backup lacks that the restore removed (see staleStackFiles). */
+  const removedFiles: string[] = [];
   /** Replace config and volumes with `from`'s and start the stack (with `only`, just those services). */
   const putInPlace = async (from: VerifiedBackup, volumeTars: { name: string; path: string }[], only?: string[]) => {
     if ((await engine.listProjectContainers(stack.project)).length > 0) {
@@ -609,6 +630,11 @@ export async function restoreBackup(
       await current.down();
     }
     say(`Restoring ${from.files.length} config file(s)`);
+    // Files of the stack's own written state that the backup lacks go (the safety backup has them).
+    for (const path of staleStackFiles(stack.dir, from.files, model)) {
+      rmSync(join(stack.dir, path));
+      if (!rollingBack) removedFiles.push(path);
+    }
     writeConfigFiles(stack.dir, from.files, added);
     // What the written files make, with everything the real directory has (a COMPOSE_FILE in the
     // backup's .env may name any file): another project would have its containers taken over.
@@ -698,6 +724,7 @@ export async function restoreBackup(
     safetyBackup: safety.file,
     volumes: backup.volumes.map((v) => v.name),
     files: backup.files.map((f) => f.path),
+    removedFiles,
     services: unique,
     healthy: problems.length === 0,
     problems: problems.map((p) => `${p.service}: ${p.reason}`),

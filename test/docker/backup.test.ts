@@ -432,6 +432,34 @@ volumes:
   );
 
   e2e(
+    "restore brings the bind-mounted data back whole and drops an override file made since; the safety backup keeps both",
+    async () => {
+      const made = JSON.parse((await cli(["backup", "create", "--dir", stack.dir, "--json"])).stdout);
+      const logThen = new TextDecoder().decode((await verifyBackupFile(made.file)).files.find((f) => f.path === "appdata/log")!.data);
+      writeFileSync(join(stack.dir, "appdata", "wal-000002"), "written after the backup");
+      mkdirSync(join(stack.dir, "appdata", "later"));
+      writeFileSync(join(stack.dir, "appdata", "later", "segment"), "also after");
+      stack.write("docker-compose.override.yml", "services:\n  app:\n    environment: {LATER: \"1\"}\n");
+      stack.write("notes.txt", "the user's own file, in no data folder");
+      await stack.up();
+      const r = await cli(["backup", "restore", made.file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.removedFiles.sort()).toEqual(["appdata/later/segment", "appdata/wal-000002", "docker-compose.override.yml"]);
+      expect(existsSync(join(stack.dir, "appdata", "wal-000002"))).toBe(false);
+      expect(existsSync(join(stack.dir, "docker-compose.override.yml"))).toBe(false);
+      expect(readFileSync(join(stack.dir, "notes.txt"), "utf8")).toBe("the user's own file, in no data folder");
+      // The app started again on the restored folder: the log as backed up, plus this start.
+      expect(readFileSync(join(stack.dir, "appdata", "log"), "utf8")).toBe(`${logThen}started\n`);
+      expect((await stack.exec("app", "sh", "-c", "echo ${LATER:-unset}")).trim()).toBe("unset");
+      const safety = (await verifyBackupFile(out.safetyBackup)).files.map((f) => f.path);
+      expect(safety).toEqual(expect.arrayContaining(["appdata/wal-000002", "appdata/later/segment", "docker-compose.override.yml"]));
+      rmSync(join(stack.dir, "notes.txt"));
+    },
+    120_000,
+  );
+
+  e2e(
     "more data in the directory than a backup can restore is refused before anything stops",
     async () => {
       const before = (await stack.container("app")).State.StartedAt;

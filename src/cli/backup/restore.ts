@@ -79,6 +79,7 @@ export default defineCommand({
         printText(
           [
             `Restored ${result.volumes.length} volume(s) and ${result.files.length} config file(s) from ${file}`,
+            ...(result.removedFiles.length ? [`Removed, as the backup does not have them: ${result.removedFiles.join(", ")}`] : []),
             `Safety backup of the previous state: ${result.safetyBackup}`,
             result.healthy ? `Services up: ${result.services.join(", ")}` : `Not healthy: ${result.problems.join("; ")}`,
           ].join("\n"),
