@@ -5,6 +5,7 @@ import { createApp } from "../../src/api/app.ts";
 import { startServers } from "../../src/api/server.ts";
 import { hotRoutes } from "../../src/api/hot-routes.ts";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import Ajv2020 from "ajv/dist/2020";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { MAX_DOMAIN_LENGTH } from "../../src/schema/limits.ts";
 
@@ -202,6 +203,23 @@ describe("OpenAPI document", () => {
     expect(Object.keys(body("/v1/generate").properties)).toEqual(expect.arrayContaining(["projectName", "services", "preset"]));
     expect(Object.keys(body("/v1/validate").properties)).toEqual(expect.arrayContaining(["services", "skillPacks", "preset"]));
     expect(Object.keys(body("/v1/deploy").properties)).toEqual(expect.arrayContaining(["provider", "url", "apiKey", "input", "complete"]));
+  });
+
+  test("generate's and validate's bodies are documented in both forms the server takes: the input, or a complete export posted back", async () => {
+    const doc = await document();
+    const ajv = new Ajv2020({ strict: false });
+    const exported = (input: object) => ({ formatVersion: "1", input, files: { "README.md": "x" }, metadata: {} });
+    for (const path of ["/v1/generate", "/v1/validate"]) {
+      const check = ajv.compile(deref(doc, doc.paths[path].post.requestBody.content["application/json"].schema));
+      for (const body of [{ projectName: "lab", services: ["redis"] }, exported({ projectName: "lab", services: ["redis"] })]) {
+        expect(check(body), `${path} ${JSON.stringify(body)} ${ajv.errorsText(check.errors)}`).toBe(true);
+        expect((await call("POST", path, body)).status, path).toBe(200);
+      }
+    }
+    // Either form's requirement stays: generate needs a projectName, or an export's input.
+    const generate = ajv.compile(deref(doc, doc.paths["/v1/generate"].post.requestBody.content["application/json"].schema));
+    expect(generate({ services: ["redis"] })).toBe(false);
+    expect(generate({ formatVersion: "1" })).toBe(false);
   });
 
   test("every operation declares the guard's answers, the unexpected failure (500), headers and the optional X-API-Key", async () => {

@@ -12,6 +12,7 @@ import { openapi, type ElysiaOpenAPIConfig, type OpenAPIVersion } from "@elysiaj
 import { unwrapSchema } from "@elysiajs/openapi/openapi";
 import { ErrorBody, FlatErrorBody } from "../../schema/api.ts";
 import { errorBodyFor } from "../errors.ts";
+import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 
 type Json = Record<string, any>;
 type Route = { method: string; path: string; hooks: Json };
@@ -48,6 +49,28 @@ function guardResponses(path: string, hasBody: boolean): Json {
   };
 }
 
+/** Marks (in a route's `detail`) a body that may also be a whole `complete` export, read through
+ *  its `input` by the route's parse hook: the document says so beside the plain body. */
+export const ACCEPTS_EXPORT = "x-accepts-complete-export";
+
+/** The body's object schema, also describing the export form: its `formatVersion` and `input`
+ *  (the same fields) as properties, and what is required as either form's requirement. Kept one
+ *  object with `properties`, as clients read a body schema. */
+function orCompleteExport(body: Json): Json {
+  const { required, ...rest } = body;
+  const input = { ...body, description: "The generation input, as in the plain form" };
+  return {
+    ...rest,
+    description: `${body.description ?? "The request"}; or a \`complete\` export posted back whole (its \`input\` is read, its files and metadata are ignored)`,
+    properties: {
+      ...body.properties,
+      formatVersion: { const: COMPLETE_FORMAT_VERSION, description: "Marks a `complete` export posted back" },
+      input,
+    },
+    ...(required?.length ? { anyOf: [{ required }, { required: ["formatVersion", "input"] }] } : {}),
+  };
+}
+
 /** The generated document with request bodies, the guard's answers and headers filled in. */
 export function completeDocument(generated: Json, routes: readonly Route[]): Json {
   const doc: Json = JSON.parse(JSON.stringify(generated));
@@ -57,7 +80,8 @@ export function completeDocument(generated: Json, routes: readonly Route[]): Jso
     for (const [method, op] of Object.entries(item as Record<string, Json>)) {
       const body = bodies.get(`${method} ${path}`);
       if (op.requestBody && body && !Object.keys(op.requestBody.content ?? {}).length) {
-        op.requestBody.content = { "application/json": { schema: unwrapSchema(body, undefined, "input", version) } };
+        const schema = unwrapSchema(body, undefined, "input", version) as Json;
+        op.requestBody.content = { "application/json": { schema: op[ACCEPTS_EXPORT] ? orCompleteExport(schema) : schema } };
       }
       op.responses = { ...guardResponses(path, op.requestBody !== undefined), ...op.responses };
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {

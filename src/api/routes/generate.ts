@@ -1,5 +1,6 @@
 // POST /v1/generate: json (default), complete (round-trips through its `input`) or zip.
 import { Elysia } from "elysia";
+import { ACCEPTS_EXPORT } from "../docs/openapi.ts";
 import type { Catalog } from "../../catalog/index.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody, routeSchema } from "../../schema/api.ts";
@@ -66,6 +67,7 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
     body: routeSchema(GenerateRequest),
     query: routeSchema(GenerateQuery),
     detail: {
+      [ACCEPTS_EXPORT]: true,
       summary: "Generate a stack bundle",
       description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). A conflicting selection is 409 CONFLICT_ERROR.",
       tags: ["stacks"],

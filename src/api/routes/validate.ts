@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { ACCEPTS_EXPORT } from "../docs/openapi.ts";
 import type { Catalog } from "../../catalog/index.ts";
 import { routeSchema, ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
 import { validateSelection, VALIDATE_MESSAGE } from "../../core/validate.ts";
@@ -11,6 +12,7 @@ export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
     parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, VALIDATE_MESSAGE)),
     body: routeSchema(ValidateRequest),
     detail: {
+      [ACCEPTS_EXPORT]: true,
       summary: "Validate a selection",
       description: "Resolves dependencies, detects conflicts and port clashes, estimates memory. Conflicts still answer 200 with valid: false.",
       tags: ["stacks"],
