@@ -1,5 +1,6 @@
 // stackgen update: pull all images, restart in dependency order, roll back when health fails.
 import { defineCommand } from "citty";
+import { withStackLock } from "../docker/stack-lock.ts";
 import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
 import { dryRunUpdate, runUpdate, type UpdateResult } from "../docker/update.ts";
 import { INTERRUPTED_EXIT } from "../errors.ts";
@@ -40,7 +41,7 @@ export default defineCommand({
     const result = args["dry-run"]
       ? await dryRunUpdate(engine, stack, model, options)
       : await withDeferredInterrupts("the update", async (signal) => {
-          const r = await runUpdate(engine, stack, compose, model, { ...options, signal });
+          const r = await withStackLock(stack.dir, "update", () => runUpdate(engine, stack, compose, model, { ...options, signal }));
           interrupted = signal.aborted;
           return r;
         });

@@ -14,6 +14,7 @@ import { VERSION } from "../version.ts";
 import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
+import { LOCK_FILE } from "./stack-lock.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
 
 export const FORMAT_VERSION = 1;
@@ -43,6 +44,8 @@ export const sha256 = (data: Uint8Array) => new Bun.CryptoHasher("sha256").updat
 
 /** Directories of the bundle that are never part of a backup. */
 const SKIP_DIRS = new Set(["backups", ".git", "node_modules"]);
+/** Nor is the lock of the command at work (stack-lock.ts). */
+const SKIP_FILES = new Set([LOCK_FILE]);
 
 /** The bundle's own files (relative paths), without backups or symlinks. */
 export function bundleFiles(dir: string, exclude: string[] = []): string[] {
@@ -56,7 +59,7 @@ export function bundleFiles(dir: string, exclude: string[] = []): string[] {
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
         walk(path);
-      } else if (st.isFile()) out.push(relative(dir, path).split(sep).join("/"));
+      } else if (st.isFile() && !(abs === dir && SKIP_FILES.has(name))) out.push(relative(dir, path).split(sep).join("/"));
     }
   };
   walk(dir);

@@ -460,6 +460,24 @@ volumes:
   );
 
   e2e(
+    "while another stackgen command works on the stack, backup create is refused and stops nothing",
+    async () => {
+      const before = (await stack.container("app")).State.StartedAt;
+      // This test process stands in for an update at work.
+      writeFileSync(join(stack.dir, ".stackgen.lock"), JSON.stringify({ pid: process.pid, command: "update", startedAt: new Date().toISOString() }));
+      try {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+        expect(r.code).toBe(1);
+        expect(JSON.parse(r.stdout).error).toMatchObject({ code: "STACK_BUSY", message: expect.stringContaining(`update (process ${process.pid}`) });
+        expect((await stack.container("app")).State.StartedAt).toBe(before);
+      } finally {
+        rmSync(join(stack.dir, ".stackgen.lock"));
+      }
+    },
+    60_000,
+  );
+
+  e2e(
     "more data in the directory than a backup can restore is refused before anything stops",
     async () => {
       const before = (await stack.container("app")).State.StartedAt;

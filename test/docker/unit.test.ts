@@ -4,7 +4,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
-import { backupFileName, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { backupFileName, bundleFiles, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
@@ -595,6 +596,40 @@ describe("what a backup cannot hold", () => {
       writeFileSync(join(dir, "stackgen.json"), docker["stackgen.json"]);
       const containerStack = loadStack(dir);
       expect(outsideTheBackup(containerStack, normaliseModel((await import("yaml")).parse(docker["docker-compose.yml"]), "bm"))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the stack lock", () => {
+  test("one command at a time; a lock left by a process that is gone does not block; released after a failure too", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-lock-"));
+    try {
+      const lock = join(dir, LOCK_FILE);
+      let inside = "";
+      await withStackLock(dir, "update", async () => {
+        inside = readFileSync(lock, "utf8");
+        // A second command meanwhile (this process is alive): refused, the first one's lock stays.
+        await expect(withStackLock(dir, "backup create", async () => "ran")).rejects.toThrow(/update \(process \d+, since .*\) is working on this stack; run this when it is done\. Nothing was changed/);
+        expect(existsSync(lock)).toBe(true);
+      });
+      expect(JSON.parse(inside)).toMatchObject({ pid: process.pid, command: "update" });
+      expect(existsSync(lock)).toBe(false);
+      // Killed without cleaning up: its lock names a process that no longer runs.
+      const gone = Bun.spawnSync(["true"]).pid;
+      writeFileSync(lock, JSON.stringify({ pid: gone, command: "update", startedAt: "earlier" }));
+      expect(await withStackLock(dir, "backup create", async () => "ran")).toBe("ran");
+      // Being written right now (nothing readable yet): busy, not stale.
+      writeFileSync(lock, "");
+      await expect(withStackLock(dir, "update", async () => "ran")).rejects.toThrow(/another stackgen command is working on this stack/);
+      rmSync(lock);
+      await expect(withStackLock(dir, "update", async () => { throw new Error("failed"); })).rejects.toThrow("failed");
+      expect(existsSync(lock)).toBe(false);
+      // Never part of a backup.
+      writeFileSync(lock, "{}");
+      writeFileSync(join(dir, "docker-compose.yml"), "services: {}\n");
+      expect(bundleFiles(dir)).toEqual(["docker-compose.yml"]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,6 +3,7 @@ import { defineCommand } from "citty";
 import { createBackup, type CreateResult } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
+import { withStackLock } from "../../docker/stack-lock.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
 import { printJson, printText, progress } from "../output.ts";
 
@@ -25,7 +26,9 @@ export default defineCommand({
     const { stack, engine } = await openStack(args.dir);
     const compose = await openCompose(stack);
     const model = await compose.config();
-    const result = await withDeferredInterrupts("the backup", (signal) => createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress, signal }));
+    const result = await withDeferredInterrupts("the backup", (signal) =>
+      withStackLock(stack.dir, "backup create", () => createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress, signal })),
+    );
     if (args.json) printJson(result);
     else printText(renderCreated(result));
   },

@@ -5,6 +5,7 @@ import { defineCommand } from "citty";
 import { backupConfigProject, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
+import { withStackLock } from "../../docker/stack-lock.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
 import { INTERRUPTED_EXIT } from "../../errors.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
@@ -69,7 +70,7 @@ export default defineCommand({
       const model = current ?? (await compose.config());
       const target = stack;
       result = await withDeferredInterrupts("the restore", async (signal) => {
-        const restored = await restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal });
+        const restored = await withStackLock(target.dir, "backup restore", () => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal }));
         // Restored, then Ctrl-C while it waited for health: done, but not known to be healthy.
         interrupted = signal.aborted;
         return restored;
