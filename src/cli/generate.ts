@@ -8,7 +8,7 @@ import { generateBundle } from "../core/generate/index.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
-import { loadStack } from "../docker/stack.ts";
+import { loadStack, normaliseProjectName } from "../docker/stack.ts";
 import { mergeEnv } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
@@ -48,7 +48,12 @@ export default defineCommand({
     } else if (existing) {
       if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${args.from} names "${body.projectName}"); --name renames it.`);
       body.projectName = existing;
-    } else if (body.projectName === undefined && args.dir) body.projectName = basename(resolve(args.dir));
+    } else if (body.projectName === undefined && args.dir) {
+      // Named after the folder as Compose names a project after it (MyStack -> mystack).
+      const folder = basename(resolve(args.dir));
+      body.projectName = normaliseProjectName(folder) || folder;
+      if (body.projectName !== folder) log.info(`Project name "${body.projectName}", made from the folder name ${folder} as Compose makes it; --name sets another.`);
+    }
 
     const { input, files, metadata, secretNames, derivedSecrets, stack } = withFlagHints(() => generateBundle(body, getCatalog()));
     // A complete export brings its stack back with the secrets it was made with (its volumes may

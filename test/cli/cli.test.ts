@@ -472,6 +472,15 @@ describe("generate", () => {
     expect(readdirSync(dir3).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   });
 
+  test("--dir without --name names the project after the folder as Compose does", async () => {
+    const dir = join(tmp, "My Stack.v2");
+    const r = await cli(["generate", "--services", "redis", "--dir", dir, "--json"], { env });
+    expectOk(r);
+    expect(JSON.parse(r.stdout).metadata.projectName).toBe("mystackv2");
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toMatch(/^name: mystackv2$/m);
+    expect(r.stderr).toContain('Project name "mystackv2", made from the folder name My Stack.v2');
+  });
+
   test("--from a complete export or a v1 stackgen.json", async () => {
     const complete = join(tmp, "complete.json");
     writeFileSync(complete, JSON.stringify({ formatVersion: "1", input: { projectName: "fromc", preset: "minimal", coreVersion: "9.9.9" }, files: {}, metadata: {} }));
