@@ -1,6 +1,6 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
-import { usageError } from "../errors.ts";
+import { StackgenError } from "../errors.ts";
 import { scorePacks } from "../core/listings.ts";
 import { printJson, printText } from "./output.ts";
 
@@ -16,7 +16,8 @@ export default defineCommand({
     if (args.services !== undefined) {
       const ids = args.services.split(",").map((s) => s.trim()).filter(Boolean);
       const unknown = ids.filter((id) => !catalog.servicesById.has(id));
-      if (unknown.length) throw usageError(`Unknown service id: ${unknown.join(", ")}`);
+      // The API's code for the same query (GET /v1/skills?services=...), still bad input (exit 2).
+      if (unknown.length) throw new StackgenError("INVALID_SERVICE_ID", `Unknown service id: ${unknown.join(", ")}`, 400, undefined, 2);
       packs = scorePacks(catalog.packs, ids);
     }
     if (args.json) return printJson({ packs, total: packs.length });

@@ -138,6 +138,11 @@ describe("basics", () => {
     const bad = await cli(["services", "--category", "nope"], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("nope");
+    // With --json, the codes the API answers for the same query.
+    const category = await cli(["services", "--category", "nope", "--json"], { env });
+    expect([category.code, JSON.parse(category.stdout).error.code]).toEqual([2, "VALIDATION_ERROR"]);
+    const skills = await cli(["skills", "--services", "nope", "--json"], { env });
+    expect([skills.code, JSON.parse(skills.stdout).error.code]).toEqual([2, "INVALID_SERVICE_ID"]);
   });
 
   test("validate --json prints the validate response; conflicts exit 1", async () => {
