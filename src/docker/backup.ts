@@ -1,6 +1,7 @@
 // Backup archives: one .tar.gz holding manifest.json, the bundle's config files under config/
 // and one tar per named volume under volumes/<volume>.tar (as the engine's archive endpoint
-// produced it, so owners, modes and links inside the volume survive).
+// produced it, so owners, modes and links inside the volume survive; extended attributes other
+// than security.capability and sparse files' holes do not, as the README says).
 // Volume contents are streamed, never held in memory: engine -> work file -> archive when
 // creating; archive -> checks (and a work file for a restore) -> engine when restoring. Only
 // config files and tar headers are kept in memory.
