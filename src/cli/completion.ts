@@ -10,7 +10,7 @@ const FILE_FLAGS = ["--from", "--file"];
 const DIR_FLAGS = ["--dir", "--output"];
 
 interface CommandFlags {
-  /** Every flag the command takes, as typed (`--no-secrets` for a boolean that defaults to true). */
+  /** Every flag the command takes, as typed (a boolean that defaults to true both ways: `--secrets`, `--no-secrets`). */
   flags: string[];
   /** Flags that take a value of the user's own (a URL, a name, a number): nothing to offer. */
   free: string[];
@@ -28,7 +28,8 @@ export async function commandFlags(): Promise<Record<string, CommandFlags>> {
       return;
     }
     const args = Object.entries((cmd.args ?? {}) as ArgsDef).filter(([, def]) => def.type !== "positional");
-    const flags = args.map(([name, def]) => (def.type === "boolean" && def.default === true ? `--no-${name}` : `--${name}`));
+    // --secrets next to --from turns secrets back on over a file made without them: both are offered.
+    const flags = args.flatMap(([name, def]) => (def.type === "boolean" && def.default === true ? [`--${name}`, `--no-${name}`] : [`--${name}`]));
     if (!flags.includes("--json")) flags.push("--json"); // every command takes it (strict-args.ts)
     out[path] = { flags, free: args.filter(([, def]) => def.type === "string").map(([name]) => `--${name}`) };
   };
@@ -109,7 +110,7 @@ complete -F _stackgen stackgen
 # zsh completion for stackgen; load with: source <(stackgen completion zsh)
 # (compinit must have run first, as in any zsh set up for completion: autoload -U compinit && compinit)
 _stackgen() {
-  if (( CURRENT == 2 )); then _values 'command' ${commands}; return; fi
+  if (( CURRENT == 2 )); then _values 'command' ${commands} --help --version; return; fi
   case "$words[CURRENT-1]" in
     ${FILE_FLAGS.join("|")}) _files; return ;;
     ${DIR_FLAGS.join("|")}) _files -/; return ;;

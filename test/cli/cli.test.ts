@@ -229,7 +229,7 @@ describe("basics", () => {
       ["backup list --", ["--dir", "--json"], ["--hot", "--keep", "--yes", "--output"]],
       ["backup prune --", ["--keep", "--dry-run", "--yes"], ["--hot", "--output"]],
       ["backup create --", ["--output", "--hot"], ["--keep", "--yes"]],
-      ["generate --", ["--no-secrets", "--force"], ["--secrets"]],
+      ["generate --", ["--no-secrets", "--secrets", "--force"], []],
       // After an option whose value is the user's own text: neither flags nor files.
       ["deploy --url ", [], ["--dir", "myfile.json", "subdir"]],
       ["generate --domain ", [], ["--dir", "myfile.json"]],
