@@ -77,17 +77,23 @@ export async function run(argv: string[]): Promise<number> {
     else printText(`stackgen ${VERSION} (${COMMIT})`);
     return 0;
   }
-  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
-    const [cmd, path] = await resolveCommand(argv.filter((a) => a !== "--help" && a !== "-h"));
-    // citty names a command after its parent only (`backup create`): give it the whole path.
-    const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
-    const usage = await renderUsage(cmd, parent);
-    if (json) printJson({ command: ["stackgen", ...path].join(" "), usage: Bun.stripANSI(usage) });
-    // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
-    else printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
-    return 0;
-  }
   try {
+    if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
+      const words = argv.filter((a) => a !== "--help" && a !== "-h");
+      const [cmd, path] = await resolveCommand(words);
+      // `stackgen bogus --help` names no command: the same refusal as without --help.
+      const word = words[path.length];
+      if (word !== undefined && !word.startsWith("-") && (await subcommandsOf(cmd))) {
+        throw usageError(path.length === 0 ? `Unknown command "${word}". Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}; expected one of ${Object.keys((await subcommandsOf(cmd))!).join(", ")}.`);
+      }
+      // citty names a command after its parent only (`backup create`): give it the whole path.
+      const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
+      const usage = await renderUsage(cmd, parent);
+      if (json) printJson({ command: ["stackgen", ...path].join(" "), usage: Bun.stripANSI(usage) });
+      // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
+      else printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
+      return 0;
+    }
     const [cmd, path] = await resolveCommand(argv);
     if (cmd === main) throw new StackgenError("USAGE_ERROR", `Unknown command "${argv[0]}". Run stackgen --help.`, 400);
     const name = path.join(" ");

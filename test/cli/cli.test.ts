@@ -135,6 +135,12 @@ describe("basics", () => {
     const r = await cli(["frobnicate"], { env });
     expect(r.code).toBe(2);
     expect(r.stderr).not.toContain("    at ");
+    // Asking for its help does not make an unknown command known; a positional argument is no command.
+    for (const argv of [["frobnicate", "--help"], ["backup", "frobnicate", "--help"]]) {
+      const help = await cli(argv, { env });
+      expect([help.code, help.stderr]).toEqual([2, expect.stringContaining('Unknown command "frobnicate"')]);
+    }
+    expect((await cli(["backup", "restore", "x.tar.gz", "--help"], { env })).code).toBe(0);
     const bad = await cli(["services", "--category", "nope"], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("nope");
