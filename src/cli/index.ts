@@ -88,7 +88,8 @@ export async function run(argv: string[]): Promise<number> {
       }
       // citty names a command after its parent only (`backup create`): give it the whole path.
       const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
-      const usage = await renderUsage(cmd, parent);
+      // citty pads its table rows to the terminal's width; trailing blanks only clutter a pipe or a file.
+      const usage = (await renderUsage(cmd, parent)).replace(/[ \t]+$/gm, "");
       if (json) printJson({ command: ["stackgen", ...path].join(" "), usage: Bun.stripANSI(usage) });
       // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
       else printText(stdoutStyled() ? usage : Bun.stripANSI(usage));

@@ -17,6 +17,8 @@ describe("basics", () => {
     const help = await cli(["--help"], { env });
     expectOk(help);
     for (const c of ["serve", "validate", "generate", "services", "presets", "skills", "deploy", "status", "update", "backup", "completion"]) expect(help.stdout).toContain(c);
+    // No rows padded to a terminal's width into a pipe.
+    expect(help.stdout.split("\n").filter((line) => /[ \t]$/.test(line))).toEqual([]);
     const v = await cli(["--version"]);
     expect(v.stdout).toMatch(/^stackgen \d+\.\d+\.\d+/);
   });
