@@ -17,10 +17,15 @@ export interface DotenvStatement {
    *  is the rest of its line (an inline comment included, which compose drops). `KEY=<raw>` on
    *  a line of its own reads back to the same value. */
   raw: string;
-  /** The value compose sees (without variable interpolation, which stackgen never needs). */
+  /** The value compose sees: escapes and `$$` read as Compose reads them; `${VAR}` references
+   *  are left as written (Compose would fill them from its environment). */
   value: string;
   /** The comment lines directly above the assignment (no blank line between). */
   comments: string[];
+  /** False for a quote that never closes: Compose refuses the whole file. */
+  closed: boolean;
+  /** The line the assignment starts on (1-based). */
+  line: number;
 }
 
 /** One `KEY=value` (or `export KEY=value`) line, trimmed: the key and the raw rest. */
@@ -30,8 +35,10 @@ export const ENV_ASSIGNMENT = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.
 const SPACE = /[\t\v\f\r \u0085\u00a0]/;
 /** `export`, a key (letters, digits, `_.-[]`), and its separator: `=`, `:` or a line break. */
 const KEY = /(?:export[\t ]+)?([\p{L}\p{N}_.\-[\]]+)[\t\v\f\r ]*([=:\n])/uy;
-/** Escapes compose expands in a double-quoted value. */
-const ESCAPE = /\\(?:[abfnrtv$"\\]|0[0-7]{3})/g;
+/** Escapes compose expands in a double-quoted value, and `$$`, its literal `$`. */
+const ESCAPE = /\\(?:[abfnrtv$"\\]|0\d{0,3})|\$\$/g;
+/** `$$` in an unquoted value. */
+const DOLLARS = /\$\$/g;
 const ESCAPED: Record<string, string> = { a: "\x07", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", $: "$", '"': '"', "\\": "\\" };
 
 /** The characters of a quoted value that starts at `open` (the quote) and the index of its
@@ -57,7 +64,11 @@ function quotedValue(src: string, open: number): { chars: string; close: number 
   return { chars: escaped ? `${chars}\\` : chars, close: -1 };
 }
 
-const expandEscapes = (text: string) => text.replace(ESCAPE, (m) => (m.length === 5 ? String.fromCharCode(parseInt(m.slice(2), 8)) : ESCAPED[m[1]!]!));
+// One pass, as Compose's two (escapes make `\\$` a `$$`, then every `$$` is one `$`) come to.
+const expandEscapes = (text: string) => text.replace(ESCAPE, (m) => (m === "$$" ? "$" : m[1] === "0" ? octal(m.slice(2)) : ESCAPED[m[1]!]!));
+/** `\\0` and up to three digits, as Compose reads them: a byte when they are three octal digits
+ *  up to 377, else the digits after a backslash (the 0 dropped). */
+const octal = (digits: string) => (/^[0-7]{3}$/.test(digits) && parseInt(digits, 8) <= 0o377 ? String.fromCharCode(parseInt(digits, 8)) : `\\${digits}`);
 
 /**
  * Every assignment of a dotenv text in order (a key set twice appears twice). Comments, blank
@@ -65,7 +76,16 @@ const expandEscapes = (text: string) => text.replace(ESCAPE, (m) => (m.length ==
  * skipped; so is a line compose would refuse (a bad key), where compose fails as a whole.
  */
 export function scanDotenv(text: string): DotenvStatement[] {
-  const src = text.includes("\r\n") ? text.replace(/\r\n/g, "\n") : text;
+  // Compose drops a byte-order mark (an editor's) before reading.
+  const unmarked = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  const src = unmarked.includes("\r\n") ? unmarked.replace(/\r\n/g, "\n") : unmarked;
+  let line = 1;
+  let counted = 0;
+  /** The line of index `at` (counted forward only: statements come in order). */
+  const lineOf = (at: number) => {
+    for (; counted < at; counted++) if (src[counted] === "\n") line++;
+    return line;
+  };
   const out: DotenvStatement[] = [];
   let comments: string[] = [];
   let lineStart = true;
@@ -107,28 +127,35 @@ export function scanDotenv(text: string): DotenvStatement[] {
     i = KEY.lastIndex;
     while (i < src.length && src[i] !== "\n" && SPACE.test(src[i]!)) i++;
     const above = lineStart ? comments : [];
+    const at = lineOf(key.index);
     comments = [];
     lineStart = false;
     const quote = src[i];
     if (quote === '"' || quote === "'") {
       const { chars, close } = quotedValue(src, i);
+      // Never closed: Compose stops there and refuses the file; so does the scan.
       const end = close < 0 ? src.length : close + 1;
-      out.push({ key: key[1]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, comments: above });
+      out.push({ key: key[1]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, comments: above, closed: close >= 0, line: at });
       i = end;
     } else {
       const start = i;
       skipLine();
       const raw = src.slice(start, i).trim();
       const comment = raw.indexOf(" #");
-      out.push({ key: key[1]!, raw, value: (comment < 0 ? raw : raw.slice(0, comment)).trimEnd(), comments: above });
+      out.push({ key: key[1]!, raw, value: (comment < 0 ? raw : raw.slice(0, comment)).trimEnd().replace(DOLLARS, "$"), comments: above, closed: true, line: at });
     }
   }
   return out;
 }
 
-/** The variables of a dotenv text, as compose reads it; a later assignment of a key wins. */
+/** The variables of a dotenv text, as compose reads it; a later assignment of a key wins. A value
+ *  whose quote never closes (Compose refuses the file) is left out. */
 export function parseEnvText(text: string): EnvVar[] {
   const vars = new Map<string, string>();
-  for (const s of scanDotenv(text)) vars.set(s.key, s.value);
+  for (const s of scanDotenv(text)) if (s.closed) vars.set(s.key, s.value);
   return [...vars].map(([key, value]) => ({ key, value }));
 }
+
+/** Dotenv text of the statements: each one's comments, then `KEY=<raw>` on a line of its own
+ *  (which every dotenv reader reads as the statement was read). */
+export const dotenvText = (statements: readonly DotenvStatement[]): string => statements.map((s) => [...s.comments, `${s.key}=${s.raw}`].join("\n")).join("\n") + "\n";

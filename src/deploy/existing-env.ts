@@ -8,7 +8,7 @@
 //   signed again with the platform's value (or not sent when that value is hidden): a key that
 //   does not match the running stack's secret is refused by it.
 import type { EnvVar } from "./types.ts";
-import { ENV_ASSIGNMENT, parseEnvText } from "../core/parse-env.ts";
+import { parseEnvText, scanDotenv } from "../core/parse-env.ts";
 import { envValue } from "../core/generate/env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 
@@ -74,15 +74,15 @@ export function envTextForUpdate(ourText: string, platformText: string, keepPlat
   const signed = signedWithKept(derived, keep, (key) => platform.get(key)?.value);
   let text = ourText;
   if (keep.size) {
-    // Our own generated .env has one single-line `KEY=value` per variable.
-    text = ourText
-      .split("\n")
-      .map((line) => {
-        const key = ENV_ASSIGNMENT.exec(line.trim())?.[1];
-        if (key !== undefined && keep.has(key)) return platform.get(key)!.source;
-        return key !== undefined && signed.get(key) ? `${key}=${envValue(signed.get(key)!)}` : line;
+    // Statement by statement (a user's bundle may hold more than one on a line): a kept value
+    // takes the platform's line as written, a re-signed key its new value.
+    text = scanDotenv(ourText)
+      .filter((s) => s.closed)
+      .map((s) => {
+        const assignment = keep.has(s.key) ? platform.get(s.key)!.source : signed.get(s.key) ? `${s.key}=${envValue(signed.get(s.key)!)}` : `${s.key}=${s.raw}`;
+        return [...s.comments, assignment].join("\n");
       })
-      .join("\n");
+      .join("\n") + "\n";
   }
   const carried = [...platform.keys()].filter((k) => !ours.has(k));
   if (carried.length) {

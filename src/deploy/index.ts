@@ -9,7 +9,7 @@ import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
 import { redact } from "./http.ts";
-import { ENV_ASSIGNMENT, parseEnvText } from "../core/parse-env.ts";
+import { dotenvText, parseEnvText, scanDotenv } from "../core/parse-env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
   DeployProvider,
@@ -63,16 +63,14 @@ export interface DeployOptions {
  *  it does not have, or replace the project name it writes into the same .env (Dokploy). */
 const LOCAL_COMPOSE_SETTINGS = new Set(["COMPOSE_FILE", "COMPOSE_PATH_SEPARATOR", "COMPOSE_PROJECT_NAME"]);
 
-/** `.env` text without its local compose settings, and the names left out. */
+/** `.env` text without its local compose settings, and the names left out. Read by statement, as
+ *  Compose reads it (an assignment may follow a closing quote on the same line); when something
+ *  is left out, the rest is written one statement per line. */
 export function withoutLocalComposeSettings(envText: string): { text: string; dropped: string[] } {
-  const dropped = new Set<string>();
-  const lines = envText.split("\n").filter((line) => {
-    const key = ENV_ASSIGNMENT.exec(line.trim())?.[1];
-    if (key === undefined || !LOCAL_COMPOSE_SETTINGS.has(key)) return true;
-    dropped.add(key);
-    return false;
-  });
-  return { text: dropped.size ? lines.join("\n") : envText, dropped: [...dropped] };
+  const statements = scanDotenv(envText).filter((s) => s.closed);
+  const kept = statements.filter((s) => !LOCAL_COMPOSE_SETTINGS.has(s.key));
+  const dropped = [...new Set(statements.filter((s) => LOCAL_COMPOSE_SETTINGS.has(s.key)).map((s) => s.key))];
+  return { text: dropped.length ? dotenvText(kept) : envText, dropped };
 }
 
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {

@@ -85,6 +85,8 @@ describe("dotenv as Compose reads it", () => {
     "A=\"one \\\"two\\\" \\\\ \\$x \\n end\"\nB=\"multi\nline\" C=3 # note\nD=plain value # comment\nE=a#b",
     "export A=1\n  B = spaced  \nC: yaml-style\n# comment A=9\nD='single \\\\ kept'\nE=\"tab\\there\"",
     "A=x\nA=y\nB=''\nC=\"\"\nD='a\\\\'\nE='q\\'s' F=\"n\\\\nn\"",
+    // A byte-order mark, `$$` (Compose's literal $) and escapes that make one.
+    "\uFEFFA=bom\nB=pa$$word\nC=\"x\\$\\$ $$y\"\nD='s$$q'\nE=\"\\0101\\0777\"",
   ];
   test("the values stackgen sees are the ones Compose sees", async () => {
     if (!(await composeAvailable())) return;

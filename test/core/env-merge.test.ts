@@ -61,6 +61,13 @@ describe("mergeEnv", () => {
     expect(read.get("CORE_IMAGE")).toBe("ghcr.io/openclaw/openclaw");
   });
 
+  test("a quote that never closes is refused, not written back where a later quote would close it", () => {
+    // Written at REDIS_PASSWORD's place (after CORE_VERSION's), the swallowed rest would close on
+    // the quote of a later line and make COMPOSE_PROJECT_NAME an assignment.
+    const hostile = `REDIS_PASSWORD='" COMPOSE_PROJECT_NAME=hijacked #'\nCORE_VERSION="x\n`;
+    expect(() => mergeEnv(hostile, "CORE_VERSION=1\nREDIS_PASSWORD=fresh\n", new Set(), [], { keepExtra: false })).toThrow("quoted value that never closes (CORE_VERSION, line 2)");
+  });
+
   test("a quoted value over several lines (a key, a certificate) is kept whole, and the lines after it too", () => {
     const cert = '"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"';
     const old = [`SITE_URL=${cert}`, `TLS_KEY=${cert}`, "SMTP_PASS=p4ss", ""].join("\n");

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
 import { mergeEnv } from "../../src/core/env-merge.ts";
-import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear } from "../../src/deploy/index.ts";
+import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear, withoutLocalComposeSettings } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
@@ -45,12 +45,30 @@ describe("parseEnvText", () => {
     // Searched again per line, this took minutes and held the server's only thread.
     const lines = 500_000;
     const open = `A="${"\n".repeat(lines)}`;
-    expect(parseEnvText(open)).toEqual([{ key: "A", value: "\n".repeat(lines) }]);
+    // Never closed: Compose refuses the file; the value is left out, a merge refuses it.
+    expect(parseEnvText(open)).toEqual([]);
     expect(parseEnvText(`${open}"\nB=2\n`)).toEqual([{ key: "A", value: "\n".repeat(lines) }, { key: "B", value: "2" }]);
-    const merged = mergeEnv(`${open}\n`, "A=fresh\nB=2\n");
-    expect(merged.kept).toEqual(["A"]);
+    expect(() => mergeEnv(`${open}\n`, "A=fresh\nB=2\n")).toThrow("quoted value that never closes (A, line 1)");
+    expect(mergeEnv(`${open}"\n`, "A=fresh\nB=2\n").kept).toEqual(["A"]);
     // A value with a megabyte of spaces before its end (and no comment).
     expect(parseEnvText(`C=x${" ".repeat(1_000_000)}y\n`)).toEqual([{ key: "C", value: `x${" ".repeat(1_000_000)}y` }]);
+  });
+});
+
+describe("local compose settings", () => {
+  test("are read by statement, as Compose reads them: one after a closing quote is dropped, a line inside a quoted value is not", () => {
+    const text = "A='x' COMPOSE_PROJECT_NAME=evil\nB=\"multi\nCOMPOSE_FILE=inside\"\nC=3\n";
+    const { text: sent, dropped } = withoutLocalComposeSettings(text);
+    expect(dropped).toEqual(["COMPOSE_PROJECT_NAME"]);
+    expect(parseEnvText(sent)).toEqual([{ key: "A", value: "x" }, { key: "B", value: "multi\nCOMPOSE_FILE=inside" }, { key: "C", value: "3" }]);
+    // Nothing to leave out: the text goes as it is.
+    expect(withoutLocalComposeSettings("A=1\n\n# note\nB=2\n").text).toBe("A=1\n\n# note\nB=2\n");
+  });
+  test("a platform update keeps statement by statement too", () => {
+    const { text, kept } = envTextForUpdate("# db\nDB_PASSWORD=new\nA='x' C=3\nB=\"multi\nDB_PASSWORD=inside\"\n", "DB_PASSWORD=old\n", true);
+    expect(kept).toEqual(["DB_PASSWORD"]);
+    expect(parseEnvText(text)).toEqual([{ key: "DB_PASSWORD", value: "old" }, { key: "A", value: "x" }, { key: "C", value: "3" }, { key: "B", value: "multi\nDB_PASSWORD=inside" }]);
+    expect(text).toContain("# db\nDB_PASSWORD=old\n");
   });
 });
 
