@@ -8,6 +8,26 @@ export interface ComposeCli {
   /** Command prefix: ["docker", "compose"] or ["docker-compose"]. */
   argv: string[];
   v2: boolean;
+  /** Whether `up` takes `--pull never` (Compose 2.6 and later; earlier ones refuse the flag). */
+  upPullNever: boolean;
+}
+
+/** Whether a Compose version (`2.26.1-4`, `v2.5.0`) takes `up --pull`: 2.6.0 and later. */
+export function takesUpPull(version: string): boolean {
+  const m = /(\d+)\.(\d+)\.(\d+)/.exec(version);
+  if (!m) return false;
+  const [major, minor] = [Number(m[1]), Number(m[2])];
+  return major > 2 || (major === 2 && minor >= 6);
+}
+
+async function composeVersion(): Promise<string> {
+  try {
+    const proc = Bun.spawn(["docker", "compose", "version", "--short"], { stdout: "pipe", stderr: "ignore", stdin: "ignore" });
+    const [text] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    return text.trim();
+  } catch {
+    return "";
+  }
 }
 
 async function works(argv: string[]): Promise<boolean> {
@@ -23,8 +43,8 @@ let detected: Promise<ComposeCli> | undefined;
 
 export function detectCompose(): Promise<ComposeCli> {
   detected ??= (async () => {
-    if (await works(["docker", "compose", "version"])) return { argv: ["docker", "compose"], v2: true };
-    if (await works(["docker-compose", "--version"])) return { argv: ["docker-compose"], v2: false };
+    if (await works(["docker", "compose", "version"])) return { argv: ["docker", "compose"], v2: true, upPullNever: takesUpPull(await composeVersion()) };
+    if (await works(["docker-compose", "--version"])) return { argv: ["docker-compose"], v2: false, upPullNever: false };
     throw failure("COMPOSE_MISSING", "Neither `docker compose` (v2 plugin) nor `docker-compose` is installed.");
   })();
   return detected;
@@ -135,6 +155,8 @@ export interface ComposeService {
   hasBuild: boolean;
   /** Host paths mounted into the service (bind mounts), as compose resolved them. */
   binds: BindMount[];
+  /** Its restart policy as written (`unless-stopped`, `no`...), when it has one. */
+  restart?: string;
 }
 
 export interface BindMount {
@@ -177,7 +199,7 @@ export function normaliseModel(raw: Record<string, any>, project: string): Compo
   const services: ComposeService[] = Object.entries((raw.services ?? {}) as Record<string, any>).map(([name, svc]) => {
     const deps = svc?.depends_on;
     const dependsOn = Array.isArray(deps) ? deps.map(String) : deps && typeof deps === "object" ? Object.keys(deps) : [];
-    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes) };
+    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}) };
   });
   const volumes: ComposeVolume[] = Object.entries((raw.volumes ?? {}) as Record<string, any>).map(([key, vol]) => {
     const external = vol?.external === true || (typeof vol?.external === "object" && vol?.external !== null);

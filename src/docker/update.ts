@@ -60,11 +60,21 @@ interface ServiceImage {
   localId?: string;
 }
 
-/** Services whose containers run (a crash-looping one counts): the update starts these again,
- *  and only these. One the user stopped stays stopped. */
-async function runningServices(engine: Engine, project: string): Promise<Set<string>> {
+/** The services the update starts again: those whose containers run (a crash-looping one counts)
+ *  and jobs that ran to completion (exit 0, no restart policy that would keep them up: an init or
+ *  migration job, run again on its new image). One the user stopped stays stopped. */
+async function servicesToStart(engine: Engine, project: string, model: ComposeModel): Promise<Set<string>> {
   const containers = await engine.listProjectContainers(project);
-  return new Set(containers.filter((c) => c.State === "running" || c.State === "restarting").map((c) => c.Labels["com.docker.compose.service"] ?? "").filter(Boolean));
+  const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
+  const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
+  const start = new Set<string>();
+  for (const c of containers) {
+    const service = c.Labels["com.docker.compose.service"];
+    if (!service) continue;
+    const completed = c.State === "exited" && /^Exited \(0\)/.test(c.Status) && isJob(service);
+    if (c.State === "running" || c.State === "restarting" || completed) start.add(service);
+  }
+  return start;
 }
 
 async function currentImages(engine: Engine, stack: Stack, model: ComposeModel): Promise<ServiceImage[]> {
@@ -117,7 +127,7 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
     else result.updated.push({ service: s.service, image: s.image, oldDigest, newDigest });
   }
   // The running services restart, as the real update does, when one of them changes.
-  const running = await runningServices(engine, stack.project);
+  const running = await servicesToStart(engine, stack.project, model);
   if (result.updated.some((u) => running.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => running.has(name)).sort();
   result.unchanged.sort();
   return result;
@@ -125,11 +135,13 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
 
 const rollbackRepo = (project: string) => `stackgen-rollback/${project}`;
 
-/** Point each service's image tag at the image its container ran before the update. */
+/** Point each service's image tag at the image its container ran before the update (or, for a
+ *  service without a container, the image its tag named before the pull). */
 async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
   for (const s of services) {
     const tag = splitTag(s.image);
-    if (s.currentId && tag && (await engine.inspectImage(s.image))?.Id !== s.currentId) await engine.tagImage(s.currentId, tag.repo, tag.tag);
+    const before = s.currentId || s.localId;
+    if (before && tag && (await engine.inspectImage(s.image))?.Id !== before) await engine.tagImage(before, tag.repo, tag.tag);
   }
 }
 
@@ -140,8 +152,8 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
     // Never pull here: a rollback has just tagged the previous images, and a `pull_policy: always`
-    // would fetch the new ones again (Compose v1 has no --pull and never pulls on up).
-    const up = await compose.run(["up", "--detach", "--no-deps", ...(compose.cli.v2 ? ["--pull", "never"] : []), ...layer]);
+    // would fetch the new ones again (Compose v1 and v2 before 2.6 have no --pull; v1 never pulls on up).
+    const up = await compose.run(["up", "--detach", "--no-deps", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
       return signal?.aborted ? `interrupted (${failed})` : failed;
@@ -154,16 +166,17 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
 }
 
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
-  const running = await runningServices(engine, stack.project);
+  const running = await servicesToStart(engine, stack.project, model);
   const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])))
     .map((layer) => layer.filter((name) => running.has(name)))
     .filter((layer) => layer.length > 0);
   const before = await currentImages(engine, stack, model);
 
-  // Keep the running images reachable under a tag of ours while pulls move the real tags.
-  for (const s of before) if (s.currentId) await engine.tagImage(s.currentId, rollbackRepo(stack.project), s.service);
+  // Keep the images in use reachable under a tag of ours while pulls move the real tags.
+  const previous = (s: ServiceImage) => s.currentId || s.localId;
+  for (const s of before) if (previous(s)) await engine.tagImage(previous(s)!, rollbackRepo(stack.project), s.service);
   const dropRollbackTags = async () => {
-    for (const s of before) if (s.currentId) await engine.removeImage(`${rollbackRepo(stack.project)}:${s.service}`);
+    for (const s of before) if (previous(s)) await engine.removeImage(`${rollbackRepo(stack.project)}:${s.service}`);
   };
 
   try {

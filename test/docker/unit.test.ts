@@ -7,7 +7,7 @@ import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
-import { normaliseModel } from "../../src/docker/compose.ts";
+import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { unreachableMessage } from "../../src/docker/engine.ts";
 import { readiness } from "../../src/docker/health.ts";
@@ -598,6 +598,14 @@ describe("what a backup cannot hold", () => {
       expect(outsideTheBackup(containerStack, normaliseModel((await import("yaml")).parse(docker["docker-compose.yml"]), "bm"))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("compose versions", () => {
+  test("up --pull is passed from Compose 2.6 on (earlier ones refuse the flag)", () => {
+    for (const [version, takes] of [["2.26.1-4", true], ["v2.6.0", true], ["2.5.1", false], ["2.0.0-rc.3", false], ["1.29.2", false], ["3.0.0", true], ["", false]] as const) {
+      expect([version, takesUpPull(version)]).toEqual([version, takes]);
     }
   });
 });

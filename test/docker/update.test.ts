@@ -344,6 +344,53 @@ describe("update of a stack the user has partly stopped", () => {
   );
 });
 
+describe("update of a stack with a job that ran to completion", () => {
+  const stack = TestStack.unique("uj");
+  const appRef = stack.ref("app");
+  const jobRef = stack.ref("job");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(appRef, ["RUN touch /ok"]);
+    await stack.publish(jobRef, ["RUN echo job-v1 > /version"]);
+    // A migration-style job: runs once, exits 0, no restart policy.
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  app:
+    image: ${appRef}
+    init: true
+    restart: unless-stopped
+    command: ["sleep", "3600"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+  migrate:
+    image: ${jobRef}
+    restart: "no"
+    command: ["cat", "/version"]
+`);
+    expect((await stack.compose("up", "-d", "--wait", "app")).code).toBe(0);
+    expect((await stack.compose("up", "-d", "migrate")).code).toBe(0);
+    for (let i = 0; i < 50 && (await stack.container("migrate")).State.Status !== "exited"; i++) await Bun.sleep(100);
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "the job runs again on its new image; the stopped-service rule does not skip it",
+    async () => {
+      const { newId } = await stack.pushNewVersion(jobRef, ["RUN echo job-v2 > /version"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["migrate"]);
+      expect(out.restarted).toContain("migrate");
+      const job = await stack.container("migrate");
+      expect(job.Image).toBe(newId);
+      expect(job.State).toMatchObject({ Status: "exited", ExitCode: 0 });
+      expect((await stack.compose("logs", "--no-log-prefix", "migrate")).stdout).toContain("job-v2");
+    },
+    150_000,
+  );
+});
+
 describe("update on a stack the user runs with COMPOSE_FILE and COMPOSE_PROJECT_NAME in .env", () => {
   const stack = TestStack.unique("uf");
   const appRef = stack.ref("app");
