@@ -13,18 +13,38 @@ const FRESH_MS = 10_000;
 
 interface Holder {
   pid: number;
+  /** When that process started (clock ticks since boot, with the boot's id): a pid alone may
+   *  name another process after a reboot or in a container, where stackgen may be pid 1 again. */
+  start?: string;
   command: string;
   startedAt: string;
 }
 
-const alive = (pid: number) => {
+/** A process's start as Linux tells it, or undefined where /proc does not. */
+function startOf(pid: number): string | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"; // another user's process
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const ticks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    return ticks ? `${boot}:${ticks}` : undefined;
+  } catch {
+    return undefined;
   }
+}
+
+const alive = (holder: Holder) => {
+  try {
+    process.kill(holder.pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false; // EPERM: another user's process
+  }
+  // The pid is taken: by the holder, unless its start differs.
+  return holder.start === undefined || startOf(holder.pid) === undefined || startOf(holder.pid) === holder.start;
 };
+
+/** A stack directory this user may not write (a read-only mount, another user's bundle) cannot
+ *  hold a lock, nor be changed by a second command of this user: the work goes on without one. */
+const unwritable = (e: unknown) => ["EACCES", "EPERM", "EROFS"].includes((e as NodeJS.ErrnoException)?.code ?? "");
 
 function holderOf(path: string): Holder | "unreadable" | undefined {
   try {
@@ -38,20 +58,22 @@ function holderOf(path: string): Holder | "unreadable" | undefined {
 /** Run `work` holding the stack's lock; STACK_BUSY (exit 1) while another live process holds it. */
 export async function withStackLock<T>(dir: string, command: string, work: () => Promise<T>): Promise<T> {
   const path = join(dir, LOCK_FILE);
+  const mine: Holder = { pid: process.pid, ...(startOf(process.pid) ? { start: startOf(process.pid) } : {}), command, startedAt: new Date().toISOString() };
   for (let attempt = 0; ; attempt++) {
     try {
       const fd = openSync(path, "wx", 0o600);
       try {
-        writeSync(fd, JSON.stringify({ pid: process.pid, command, startedAt: new Date().toISOString() } satisfies Holder));
+        writeSync(fd, JSON.stringify(mine));
       } finally {
         closeSync(fd);
       }
       break;
     } catch (e) {
+      if (unwritable(e)) return work();
       if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 2) throw e;
       const holder = holderOf(path);
       const young = holder === "unreadable" && Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0) < FRESH_MS;
-      if (young || (typeof holder === "object" && alive(holder.pid))) {
+      if (young || (typeof holder === "object" && alive(holder))) {
         const who = typeof holder === "object" ? `${holder.command} (process ${holder.pid}, since ${holder.startedAt})` : "another stackgen command";
         throw failure("STACK_BUSY", `${who} is working on this stack; run this when it is done. Nothing was changed. If no such process runs any more, remove ${path}.`);
       }
@@ -61,6 +83,8 @@ export async function withStackLock<T>(dir: string, command: string, work: () =>
   try {
     return await work();
   } finally {
-    rmSync(path, { force: true });
+    // Only our own: a lock someone removed and took over in the meantime stays theirs.
+    const holder = holderOf(path);
+    if (typeof holder === "object" && holder.pid === mine.pid && holder.startedAt === mine.startedAt) rmSync(path, { force: true });
   }
 }

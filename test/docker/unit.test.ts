@@ -624,10 +624,16 @@ describe("the stack lock", () => {
       });
       expect(JSON.parse(inside)).toMatchObject({ pid: process.pid, command: "update" });
       expect(existsSync(lock)).toBe(false);
-      // Killed without cleaning up: its lock names a process that no longer runs.
-      const gone = Bun.spawnSync(["true"]).pid;
-      writeFileSync(lock, JSON.stringify({ pid: gone, command: "update", startedAt: "earlier" }));
+      // Killed without cleaning up: its lock names a process that no longer runs (no pid is above 2^22).
+      writeFileSync(lock, JSON.stringify({ pid: 4194305, command: "update", startedAt: "earlier" }));
       expect(await withStackLock(dir, "backup create", async () => "ran")).toBe("ran");
+      // Its pid taken by another process since (a reboot, a container's pid 1): the start tells them apart.
+      writeFileSync(lock, JSON.stringify({ pid: process.pid, start: "another-boot:1", command: "update", startedAt: "earlier" }));
+      expect(await withStackLock(dir, "backup create", async () => "ran")).toBe("ran");
+      // A lock taken over by someone else meanwhile is theirs to remove.
+      await withStackLock(dir, "update", async () => writeFileSync(lock, JSON.stringify({ pid: 4194305, command: "other", startedAt: "later" })));
+      expect(JSON.parse(readFileSync(lock, "utf8")).command).toBe("other");
+      rmSync(lock);
       // Being written right now (nothing readable yet): busy, not stale.
       writeFileSync(lock, "");
       await expect(withStackLock(dir, "update", async () => "ran")).rejects.toThrow(/another stackgen command is working on this stack/);
