@@ -167,13 +167,19 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     await mkdir(dirname(target), { recursive: true });
     // A directory on the way may be a symlink planted to redirect the write.
     refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
-    await replaceFile(target, f.content, fileMode(f.path));
+    const mode = fileMode(f.path);
+    // In place, as a rule: the file keeps its owner, and a container that bind-mounts it (the
+    // Caddyfile) sees the new text at its next reload. A name hard-linked to another file gets a
+    // file of its own instead: the secrets are never written into the other one.
+    if (((await lstat(target).catch(() => undefined))?.nlink ?? 1) > 1) await replaceFile(target, f.content, mode);
+    else {
+      await writeFile(target, f.content, { mode });
+      await chmod(target, mode);
+    }
   }
 }
 
-/** Write a new file beside `target` and rename it over: the old one is replaced whole or not at
- *  all (a full disk or a crash leaves no half-written .env), and a name hard-linked to another
- *  file outside the bundle gets a file of its own instead of writing the secrets into that one. */
+/** Write a new file beside `target` and rename it over it (breaking a hard link). */
 async function replaceFile(target: string, content: string, mode: number): Promise<void> {
   const temp = join(dirname(target), `.${basename(target)}.stackgen-${process.pid}.tmp`);
   await unlink(temp).catch(() => {}); // left by a run that died here

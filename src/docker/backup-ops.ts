@@ -129,18 +129,16 @@ function leftOutOfConfig(stackDir: string, outputDir: string, work: string): str
 }
 
 /** The stack directory's files go into the archive as config, which a restore holds in memory up
- *  to MAX_CONFIG_BYTES: a larger backup would be written and then refused by every restore.
- *  Found out before anything stops. The manifest counts too: ~200 bytes per file. */
-function refuseOversizedConfig(stackDir: string, paths: string[]): void {
+ *  to MAX_CONFIG_BYTES: a larger backup would be written and then refused by every restore. Found
+ *  out before anything stops, by create and by the commands that take a backup after stopping
+ *  (restore's safety backup, update --backup). The manifest counts too: ~200 bytes per file. */
+export function oversizedConfig(stackDir: string, paths: string[] = bundleFiles(stackDir)): string | undefined {
   const sizes = paths.map((path) => ({ path, size: statSync(join(stackDir, path)).size }));
   const total = sizes.reduce((sum, f) => sum + f.size, 64 * 1024 + 200 * paths.length);
-  if (total <= MAX_CONFIG_BYTES) return;
+  if (total <= MAX_CONFIG_BYTES) return undefined;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
   const largest = sizes.sort((a, b) => b.size - a.size).slice(0, 3).map((f) => `${f.path} (${mib(f.size)})`);
-  throw failure(
-    "BACKUP_FAILED",
-    `The files in ${stackDir} come to ${mib(total)}, more than the ${mib(MAX_CONFIG_BYTES)} a backup keeps beside its volumes (largest: ${largest.join(", ")}). Data belongs in a named volume, which has no such limit: move it into one, or out of the stack directory. No backup was written and nothing was stopped.`,
-  );
+  return `The files in ${stackDir} come to ${mib(total)}, more than the ${mib(MAX_CONFIG_BYTES)} a backup keeps beside its volumes (largest: ${largest.join(", ")}). Data belongs in a named volume, which has no such limit: move it into one, or out of the stack directory.`;
 }
 
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
@@ -197,7 +195,8 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     const configPaths = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work));
     const missing = stack.composeFiles.filter((f) => isWithin(stack.dir, f) && lstatSync(f, { throwIfNoEntry: false })?.isFile() && !configPaths.some((path) => join(stack.dir, path) === f));
     if (missing.length) throw failure("BACKUP_FAILED", `The stack's ${missing.join(", ")} would not be in the backup. No backup was written.`);
-    refuseOversizedConfig(stack.dir, configPaths);
+    const oversized = oversizedConfig(stack.dir, configPaths);
+    if (oversized) throw failure("BACKUP_FAILED", `${oversized} No backup was written${stop ? " and nothing was stopped" : ""}.`);
     let volumeFiles;
     let files;
     if (stop) {
@@ -325,7 +324,7 @@ export async function loadVerifiedBackup(file: string, project: string | undefin
   } catch (e) {
     if (e instanceof BackupInvalid) throw new StackgenError("BACKUP_INVALID", `Backup ${file} is refused: ${e.message}. Nothing was changed.`, 400);
     if (diskFull(e)) {
-      throw failure("RESTORE_FAILED", `The disk holding ${dirname(extractDir)} is full (${(e as NodeJS.ErrnoException).code}): the backup could not be unpacked to be checked. Nothing was changed; free some space there.`);
+      throw failure("RESTORE_FAILED", `The disk holding ${dirname(extractDir)} is too full to unpack the backup to check it (${(e as Error).message}). Nothing was changed; free some space there.`);
     }
     throw e;
   }
@@ -419,7 +418,11 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
       // The stack's own containers go before the volume is recreated; any other container (a
       // one-off `compose run`, a `docker run -v`) keeps it in use, and the engine refuses to
       // remove it only after the stack was taken down.
-      const others = (await engine.containersUsingVolume(v.name)).filter((c) => c.Labels?.[PROJECT_LABEL] !== project || (c.Labels?.["com.docker.compose.oneoff"] ?? "False") === "True");
+      // `down` removes the containers of the services the compose files name; not one-offs, and
+      // not orphans (a service since removed from the files).
+      const goesDown = (c: ContainerSummary) =>
+        c.Labels?.[PROJECT_LABEL] === project && (c.Labels?.["com.docker.compose.oneoff"] ?? "False") !== "True" && (current?.services.some((s) => s.name === c.Labels?.["com.docker.compose.service"]) ?? true);
+      const others = (await engine.containersUsingVolume(v.name)).filter((c) => !goesDown(c));
       if (others.length) busy.push(`${v.name} is in use by ${others.map((c) => (c.Names?.[0] ?? c.Id.slice(0, 12)).replace(/^\//, "")).join(", ")}`);
     }
   }
@@ -474,6 +477,7 @@ export function configTargetProblems(stackDir: string, files: VerifiedBackup["fi
       }
       writable = at;
       if (st.isSymbolicLink() && last) problem = `${shown} is a symbolic link (replace it with the file itself)`;
+      else if (st.isSymbolicLink() && !existsSync(at)) problem = `${shown} is a symbolic link to nothing`;
       else if (st.isSymbolicLink() && !isWithin(root, realpathSync(at))) problem = `${shown} leads outside ${stackDir}`;
       else if (last && !st.isFile()) problem = `${shown} is a folder where the backup has a file`;
       else if (!last && !statSync(at).isDirectory()) problem = `${shown} is a file where the backup has a folder`;
@@ -518,6 +522,9 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
     const existing = lstatSync(target, { throwIfNoEntry: false });
     if (existing?.isSymbolicLink()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: it is a symbolic link.`);
     if (!existing) created.push(f.path);
+    // A name hard-linked to a file elsewhere gets a file of its own: the backup's secrets never
+    // reach the other name.
+    else if (existing.nlink > 1) rmSync(target);
     writeFileSync(target, f.data, { mode: f.mode || 0o644 });
     chmodSync(target, f.mode || 0o644);
   }
@@ -592,6 +599,9 @@ export async function restoreBackup(
   });
   const blocked = configTargetProblems(stack.dir, backup.files);
   if (blocked.length) throw failure("RESTORE_FAILED", `The backup's config files cannot be written into ${stack.dir}: ${blocked.join("; ")}. Nothing was changed.`);
+  // The safety backup is taken once the stack is stopped: what would refuse it is found now.
+  const oversized = oversizedConfig(stack.dir);
+  if (oversized) throw failure("RESTORE_FAILED", `The safety backup of the current state could not hold the stack directory: ${oversized} Nothing was changed.`);
   const { running, all, anonymous } = await runningServices(engine, stack.project);
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);

@@ -5,7 +5,7 @@
 // Volume contents are streamed, never held in memory: engine -> work file -> archive when
 // creating; archive -> checks (and a work file for a restore) -> engine when restoring. Only
 // config files and tar headers are kept in memory.
-import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, statfsSync, writeSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -254,6 +254,21 @@ interface ReadMember {
  *  (the manifest's volume names its member so, or the archive is refused). */
 const volumeNameOf = (member: string) => member.slice("volumes/".length).replace(/\.tar$/, "");
 
+/** The volumes a manifest promises must fit on the disk they are unpacked to: a manifest may
+ *  promise anything, and a few KiB of gzip unpack into whatever it promised. Refused up front
+ *  rather than when the disk is full (as the archive's fault: it asks more than there is). */
+function checkRoomFor(promised: Map<string, number>, extractDir: string): void {
+  let volumes = 0;
+  for (const [path, size] of promised) if (path.startsWith("volumes/")) volumes += size;
+  const { bavail, bsize } = statfsSync(extractDir);
+  if (volumes > bavail * bsize) {
+    const gib = (n: number) => `${(n / 1024 ** 3).toFixed(1)} GiB`;
+    const error = new Error(`unpacking its volumes needs ${gib(volumes)}, and ${extractDir} has ${gib(bavail * bsize)} free`) as NodeJS.ErrnoException;
+    error.code = "ENOSPC";
+    throw error;
+  }
+}
+
 /** The members' sizes a manifest lists (empty when it is unreadable: verification says why). */
 function promisedSizes(data: Uint8Array): Map<string, number> {
   try {
@@ -327,7 +342,11 @@ async function readArchive(file: string, extractDir: string | undefined) {
       end() {
         member.sha256 = hasher.digest("hex");
         if (parts) member.data = Buffer.concat(parts);
-        if (header.name === MANIFEST && member.data) promised = promisedSizes(member.data);
+        // The first manifest only (a second is refused below, but must not move the limits now).
+        if (header.name === MANIFEST && member.data && promised === undefined) {
+          promised = promisedSizes(member.data);
+          if (extractDir) checkRoomFor(promised, extractDir);
+        }
         feedInner(() => inner!.end());
         if (fd !== undefined) {
           closeSync(fd);

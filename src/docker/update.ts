@@ -1,7 +1,7 @@
 // `stackgen update`: pull every image first, then stop and start layer by layer in dependency
 // order, waiting for health; on failure put the previous images back and start them again.
 import { failure, interruptedError } from "../errors.ts";
-import { createBackup } from "./backup-ops.ts";
+import { createBackup, oversizedConfig } from "./backup-ops.ts";
 import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
 import type { Engine, ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
@@ -171,6 +171,9 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     .map((layer) => layer.filter((name) => running.has(name)))
     .filter((layer) => layer.length > 0);
   const before = await currentImages(engine, stack, model);
+  // --backup takes its backup once the stack is stopped: what would refuse it is found now.
+  const oversized = opts.backup ? oversizedConfig(stack.dir) : undefined;
+  if (oversized) throw failure("BACKUP_FAILED", `The pre-update backup could not hold the stack directory: ${oversized} Nothing was pulled or stopped.`);
 
   // Keep the images in use reachable under a tag of ours while pulls move the real tags.
   const previous = (s: ServiceImage) => s.currentId || s.localId;

@@ -220,6 +220,9 @@ describe("OpenAPI document", () => {
     const generate = ajv.compile(deref(doc, doc.paths["/v1/generate"].post.requestBody.content["application/json"].schema));
     expect(generate({ services: ["redis"] })).toBe(false);
     expect(generate({ formatVersion: "1" })).toBe(false);
+    // A stray formatVersion in a plain body is an unknown field the server ignores: not refused here either.
+    expect(generate({ projectName: "lab", services: ["redis"], formatVersion: "2" })).toBe(true);
+    expect((await call("POST", "/v1/generate", { projectName: "lab", services: ["redis"], formatVersion: "2" })).status).toBe(200);
   });
 
   test("every operation declares the guard's answers, the unexpected failure (500), headers and the optional X-API-Key", async () => {

@@ -483,6 +483,11 @@ describe("generate", () => {
     expect(readFileSync(join(dir3, ".env"), "utf8")).toContain("REDIS_PASSWORD=");
     expect(statSync(join(dir3, ".env")).nlink).toBe(1);
     expect(readdirSync(dir3).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    // Any other file is written in place: a container bind-mounting it sees the new text.
+    const inode = statSync(join(dir3, "docker-compose.yml")).ino;
+    expectOk(await cli(["generate", "--name", "g8b", "--services", "redis,qdrant", "--dir", dir3], { env }));
+    expect(readFileSync(join(dir3, "docker-compose.yml"), "utf8")).toContain("qdrant");
+    expect(statSync(join(dir3, "docker-compose.yml")).ino).toBe(inode);
   });
 
   test("--dir without --name names the project after the folder as Compose does", async () => {

@@ -294,7 +294,7 @@ volumes:
         expect(unpacked.code).toBe(1);
         const unpackError = JSON.parse(unpacked.stdout).error;
         expect(unpackError.code).toBe("RESTORE_FAILED");
-        expect(unpackError.message).toContain(`The disk holding ${backupsDir} is full`);
+        expect(unpackError.message).toContain(`The disk holding ${backupsDir} is too full to unpack the backup to check it`);
         expect(unpackError.message).toContain("Nothing was changed");
         expect(unpacked.stderr).not.toContain("Stopping");
 
@@ -480,6 +480,7 @@ volumes:
   e2e(
     "more data in the directory than a backup can restore is refused before anything stops",
     async () => {
+      const earlier = JSON.parse((await cli(["backup", "create", "--dir", stack.dir, "--json"])).stdout).file;
       const before = (await stack.container("app")).State.StartedAt;
       const big = join(stack.dir, "appdata", "big.bin");
       writeFileSync(big, new Uint8Array(65 * 1024 * 1024));
@@ -492,6 +493,11 @@ volumes:
         expect(error.message).toContain("No backup was written and nothing was stopped");
         expect((await stack.container("app")).State.StartedAt).toBe(before);
         expect(readdirSync(join(stack.dir, "backups")).filter((f) => f.includes("big") || f.endsWith(".partial"))).toEqual([]);
+        // A restore's safety backup would hit the same limit once the stack is stopped: found first.
+        const restore = await cli(["backup", "restore", earlier, "--dir", stack.dir, "--yes", "--json"]);
+        expect(restore.code).toBe(1);
+        expect(JSON.parse(restore.stdout).error.message).toMatch(/^The safety backup of the current state could not hold the stack directory: .*largest: appdata\/big.bin .* Nothing was changed\.$/);
+        expect((await stack.container("app")).State.StartedAt).toBe(before);
       } finally {
         rmSync(big);
       }
@@ -727,6 +733,25 @@ describe("restore never reaches beyond its own stack", () => {
         await expectUntouched();
       } finally {
         await docker("rm", "-f", user);
+      }
+    },
+    120_000,
+  );
+
+  e2e(
+    "an orphan container (its service since removed from the compose file) on a stack volume is found too: down would leave it",
+    async () => {
+      stack.write("docker-compose.yml", composeOf(stack.project).replace("volumes:\n  data: {}", `  extra:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/x"]\nvolumes:\n  data: {}`));
+      await stack.up();
+      stack.write("docker-compose.yml", composeOf(stack.project));
+      try {
+        const r = await cli(["backup", "restore", archive, "--dir", stack.dir, "--yes"]);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(new RegExp(`${stack.project}_data is in use by ${stack.project}-extra-1`));
+        expect(r.stderr).toContain("Nothing was changed");
+        await expectUntouched();
+      } finally {
+        await docker("rm", "-f", `${stack.project}-extra-1`);
       }
     },
     120_000,

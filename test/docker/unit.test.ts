@@ -1,6 +1,6 @@
 // Pure logic of the day-2 commands: layering, uptime, tar and archive member checks, references.
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
@@ -525,6 +525,19 @@ describe("backup archive verification", () => {
     await expect(verifyBackupFile(first, out)).rejects.toThrow(/not listed in a manifest.json before it/);
     const written = readdirSync(out).reduce((n, f) => n + statSync(join(out, f)).size, 0);
     expect(written).toBeLessThan(bomb.length);
+    // A second manifest does not move the limits the first one set.
+    const second = structuredClone(manifest);
+    second.members.push({ path: "volumes/proj_other.tar", size: bomb.length, sha256: "0".repeat(64) });
+    const twice = path("twice.tar.gz");
+    writeFileSync(twice, Bun.gzipSync(writeTar([...entries, fileEntry("manifest.json", JSON.stringify(second)), fileEntry("volumes/proj_other.tar", bomb)]) as Uint8Array<ArrayBuffer>));
+    await expect(verifyBackupFile(twice, mkdtempSync(join(dir, "extract-")))).rejects.toThrow(/member "volumes\/proj_other.tar" is not listed in the manifest/);
+    // Volumes promised larger than the disk has free are refused before a byte of them is written.
+    const huge = forged([], (m) => {
+      m.members[1].size = 2 ** 50;
+    });
+    const empty = mkdtempSync(join(dir, "extract-"));
+    await expect(verifyBackupFile(huge, empty)).rejects.toMatchObject({ code: "ENOSPC", message: expect.stringMatching(/^unpacking its volumes needs 1048576\.0 GiB, and .* free$/) });
+    expect(readdirSync(empty)).toEqual([]);
   });
   test("config files that collide (one path twice, a file that another needs as its folder) are refused", async () => {
     const data = new TextEncoder().encode("x");
@@ -551,16 +564,24 @@ describe("backup archive verification", () => {
     writeFileSync(join(stackDir, "prometheus"), "a file");
     symlinkSync(join(outside, "victim"), join(stackDir, ".env"));
     symlinkSync(outside, join(stackDir, "grafana"));
+    symlinkSync(join(outside, "gone"), join(stackDir, "traefik"));
     const data = new TextEncoder().encode("x");
-    const files = ["skills", "prometheus/prometheus.yml", ".env", "grafana/dash.json", "docker-compose.yml", "new/dir/file"].map((path) => ({ path, data, mode: 0o644 }));
+    const files = ["skills", "prometheus/prometheus.yml", ".env", "grafana/dash.json", "traefik/traefik.yml", "docker-compose.yml", "new/dir/file"].map((path) => ({ path, data, mode: 0o644 }));
     expect(configTargetProblems(stackDir, files)).toEqual([
       "skills is a folder where the backup has a file",
       "prometheus is a file where the backup has a folder",
       ".env is a symbolic link (replace it with the file itself)",
       `grafana leads outside ${stackDir}`,
+      "traefik is a symbolic link to nothing",
     ]);
     expect(() => writeConfigFiles(stackDir, [files[2]!])).toThrow(/symbolic link/);
     expect(existsSync(join(outside, "victim"))).toBe(false);
+    // A hard link gets a file of its own; the other name keeps what it held.
+    writeFileSync(join(outside, "linked"), "outside\n");
+    linkSync(join(outside, "linked"), join(stackDir, "docker-compose.yml"));
+    writeConfigFiles(stackDir, [files[5]!]);
+    expect(readFileSync(join(outside, "linked"), "utf8")).toBe("outside\n");
+    expect(readFileSync(join(stackDir, "docker-compose.yml"), "utf8")).toBe("x");
   });
   test("file names sort by time", () => {
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"))).toBe("p-20240102T030405678Z.tar.gz");

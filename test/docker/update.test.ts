@@ -342,6 +342,25 @@ describe("update of a stack the user has partly stopped", () => {
     },
     150_000,
   );
+
+  e2e(
+    "--backup on a stack directory a backup cannot hold is refused before anything is pulled or stopped",
+    async () => {
+      const before = (await stack.container("a")).State.StartedAt;
+      const big = join(stack.dir, "big.bin");
+      writeFileSync(big, new Uint8Array(65 * 1024 * 1024));
+      try {
+        const r = await cli(["update", "--dir", stack.dir, "--backup", "--json"]);
+        expect(r.code).toBe(1);
+        expect(JSON.parse(r.stdout).error).toMatchObject({ code: "BACKUP_FAILED", message: expect.stringContaining("Nothing was pulled or stopped.") });
+        expect(r.stderr).not.toContain("Pulling");
+        expect((await stack.container("a")).State.StartedAt).toBe(before);
+      } finally {
+        rmSync(big);
+      }
+    },
+    60_000,
+  );
 });
 
 describe("update of a stack with a job that ran to completion", () => {

@@ -64,7 +64,8 @@ function orCompleteExport(body: Json): Json {
     description: `${body.description ?? "The request"}; or a \`complete\` export posted back whole (its \`input\` is read, its files and metadata are ignored)`,
     properties: {
       ...body.properties,
-      formatVersion: { const: COMPLETE_FORMAT_VERSION, description: "Marks a `complete` export posted back" },
+      // Not a const: a plain body's stray formatVersion is an unknown field, ignored by the server.
+      formatVersion: { type: "string", description: `Marks a \`complete\` export posted back (this version reads "${COMPLETE_FORMAT_VERSION}")` },
       input,
     },
     ...(required?.length ? { anyOf: [{ required }, { required: ["formatVersion", "input"] }] } : {}),
