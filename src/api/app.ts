@@ -27,6 +27,9 @@ export interface AppOptions {
   deployPolicy?: DeployPolicy;
   /** fetch used by the deploy relay (tests point it at fake providers). */
   deployFetch?: typeof fetch;
+  /** The ports this server listens on (API and UI): a page from one of them on this machine may
+   *  deploy. Without them only a page of the port called (same origin) may. */
+  ownPorts?: () => number[];
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
@@ -34,10 +37,11 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const LOOPBACK_HOST = /^(localhost|[a-z0-9.-]+\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
 
 /** Whether the request names this machine (Host) and, from a browser, comes from a page served by
- *  this machine (Origin: this server's UI on its other port too). Any web page the local user
- *  opens can send requests to 127.0.0.1 (CORS is open by default), and a rebinding DNS name
- *  points another site's page at it with its own Host. */
-function fromLocalPage(request: Request): boolean {
+ *  this server (Origin: a loopback name on the port called, or this server's other port). Any web
+ *  page the local user opens can send requests to 127.0.0.1 (CORS is open by default), a rebinding
+ *  DNS name points another site's page at it with its own Host, and another local web server's
+ *  page (a dev server on :8080) is not ours either. */
+function fromLocalPage(request: Request, ownPorts?: () => number[]): boolean {
   const host = request.headers.get("host") ?? "";
   let hostname = "";
   try {
@@ -49,7 +53,10 @@ function fromLocalPage(request: Request): boolean {
   const origin = request.headers.get("origin");
   if (origin === null) return true;
   try {
-    return LOOPBACK_HOST.test(new URL(origin).hostname);
+    const page = new URL(origin);
+    if (!LOOPBACK_HOST.test(page.hostname)) return false;
+    const port = Number(page.port || (page.protocol === "https:" ? 443 : 80));
+    return page.host.toLowerCase() === host.toLowerCase() || (ownPorts?.().includes(port) ?? false);
   } catch {
     return false;
   }
@@ -61,7 +68,7 @@ function fromLocalPage(request: Request): boolean {
  *  called, and a client can prepend `127.0.0.1` to X-Forwarded-For but cannot remove what the
  *  proxy adds. Forwarding headers only refuse here, except that with TRUST_PROXY a chain must be
  *  present. A browser qualifies only from a page on this machine (fromLocalPage). */
-export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string, string | undefined> = process.env): DeployPolicy {
+export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string, string | undefined> = process.env, ownPorts?: () => number[]): DeployPolicy {
   const allowRemote = env.ALLOW_REMOTE_DEPLOY === "true";
   return (request) => {
     if (allowRemote || guard?.hasValidKey(request)) return true;
@@ -73,7 +80,7 @@ export function defaultDeployPolicy(guard: Guard | undefined, env: Record<string
     // forwarded chain of loopback hops shows a local caller (a proxy that forwards no header
     // would otherwise pass every remote caller as local).
     if (guard!.config.trustProxy && hops.length === 0) return false;
-    return hops.every((hop) => LOOPBACK.test(hop)) && fromLocalPage(request);
+    return hops.every((hop) => LOOPBACK.test(hop)) && fromLocalPage(request, ownPorts);
   };
 }
 
@@ -126,7 +133,7 @@ export function createApp(options: AppOptions = {}) {
     .use(catalogRoutes(catalog))
     .use(validateRoutes(catalog, maxBodyBytes))
     .use(generateRoutes(catalog, maxBodyBytes))
-    .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard), options.deployFetch, options.guard ? options.guard.config.apiKeys.length > 0 : true))
+    .use(deployRoutes(catalog, maxBodyBytes, options.deployPolicy ?? defaultDeployPolicy(options.guard, process.env, options.ownPorts), options.deployFetch, options.guard ? options.guard.config.apiKeys.length > 0 : true))
     .use(docsRoutes);
 
   /** The built app, for its 405 answers (the handler below runs only once it is built). */

@@ -19,16 +19,35 @@ export interface ServeOptions extends AppOptions {
   guardConfig?: GuardConfig;
 }
 
+/** Elysia finds a request's path from the URL's 12th character on (past `http://` and a host of
+ *  at least 4 characters): under a shorter Host (`x`, `api`) it would route another path than the
+ *  guard counted and checked (`/v1/v1/generate` as `/v1/generate`). Such a request gets a URL with
+ *  a placeholder host; its Host header stays as sent. */
+function routable(request: Request): Request {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  return start >= 0 && start < 11 ? new Request(`http://localhost${url.slice(start)}`, request) : request;
+}
+
+/** Bun's own answer to an exception would be its development page (stack, source lines, working
+ *  directory) or a bare 500: every exception that escapes is the SPEC's INTERNAL_ERROR instead. */
+const internalError = () => Response.json({ error: { code: "INTERNAL_ERROR", message: "Unexpected failure" } }, { status: 500 });
+
 export function startServers(options: ServeOptions) {
   // A preflight's Allow names the methods the app answers at the path (the app is built below).
   const guard = options.guard ?? createGuard(options.guardConfig ?? readGuardConfig(process.env), { methodsAt: (path) => methodsOf(app)(path) });
-  const app = createApp({ ...options, guard, healthExtra: () => ({ ...guard.health(), ...(options.healthExtra?.() ?? {}) }) });
+  const app = createApp({
+    ...options,
+    guard,
+    healthExtra: () => ({ ...guard.health(), ...(options.healthExtra?.() ?? {}) }),
+    ownPorts: () => [api.port, ui?.port].filter((port): port is number => port !== undefined),
+  });
   const hot = hotRoutes(options.catalog ?? getCatalog(), guard.config.maxBodyBytes);
   const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
   // The app never sees the socket: the guard reads the caller's address from the server.
-  const handle = (req: Request, server: Server<unknown>) => guard.handle(req, server, next);
+  const handle = (req: Request, server: Server<unknown>) => guard.handle(routable(req), server, next);
   const maxRequestBodySize = TRANSPORT_BODY_LIMIT;
-  const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, fetch: handle });
+  const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, development: false, error: internalError, fetch: handle });
   let page: ReturnType<typeof startUiPageServer> | undefined;
   let ui: Server<unknown> | undefined;
   try {
@@ -39,11 +58,14 @@ export function startServers(options: ServeOptions) {
       port: options.uiPort,
       hostname: options.host,
       maxRequestBodySize,
+      development: false,
+      error: internalError,
       // The page and its assets go through the guard too (request id, limiter headers, log line),
       // uncounted; a path the bundle does not have is the app's 404.
-      fetch: (req, server) => {
+      fetch: (sent, server) => {
+        const req = routable(sent);
         const isPage = (req.method === "GET" || req.method === "HEAD") && !pathOf(req.url).startsWith("/v1/");
-        return isPage ? guard.handle(req, server, pageNext, false) : handle(req, server);
+        return isPage ? guard.handle(req, server, pageNext, false) : guard.handle(req, server, next);
       },
     });
   } catch (error) {

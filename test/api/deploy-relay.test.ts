@@ -16,7 +16,7 @@ let base = "";
 beforeAll(async () => {
   fake = await new CoolifyFake().start();
   const guard = createGuard(readGuardConfig({ API_KEYS: KEY, LOG_LEVEL: "silent" }));
-  servers = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guard });
+  servers = startServers({ port: 0, uiPort: 0, uiAnyPort: true, host: "127.0.0.1", guard });
   base = `http://127.0.0.1:${servers.api.port}`;
 });
 afterAll(async () => {
@@ -307,7 +307,8 @@ describe("POST /v1/deploy", () => {
     // CORS is open by default, so any page the local user opens can post to 127.0.0.1; the relay
     // would then call URLs of that page's choosing from this machine.
     const before = fake.calls.length;
-    const foreign: Record<string, string>[] = [{ origin: "https://evil.example" }, { host: `evil.example:${servers.api.port}` }, { origin: "null" }];
+    // A page of another local web server (a dev server on :8080) is not this server's either.
+    const foreign: Record<string, string>[] = [{ origin: "https://evil.example" }, { host: `evil.example:${servers.api.port}` }, { origin: "null" }, { origin: "http://localhost:8080" }, { origin: "http://evil.localhost:1" }];
     for (const headers of foreign) {
       const r = await post(body(), headers);
       expect({ headers, status: r.status }).toEqual({ headers, status: 403 });
@@ -315,9 +316,12 @@ describe("POST /v1/deploy", () => {
     }
     expect(fake.calls.length).toBe(before);
     // Pages served by this machine (the UI on its own port too) keep it, and so does a key.
-    const same = await post({ ...body(), update: true }, { origin: "http://localhost:3654" });
+    const same = await post({ ...body(), update: true }, { origin: `http://localhost:${servers.ui!.port}` });
     expect(same.status).toBe(200);
     expect((await lines(same)).at(-1).result.success).toBe(true);
+    const sameOrigin = await post({ ...body(), update: true }, { origin: `http://127.0.0.1:${servers.api.port}` });
+    expect(sameOrigin.status).toBe(200);
+    await sameOrigin.text();
     const keyed = await post({ ...body(), update: true }, { origin: "https://evil.example", "x-api-key": KEY });
     expect(keyed.status).toBe(200);
     await keyed.text();

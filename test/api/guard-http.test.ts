@@ -6,6 +6,7 @@ import { createGuard, guardConfig } from "../../src/api/guard/index.ts";
 import { MemoryStore } from "../../src/api/guard/memory-store.ts";
 import { startServers } from "../../src/api/server.ts";
 import { testCatalog, freePort } from "./guard-helpers.ts";
+import { connect } from "node:net";
 
 const JSON_HEADERS = { "content-type": "application/json" };
 const GENERATE_BODY = JSON.stringify({ projectName: "x", services: ["redis"] });
@@ -90,6 +91,38 @@ describe("headers on every response", () => {
     const missing = await fetch(server.uiBase + "/no-such-page");
     expect(missing.status).toBe(404);
     expectErrorShape(await missing.json());
+  });
+
+  test("a short or malformed Host neither routes a request past the guard's count nor breaks the page listener; HEAD says the page's size", async () => {
+    server = await startTestServer({ anonymousLimits: { standard: 3, generate: 1 }, apiKeys: [{ key: "good-key" }] }, true);
+    /** One request with the Host header exactly as given (fetch would not send some of these). */
+    const raw = (base: string, request: string) =>
+      new Promise<string>((done, fail) => {
+        const { hostname, port } = new URL(base);
+        const socket = connect(Number(port), hostname, () => socket.write(request));
+        let text = "";
+        socket.on("data", (chunk) => (text += chunk.toString("latin1")));
+        // Connection: close: the server ends it once it has answered.
+        socket.on("close", () => done(text));
+        socket.on("error", fail);
+      });
+    const status = (answer: string) => Number(answer.split(" ")[1]);
+    const send = (base: string, path: string, host: string, extra = "") => raw(base, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n${extra}Connection: close\r\n\r\n`);
+    // Elysia reads the path from the URL's 12th character: under Host `x` it would take
+    // /v1/v1/services for /v1/services, counted by the guard as another path (or as a page).
+    expect(status(await send(server.base, "/v1/v1/services", "x"))).toBe(404);
+    expect(status(await send(server.uiBase!, "/zz/v1/services", "x", "X-API-Key: wrong\r\n"))).toBe(404);
+    expect(status(await send(server.base, "/v1/services", "x", "X-API-Key: wrong\r\n"))).toBe(401);
+    expect(status(await send(server.base, "/v1/health", "api"))).toBe(200);
+    // A Host no URL can hold: the page still answers, never Bun's error page.
+    for (const host of ["[", "%", "a b"]) {
+      const answer = await send(server.uiBase!, "/", host);
+      expect([host, status(answer)]).toEqual([host, 200]);
+      expect(answer).not.toContain("__bunfallback");
+    }
+    const head = await fetch(server.uiBase + "/", { method: "HEAD" });
+    const get = await fetch(server.uiBase + "/");
+    expect(Number(head.headers.get("content-length"))).toBe((await get.arrayBuffer()).byteLength);
   });
 
   test("X-Request-Id: a plain incoming id is echoed, anything else replaced", async () => {
