@@ -29,6 +29,12 @@ function routable(request: Request): Request {
   return start >= 0 && start < 11 ? new Request(`http://localhost${url.slice(start)}`, request) : request;
 }
 
+/** The server as the guard sees it for `request`, which may be a copy of what the socket sent
+ *  (routable): Bun knows the caller's address and the idle timeout by the original only. */
+function through(server: Server<unknown>, sent: Request, request: Request) {
+  return request === sent ? server : { requestIP: () => server.requestIP(sent), timeout: (_: Request, seconds: number) => server.timeout(sent, seconds) };
+}
+
 /** Bun's own answer to an exception would be its development page (stack, source lines, working
  *  directory) or a bare 500: every exception that escapes is the SPEC's INTERNAL_ERROR instead. */
 const internalError = () => Response.json({ error: { code: "INTERNAL_ERROR", message: "Unexpected failure" } }, { status: 500 });
@@ -45,7 +51,10 @@ export function startServers(options: ServeOptions) {
   const hot = hotRoutes(options.catalog ?? getCatalog(), guard.config.maxBodyBytes);
   const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
   // The app never sees the socket: the guard reads the caller's address from the server.
-  const handle = (req: Request, server: Server<unknown>) => guard.handle(routable(req), server, next);
+  const handle = (sent: Request, server: Server<unknown>) => {
+    const req = routable(sent);
+    return guard.handle(req, through(server, sent, req), next);
+  };
   const maxRequestBodySize = TRANSPORT_BODY_LIMIT;
   const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, development: false, error: internalError, fetch: handle });
   let page: ReturnType<typeof startUiPageServer> | undefined;
@@ -65,7 +74,7 @@ export function startServers(options: ServeOptions) {
       fetch: (sent, server) => {
         const req = routable(sent);
         const isPage = (req.method === "GET" || req.method === "HEAD") && !pathOf(req.url).startsWith("/v1/");
-        return isPage ? guard.handle(req, server, pageNext, false) : guard.handle(req, server, next);
+        return guard.handle(req, through(server, sent, req), isPage ? pageNext : next, !isPage);
       },
     });
   } catch (error) {

@@ -114,6 +114,11 @@ describe("headers on every response", () => {
     expect(status(await send(server.uiBase!, "/zz/v1/services", "x", "X-API-Key: wrong\r\n"))).toBe(404);
     expect(status(await send(server.base, "/v1/services", "x", "X-API-Key: wrong\r\n"))).toBe(401);
     expect(status(await send(server.base, "/v1/health", "api"))).toBe(200);
+    // Counted against the caller's own address like any request: the window of 3 runs out.
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push(status(await send(server.base, "/v1/presets", "x")));
+    expect(statuses.at(-1)).toBe(429);
+    expect(status(await send(server.base, "/v1/presets", "localhost"))).toBe(429);
     // A Host no URL can hold: the page still answers, never Bun's error page.
     for (const host of ["[", "%", "a b"]) {
       const answer = await send(server.uiBase!, "/", host);
