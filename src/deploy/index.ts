@@ -158,17 +158,33 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
  *  unspecified (0.0.0.0, ::) and multicast. Loopback and private networks stay allowed: an
  *  instance on this machine or the LAN is the common case. */
 export function instanceAddressAllowed(address: string): boolean {
-  // An IPv4 address mapped into IPv6 is that IPv4 address (URLs write it in hex: ::ffff:a9fe:a9fe).
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(address.toLowerCase());
-  const mapped = hex
-    ? [parseInt(hex[1]!, 16) >> 8, parseInt(hex[1]!, 16) & 255, parseInt(hex[2]!, 16) >> 8, parseInt(hex[2]!, 16) & 255].join(".")
-    : address.toLowerCase().replace(/^::ffff:(?=\d+\.)/, "");
+  // An IPv6 address that carries an IPv4 one leads where that one does (URLs write it in hex:
+  // ::ffff:a9fe:a9fe, ::a9fe:a9fe, 64:ff9b::a9fe:a9fe).
+  const lower = address.toLowerCase();
+  const mapped = (isIP(lower) === 6 ? embeddedV4(lower) : undefined) ?? lower;
   if (isIP(mapped) === 4) {
     const [a, b] = mapped.split(".").map(Number) as [number, number];
     return !(a === 0 || (a === 169 && b === 254) || (a >= 224 && a <= 239) || mapped === "255.255.255.255" || METADATA_ADDRESSES.has(mapped));
   }
   if (isIP(mapped) === 6) return !(/^fe[89ab]/.test(mapped) || /^ff/.test(mapped) || /^(0*:)*:?0*$/.test(mapped) || METADATA_ADDRESSES.has(canonicalV6(mapped)));
   return true;
+}
+
+/** The IPv4 address inside an IPv6 one: IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96, but
+ *  not :: or ::1), NAT64's well-known prefix (64:ff9b::/96) and 6to4 (2002::/16). */
+function embeddedV4(address: string): string | undefined {
+  // A dotted tail (::ffff:1.2.3.4) as the two groups it stands for.
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  const hex = dotted ? address.slice(0, dotted.index) + [((+dotted[1]! << 8) | +dotted[2]!).toString(16), ((+dotted[3]! << 8) | +dotted[4]!).toString(16)].join(":") : address;
+  const g = canonicalV6(hex).split(":").map((x) => parseInt(x, 16));
+  if (g.length !== 8 || g.some(Number.isNaN)) return undefined;
+  const v4 = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join(".");
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 5) && g[5] === 0xffff) return v4(g[6]!, g[7]!);
+  if (zeros(0, 6) && (g[6] !== 0 || g[7]! > 1)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6]!, g[7]!);
+  if (g[0] === 0x2002) return v4(g[1]!, g[2]!);
+  return undefined;
 }
 
 /** Cloud metadata services outside the link-local ranges: Alibaba Cloud's, and AWS's over IPv6. */

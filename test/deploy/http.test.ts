@@ -105,6 +105,9 @@ describe("normaliseInstanceUrl", () => {
     // This machine and the LAN are where instances usually are.
     for (const address of ["127.0.0.1", "::1", "10.0.0.5", "192.168.1.20", "172.17.0.1", "fd00::5", "2001:db8::1", "8.8.8.8"]) expect(instanceAddressAllowed(address), address).toBe(true);
     for (const address of ["169.254.0.1", "0.0.0.0", "fe80::1", "febf::1", "ff02::1", "::", "239.1.1.1", "::ffff:169.254.1.1"]) expect(instanceAddressAllowed(address), address).toBe(false);
+    // IPv6 forms that carry an IPv4 address lead where it does: mapped, compatible, NAT64, 6to4.
+    for (const address of ["::ffff:a9fe:a9fe", "::169.254.169.254", "::a9fe:a9fe", "64:ff9b::a9fe:a9fe", "64:ff9b::169.254.169.254", "2002:a9fe:a9fe::1", "::ffff:100.100.100.200"]) expect(instanceAddressAllowed(address), address).toBe(false);
+    for (const address of ["::ffff:10.0.0.5", "64:ff9b::808:808", "2002:c0a8:0101::1", "::ffff:7f00:1"]) expect(instanceAddressAllowed(address), address).toBe(true);
     // A name is checked by what it resolves to; one that does not resolve is left to the first call.
     await checkInstanceAddress("http://localhost:8000");
     await checkInstanceAddress("https://no-such-host.invalid");
