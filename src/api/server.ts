@@ -50,13 +50,16 @@ export function startServers(options: ServeOptions) {
   });
   const hot = hotRoutes(options.catalog ?? getCatalog(), guard.config.maxBodyBytes);
   const next: Next = (request, path) => hot(request, path) ?? app.handle(request);
-  // The app never sees the socket: the guard reads the caller's address from the server.
-  const handle = (sent: Request, server: Server<unknown>) => {
+  // The app never sees the socket: the guard reads the caller's address from the server. On the
+  // UI listener (`pages`) the page and its assets go through the guard too (request id, limiter
+  // headers, log line), uncounted; a path the bundle does not have is the app's 404.
+  const handle = (sent: Request, server: Server<unknown>, pages?: Next) => {
     const req = routable(sent);
-    return guard.handle(req, through(server, sent, req), next);
+    const isPage = pages !== undefined && (req.method === "GET" || req.method === "HEAD") && !pathOf(req.url).startsWith("/v1/");
+    return guard.handle(req, through(server, sent, req), isPage ? pages : next, !isPage);
   };
   const maxRequestBodySize = TRANSPORT_BODY_LIMIT;
-  const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, development: false, error: internalError, fetch: handle });
+  const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, development: false, error: internalError, fetch: (req, server) => handle(req, server) });
   let page: ReturnType<typeof startUiPageServer> | undefined;
   let ui: Server<unknown> | undefined;
   try {
@@ -69,13 +72,7 @@ export function startServers(options: ServeOptions) {
       maxRequestBodySize,
       development: false,
       error: internalError,
-      // The page and its assets go through the guard too (request id, limiter headers, log line),
-      // uncounted; a path the bundle does not have is the app's 404.
-      fetch: (sent, server) => {
-        const req = routable(sent);
-        const isPage = (req.method === "GET" || req.method === "HEAD") && !pathOf(req.url).startsWith("/v1/");
-        return guard.handle(req, through(server, sent, req), isPage ? pageNext : next, !isPage);
-      },
+      fetch: (req, server) => handle(req, server, pageNext),
     });
   } catch (error) {
     // No half-started server: the API listener must not outlive a UI listener that failed.
