@@ -20,22 +20,14 @@ export function takesUpPull(version: string): boolean {
   return major > 2 || (major === 2 && minor >= 6);
 }
 
-async function composeVersion(): Promise<string> {
+/** What a command prints when it runs and exits 0; undefined when it is missing or fails. */
+async function outputOf(argv: string[]): Promise<string | undefined> {
   try {
-    const proc = Bun.spawn(["docker", "compose", "version", "--short"], { stdout: "pipe", stderr: "ignore", stdin: "ignore" });
-    const [text] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-    return text.trim();
+    const proc = Bun.spawn(argv, { stdout: "pipe", stderr: "ignore", stdin: "ignore" });
+    const [text, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    return code === 0 ? text : undefined;
   } catch {
-    return "";
-  }
-}
-
-async function works(argv: string[]): Promise<boolean> {
-  try {
-    const proc = Bun.spawn(argv, { stdout: "ignore", stderr: "ignore", stdin: "ignore" });
-    return (await proc.exited) === 0;
-  } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -43,8 +35,10 @@ let detected: Promise<ComposeCli> | undefined;
 
 export function detectCompose(): Promise<ComposeCli> {
   detected ??= (async () => {
-    if (await works(["docker", "compose", "version"])) return { argv: ["docker", "compose"], v2: true, upPullNever: takesUpPull(await composeVersion()) };
-    if (await works(["docker-compose", "--version"])) return { argv: ["docker-compose"], v2: false, upPullNever: false };
+    // "Docker Compose version v2.26.1": one call tells both that v2 is there and which it is.
+    const v2 = await outputOf(["docker", "compose", "version"]);
+    if (v2 !== undefined) return { argv: ["docker", "compose"], v2: true, upPullNever: takesUpPull(v2) };
+    if ((await outputOf(["docker-compose", "--version"])) !== undefined) return { argv: ["docker-compose"], v2: false, upPullNever: false };
     throw failure("COMPOSE_MISSING", "Neither `docker compose` (v2 plugin) nor `docker-compose` is installed.");
   })();
   return detected;

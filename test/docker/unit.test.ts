@@ -625,7 +625,7 @@ describe("what a backup cannot hold", () => {
 
 describe("compose versions", () => {
   test("up --pull is passed from Compose 2.6 on (earlier ones refuse the flag)", () => {
-    for (const [version, takes] of [["2.26.1-4", true], ["v2.6.0", true], ["2.5.1", false], ["2.0.0-rc.3", false], ["1.29.2", false], ["3.0.0", true], ["", false]] as const) {
+    for (const [version, takes] of [["Docker Compose version v2.26.1", true], ["Docker Compose version 2.5.0", false], ["2.26.1-4", true], ["v2.6.0", true], ["2.5.1", false], ["2.0.0-rc.3", false], ["1.29.2", false], ["3.0.0", true], ["", false]] as const) {
       expect([version, takesUpPull(version)]).toEqual([version, takes]);
     }
   });
