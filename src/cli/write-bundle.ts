@@ -1,7 +1,7 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
-import { chmod, lstat, mkdir, readFile, realpath, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { chmod, lstat, mkdir, readFile, realpath, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
@@ -170,27 +170,10 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     const mode = fileMode(f.path);
     // In place, as a rule: the file keeps its owner, and a container that bind-mounts it (the
     // Caddyfile) sees the new text at its next reload. A name hard-linked to another file gets a
-    // file of its own instead: the secrets are never written into the other one.
-    if (((await lstat(target).catch(() => undefined))?.nlink ?? 1) > 1) await replaceFile(target, f.content, mode);
-    else {
-      await writeFile(target, f.content, { mode });
-      await chmod(target, mode);
-    }
-  }
-}
-
-/** Write a new file beside `target` and rename it over it (breaking a hard link). */
-async function replaceFile(target: string, content: string, mode: number): Promise<void> {
-  const temp = join(dirname(target), `.${basename(target)}.stackgen-${process.pid}.tmp`);
-  await unlink(temp).catch(() => {}); // left by a run that died here
-  try {
-    // "wx": never through anything already under that name.
-    await writeFile(temp, content, { mode, flag: "wx" });
-    await chmod(temp, mode);
-    await rename(temp, target);
-  } catch (e) {
-    await unlink(temp).catch(() => {});
-    throw e;
+    // file of its own instead (as restore does): the secrets are never written into the other one.
+    if (((await lstat(target).catch(() => undefined))?.nlink ?? 1) > 1) await unlink(target);
+    await writeFile(target, f.content, { mode });
+    await chmod(target, mode);
   }
 }
 
