@@ -3,7 +3,7 @@
 import { failure, interruptedError } from "../errors.ts";
 import { createBackup, oversizedConfig } from "./backup-ops.ts";
 import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
-import type { Engine, ImageInspect } from "./engine.ts";
+import type { ContainerSummary, Engine, ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
 import { dependencyLayers } from "./layers.ts";
 import { parseImageRef, remoteDigest } from "./registry.ts";
@@ -60,11 +60,13 @@ interface ServiceImage {
   localId?: string;
 }
 
+/** The image a service ran (or its tag named) before the update: what a rollback puts back. */
+const imageBefore = (s: ServiceImage) => s.currentId || s.localId;
+
 /** The services the update starts again: those whose containers run (a crash-looping one counts)
  *  and jobs that ran to completion (exit 0, no restart policy that would keep them up: an init or
  *  migration job, run again on its new image). One the user stopped stays stopped. */
-async function servicesToStart(engine: Engine, project: string, model: ComposeModel): Promise<Set<string>> {
-  const containers = await engine.listProjectContainers(project);
+function servicesToStart(containers: ContainerSummary[], model: ComposeModel): Set<string> {
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
   const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
   const start = new Set<string>();
@@ -77,8 +79,7 @@ async function servicesToStart(engine: Engine, project: string, model: ComposeMo
   return start;
 }
 
-async function currentImages(engine: Engine, stack: Stack, model: ComposeModel): Promise<ServiceImage[]> {
-  const containers = await engine.listProjectContainers(stack.project);
+async function currentImages(engine: Engine, containers: ContainerSummary[], model: ComposeModel): Promise<ServiceImage[]> {
   const out: ServiceImage[] = [];
   for (const svc of model.services) {
     if (!svc.image) continue;
@@ -105,7 +106,8 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   // Images built here are not pulled by the update, so no registry is asked about them (a plain
   // name would otherwise go to Docker Hub): they stay as they are.
   const built = model.services.filter((s) => s.hasBuild && s.image).map((s) => s.name);
-  const images = (await currentImages(engine, stack, model)).filter((s) => !built.includes(s.service));
+  const containers = await engine.listProjectContainers(stack.project);
+  const images = (await currentImages(engine, containers, model)).filter((s) => !built.includes(s.service));
   const result: UpdateResult = { dryRun: true, updated: [], unchanged: built, restarted: [] };
   const remote = new Map<string, Promise<string>>();
   for (const s of images) {
@@ -127,7 +129,7 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
     else result.updated.push({ service: s.service, image: s.image, oldDigest, newDigest });
   }
   // The running services restart, as the real update does, when one of them changes.
-  const running = await servicesToStart(engine, stack.project, model);
+  const running = servicesToStart(containers, model);
   if (result.updated.some((u) => running.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => running.has(name)).sort();
   result.unchanged.sort();
   return result;
@@ -140,7 +142,7 @@ const rollbackRepo = (project: string) => `stackgen-rollback/${project}`;
 async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
   for (const s of services) {
     const tag = splitTag(s.image);
-    const before = s.currentId || s.localId;
+    const before = imageBefore(s);
     if (before && tag && (await engine.inspectImage(s.image))?.Id !== before) await engine.tagImage(before, tag.repo, tag.tag);
   }
 }
@@ -166,20 +168,20 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
 }
 
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
-  const running = await servicesToStart(engine, stack.project, model);
+  const containers = await engine.listProjectContainers(stack.project);
+  const running = servicesToStart(containers, model);
   const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])))
     .map((layer) => layer.filter((name) => running.has(name)))
     .filter((layer) => layer.length > 0);
-  const before = await currentImages(engine, stack, model);
+  const before = await currentImages(engine, containers, model);
   // --backup takes its backup once the stack is stopped: what would refuse it is found now.
   const oversized = opts.backup ? oversizedConfig(stack.dir) : undefined;
   if (oversized) throw failure("BACKUP_FAILED", `The pre-update backup could not hold the stack directory: ${oversized} Nothing was pulled or stopped.`);
 
   // Keep the images in use reachable under a tag of ours while pulls move the real tags.
-  const previous = (s: ServiceImage) => s.currentId || s.localId;
-  for (const s of before) if (previous(s)) await engine.tagImage(previous(s)!, rollbackRepo(stack.project), s.service);
+  for (const s of before) if (imageBefore(s)) await engine.tagImage(imageBefore(s)!, rollbackRepo(stack.project), s.service);
   const dropRollbackTags = async () => {
-    for (const s of before) if (previous(s)) await engine.removeImage(`${rollbackRepo(stack.project)}:${s.service}`);
+    for (const s of before) if (imageBefore(s)) await engine.removeImage(`${rollbackRepo(stack.project)}:${s.service}`);
   };
 
   try {
@@ -212,7 +214,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     for (const s of before) {
       const now = await engine.inspectImage(s.image);
       if (!now) throw failure("PULL_FAILED", `Image ${s.image} is not present after the pull.`);
-      if (now.Id === (s.currentId || s.localId)) result.unchanged.push(s.service);
+      if (now.Id === imageBefore(s)) result.unchanged.push(s.service);
       else {
         changed.push(s);
         result.updated.push({ service: s.service, image: s.image, oldDigest: digestOf(s.current, s.image), newDigest: digestOf(now, s.image) });
