@@ -21,7 +21,7 @@ import {
   type VerifiedBackup,
 } from "./backup.ts";
 import { Compose, type ComposeModel } from "./compose.ts";
-import type { ContainerSummary, Engine, VolumeInspect } from "./engine.ts";
+import { isOneOff, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, OVERRIDE_FILE_NAMES, type Stack } from "./stack.ts";
 
@@ -404,6 +404,10 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
   const project = backup.manifest.project;
   const refused: string[] = [];
   const busy: string[] = [];
+  // `down` removes the containers of the services the compose files name; not one-offs, and not
+  // orphans (a service since removed from the files).
+  const goesDown = (c: ContainerSummary) =>
+    c.Labels?.[PROJECT_LABEL] === project && !isOneOff(c) && (current?.services.some((s) => s.name === c.Labels?.["com.docker.compose.service"]) ?? true);
   for (const v of backup.volumes) {
     const existing = await engine.inspectVolume(v.name);
     if (!existing) continue;
@@ -418,10 +422,6 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
       // The stack's own containers go before the volume is recreated; any other container (a
       // one-off `compose run`, a `docker run -v`) keeps it in use, and the engine refuses to
       // remove it only after the stack was taken down.
-      // `down` removes the containers of the services the compose files name; not one-offs, and
-      // not orphans (a service since removed from the files).
-      const goesDown = (c: ContainerSummary) =>
-        c.Labels?.[PROJECT_LABEL] === project && (c.Labels?.["com.docker.compose.oneoff"] ?? "False") !== "True" && (current?.services.some((s) => s.name === c.Labels?.["com.docker.compose.service"]) ?? true);
       const others = (await engine.containersUsingVolume(v.name)).filter((c) => !goesDown(c));
       if (others.length) busy.push(`${v.name} is in use by ${others.map((c) => (c.Names?.[0] ?? c.Id.slice(0, 12)).replace(/^\//, "")).join(", ")}`);
     }

@@ -96,6 +96,9 @@ export function unreachableMessage(display: string, error: Pick<NodeJS.ErrnoExce
   return `Cannot reach the Docker engine at ${display} (${error.message}). Is dockerd running?`;
 }
 
+/** A container `docker compose run` made: not one of the project's services, and `down` leaves it. */
+export const isOneOff = (c: ContainerSummary) => (c.Labels?.["com.docker.compose.oneoff"] ?? "False") === "True";
+
 export class Engine {
   constructor(readonly endpoint: EngineEndpoint = parseDockerHost(process.env.DOCKER_HOST)) {}
 
@@ -144,7 +147,7 @@ export class Engine {
   async listProjectContainers(project: string): Promise<ContainerSummary[]> {
     const filters = encodeURIComponent(JSON.stringify({ label: [`com.docker.compose.project=${project}`] }));
     const all = await this.json<ContainerSummary[]>("GET", `/containers/json?all=true&filters=${filters}`);
-    return all.filter((c) => (c.Labels["com.docker.compose.oneoff"] ?? "False") !== "True");
+    return all.filter((c) => !isOneOff(c));
   }
 
   /** Every container, running or not, that mounts the volume `name`. */

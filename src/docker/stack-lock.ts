@@ -39,7 +39,8 @@ const alive = (holder: Holder) => {
     if ((e as NodeJS.ErrnoException).code !== "EPERM") return false; // EPERM: another user's process
   }
   // The pid is taken: by the holder, unless its start differs.
-  return holder.start === undefined || startOf(holder.pid) === undefined || startOf(holder.pid) === holder.start;
+  const start = holder.start === undefined ? undefined : startOf(holder.pid);
+  return start === undefined || start === holder.start;
 };
 
 /** A stack directory this user may not write (a read-only mount, another user's bundle) cannot
@@ -58,7 +59,8 @@ function holderOf(path: string): Holder | "unreadable" | undefined {
 /** Run `work` holding the stack's lock; STACK_BUSY (exit 1) while another live process holds it. */
 export async function withStackLock<T>(dir: string, command: string, work: () => Promise<T>): Promise<T> {
   const path = join(dir, LOCK_FILE);
-  const mine: Holder = { pid: process.pid, ...(startOf(process.pid) ? { start: startOf(process.pid) } : {}), command, startedAt: new Date().toISOString() };
+  const start = startOf(process.pid);
+  const mine: Holder = { pid: process.pid, ...(start ? { start } : {}), command, startedAt: new Date().toISOString() };
   for (let attempt = 0; ; attempt++) {
     try {
       const fd = openSync(path, "wx", 0o600);
