@@ -19,7 +19,7 @@ export class StackgenError extends Error {
   }
 }
 
-export const validationError = (message: string, details: FieldIssue[]) =>
+export const validationError = (message: string, details?: FieldIssue[]) =>
   new StackgenError("VALIDATION_ERROR", message, 400, details);
 export const notFound = (message: string) => new StackgenError("NOT_FOUND", message, 404);
 export const conflictError = (message: string, details?: FieldIssue[]) => new StackgenError("CONFLICT_ERROR", message, 409, details, 1);

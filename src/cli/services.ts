@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS } from "../schema/catalog.ts";
-import { StackgenError } from "../errors.ts";
+import { validationError } from "../errors.ts";
 import { categorySummary } from "../core/listings.ts";
 import { plural, printJson, printText, dim } from "./output.ts";
 
@@ -15,9 +15,8 @@ export default defineCommand({
   run({ args }) {
     const catalog = getCatalog();
     // The API's code for the same query (GET /v1/services?category=...), still bad input (exit 2).
-    const invalid = (message: string) => new StackgenError("VALIDATION_ERROR", message, 400, undefined, 2);
-    if (args.category && !(CATEGORY_IDS as readonly string[]).includes(args.category)) throw invalid(`Unknown category "${args.category}"`);
-    if (args.maturity && !["stable", "beta", "experimental"].includes(args.maturity)) throw invalid(`Unknown maturity "${args.maturity}"`);
+    if (args.category && !(CATEGORY_IDS as readonly string[]).includes(args.category)) throw validationError(`Unknown category "${args.category}"`);
+    if (args.maturity && !["stable", "beta", "experimental"].includes(args.maturity)) throw validationError(`Unknown maturity "${args.maturity}"`);
     const services = catalog.services.filter((s) => (!args.category || s.category === args.category) && (!args.maturity || s.maturity === args.maturity));
     if (args.json) return printJson({ services, categories: categorySummary(catalog, services, !args.category && !args.maturity), total: services.length });
     const width = Math.max(...services.map((s) => s.id.length), 2);

@@ -2,7 +2,7 @@
 // baked into volumes). Pure: takes the old and new file texts, returns the merged text.
 
 import { parseEnvText, scanDotenv } from "./parse-env.ts";
-import { StackgenError } from "../errors.ts";
+import { validationError } from "../errors.ts";
 import { envValue } from "./generate/env.ts";
 import type { DerivedSecret } from "./generate/secrets.ts";
 
@@ -65,7 +65,7 @@ function readEnvFile(text: string): Map<string, EnvEntry> {
   for (const s of scanDotenv(text)) {
     // Compose refuses such a file, and a value that swallows the rest of it, written back among
     // other lines, would close on a later quote and make whatever follows an assignment.
-    if (!s.closed) throw new StackgenError("VALIDATION_ERROR", `The .env whose values are kept has a quoted value that never closes (${s.key}, line ${s.line}); Docker Compose cannot read that file either. Close the quote, then run this again.`, 400, undefined, 2);
+    if (!s.closed) throw validationError(`The .env whose values are kept has a quoted value that never closes (${s.key}, line ${s.line}); Docker Compose cannot read that file either. Close the quote, then run this again.`);
     out.set(s.key, { value: s.raw, comments: s.comments.filter((c) => c !== KEPT_HEADER) });
   }
   return out;
