@@ -83,8 +83,9 @@ export async function run(argv: string[]): Promise<number> {
       const [cmd, path] = await resolveCommand(words);
       // `stackgen bogus --help` names no command: the same refusal as without --help.
       const word = words[path.length];
-      if (word !== undefined && !word.startsWith("-") && (await subcommandsOf(cmd))) {
-        throw usageError(path.length === 0 ? `Unknown command "${word}". Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}; expected one of ${Object.keys((await subcommandsOf(cmd))!).join(", ")}.`);
+      const subcommands = await subcommandsOf(cmd);
+      if (word !== undefined && !word.startsWith("-") && subcommands) {
+        throw usageError(path.length === 0 ? `Unknown command "${word}". Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}; expected one of ${Object.keys(subcommands).join(", ")}.`);
       }
       // citty names a command after its parent only (`backup create`): give it the whole path.
       const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;

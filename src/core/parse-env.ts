@@ -28,9 +28,6 @@ export interface DotenvStatement {
   line: number;
 }
 
-/** One `KEY=value` (or `export KEY=value`) line, trimmed: the key and the raw rest. */
-export const ENV_ASSIGNMENT = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$/;
-
 /** Spaces that are not line breaks, as compose's dotenv parser counts them. */
 const SPACE = /[\t\v\f\r \u0085\u00a0]/;
 /** `export`, a key (letters, digits, `_.-[]`), and its separator: `=`, `:` or a line break. */
@@ -156,6 +153,7 @@ export function parseEnvText(text: string): EnvVar[] {
   return [...vars].map(([key, value]) => ({ key, value }));
 }
 
-/** Dotenv text of the statements: each one's comments, then `KEY=<raw>` on a line of its own
- *  (which every dotenv reader reads as the statement was read). */
-export const dotenvText = (statements: readonly DotenvStatement[]): string => statements.map((s) => [...s.comments, `${s.key}=${s.raw}`].join("\n")).join("\n") + "\n";
+/** Dotenv text of the statements: each one's comments, then its assignment on a line of its own,
+ *  by default `KEY=<raw>` (which every dotenv reader reads as the statement was read). */
+export const dotenvText = (statements: readonly DotenvStatement[], assignment = (s: DotenvStatement) => `${s.key}=${s.raw}`): string =>
+  statements.map((s) => [...s.comments, assignment(s)].join("\n")).join("\n") + "\n";

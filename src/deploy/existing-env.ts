@@ -8,7 +8,7 @@
 //   signed again with the platform's value (or not sent when that value is hidden): a key that
 //   does not match the running stack's secret is refused by it.
 import type { EnvVar } from "./types.ts";
-import { parseEnvText, scanDotenv } from "../core/parse-env.ts";
+import { dotenvText, parseEnvText, scanDotenv } from "../core/parse-env.ts";
 import { envValue } from "../core/generate/env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 
@@ -76,13 +76,8 @@ export function envTextForUpdate(ourText: string, platformText: string, keepPlat
   if (keep.size) {
     // Statement by statement (a user's bundle may hold more than one on a line): a kept value
     // takes the platform's line as written, a re-signed key its new value.
-    text = scanDotenv(ourText)
-      .filter((s) => s.closed)
-      .map((s) => {
-        const assignment = keep.has(s.key) ? platform.get(s.key)!.source : signed.get(s.key) ? `${s.key}=${envValue(signed.get(s.key)!)}` : `${s.key}=${s.raw}`;
-        return [...s.comments, assignment].join("\n");
-      })
-      .join("\n") + "\n";
+    text = dotenvText(scanDotenv(ourText).filter((s) => s.closed), (s) =>
+      keep.has(s.key) ? platform.get(s.key)!.source : signed.get(s.key) ? `${s.key}=${envValue(signed.get(s.key)!)}` : `${s.key}=${s.raw}`);
   }
   const carried = [...platform.keys()].filter((k) => !ours.has(k));
   if (carried.length) {
