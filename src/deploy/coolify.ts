@@ -54,7 +54,6 @@ export const coolify: DeployProvider = {
     if (status === 403 && /API is disabled/i.test(detail)) return "Coolify's API is switched off: turn it on in its Settings (API access), then try again.";
     if (status === 403 && /not allowed to access the API/i.test(detail)) return "Coolify's API allow-list does not include the address this call came from: add it in its Settings.";
     if (status === 403) return "The token lacks an ability this step needs: create one with read, write and deploy (or root), as a team owner or admin.";
-    if (status === 429) return "Coolify limits how fast its API may be called: wait a minute and run again with --update.";
     return undefined;
   },
   deploy: deployToCoolify,

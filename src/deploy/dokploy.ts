@@ -4,6 +4,7 @@
 import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
 import { envTextForUpdate } from "./existing-env.ts";
+import { dokployEnvProblems, dokployEnvText } from "./dokploy-env.ts";
 import { dokployNameProblem } from "./project-names.ts";
 
 /** Environments and `x-api-key` together exist from this release on. */
@@ -42,10 +43,10 @@ export const dokploy: DeployProvider = {
   label: "Dokploy",
   checkProjectName: dokployNameProblem,
   // The causes of each refusal (research §3).
+  checkEnv: dokployEnvProblems,
   hintFor(status) {
     if (status === 401) return "Check the key: Dokploy API keys (x-api-key) are created in its dashboard under your profile's API keys, with an organization selected; tokens of Dokploy before 0.19 no longer work.";
     if (status === 403) return "The key's user lacks a permission this step needs (create projects and services, write variables, deploy): use a key of an owner or admin.";
-    if (status === 429) return "Dokploy limits how fast its API may be called: wait a minute and run again with --update.";
     return undefined;
   },
   deploy: deployToDokploy,
@@ -163,7 +164,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   await steps.run("Set env", async () => {
     // compose.update replaces the whole env text: on a reused stack, what is already there decides
     // what stays (variables added on Dokploy; set values when the bundle is freshly generated).
-    let env: { text: string | undefined; kept: string[]; carried: string[] } = { text: t.envText, kept: [], carried: [] };
+    let env: { text: string | undefined; kept: string[]; carried: string[] } = { text: dokployEnvText(t.envText), kept: [], carried: [] };
     let unread = "";
     if (reused) {
       try {

@@ -8,8 +8,8 @@
 //   signed again with the platform's value (or not sent when that value is hidden): a key that
 //   does not match the running stack's secret is refused by it.
 import type { EnvVar } from "./types.ts";
-import { dotenvText, parseEnvText, scanDotenv } from "../core/parse-env.ts";
-import { envValue } from "../core/generate/env.ts";
+import { parseEnvText } from "../core/parse-env.ts";
+import { dokployEntries, dokployEnvText } from "./dokploy-env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 
 /** A platform's variable: its value, or undefined when the platform does not show it (a token
@@ -39,46 +39,19 @@ function signedWithKept(derived: readonly DerivedSecret[], kept: ReadonlySet<str
   return out;
 }
 
-/** One assignment of a dotenv text as written: its whole source (a quoted value may span lines)
- *  and whether its value is empty. Keys and separators as dotenv reads them (Dokploy's parser):
- *  `KEY=value`, `KEY: value`, `export KEY=...`, dots and dashes in keys, ', " or ` quotes. */
-interface DotenvEntry {
-  source: string;
-  /** The value, quotes removed. */
-  value: string;
-  empty: boolean;
-}
-
-const DOTENV_ENTRY = /^[ \t]*(?:export[ \t]+)?([\w.-]+)(?:[ \t]*=[ \t]*|:[ \t]+)('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|`(?:\\`|[^`])*`|[^#\r\n]*)?[ \t]*(?:#[^\r\n]*)?$/gm;
-
-function dotenvEntries(text: string): Map<string, DotenvEntry> {
-  const entries = new Map<string, DotenvEntry>();
-  for (const m of text.replace(/\r\n?/g, "\n").matchAll(DOTENV_ENTRY)) {
-    const value = (m[2] ?? "").trim();
-    const unquoted = /^(['"`])([\s\S]*)\1$/.exec(value)?.[2] ?? value;
-    // Later assignments win, as in dotenv.
-    entries.set(m[1]!, { source: m[0].trim(), value: unquoted, empty: unquoted.trim() === "" });
-  }
-  return entries;
-}
-
 /** The whole env text for a platform that replaces it in one go (Dokploy): the bundle's text,
  *  with the platform's own lines for the values it keeps, then the platform-only variables.
  *  Platform lines are copied as written, never parsed and re-escaped: a value must reach the
  *  platform's parser exactly as before. */
 export function envTextForUpdate(ourText: string, platformText: string, keepPlatformValues: boolean, derived: readonly DerivedSecret[] = []): { text: string; kept: string[]; carried: string[] } {
-  const platform = dotenvEntries(platformText);
+  const platform = dokployEntries(platformText);
   const ours = new Set(parseEnvText(ourText).map((v) => v.key));
-  const kept = keepPlatformValues ? [...ours].filter((k) => platform.has(k) && !platform.get(k)!.empty) : [];
+  const kept = keepPlatformValues ? [...ours].filter((k) => platform.has(k) && platform.get(k)!.value.trim() !== "") : [];
   const keep = new Set(kept);
   const signed = signedWithKept(derived, keep, (key) => platform.get(key)?.value);
-  let text = ourText;
-  if (keep.size) {
-    // Statement by statement (a user's bundle may hold more than one on a line): a kept value
-    // takes the platform's line as written, a re-signed key its new value.
-    text = dotenvText(scanDotenv(ourText).filter((s) => s.closed), (s) =>
-      keep.has(s.key) ? platform.get(s.key)!.source : signed.get(s.key) ? `${s.key}=${envValue(signed.get(s.key)!)}` : `${s.key}=${s.raw}`);
-  }
+  // Statement by statement (a user's bundle may hold more than one on a line): a kept value
+  // takes the platform's line as written, a re-signed key its new value.
+  let text = dokployEnvText(ourText, (s) => (keep.has(s.key) ? { line: platform.get(s.key)!.source } : signed.get(s.key) ? { value: signed.get(s.key)! } : undefined));
   const carried = [...platform.keys()].filter((k) => !ours.has(k));
   if (carried.length) {
     text = `${text.replace(/\n*$/, "\n")}\n# Kept from the platform (not in the bundle)\n${carried.map((k) => platform.get(k)!.source).join("\n")}\n`;

@@ -5,6 +5,14 @@ import type { FetchLike } from "./types.ts";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
+/** Seconds to wait from a Retry-After header: a number of seconds or an HTTP date. */
+export function retryAfterSeconds(header: string | null, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  if (/^\s*\d+\s*$/.test(header)) return Number(header);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
 /** A failed call. `message` is short and stable; `detail` carries what the server said. */
 export class DeployError extends Error {
   constructor(
@@ -13,6 +21,8 @@ export class DeployError extends Error {
     readonly detail?: string,
     /** Parsed error body, for callers that branch on it. */
     readonly body?: unknown,
+    /** A 429's Retry-After, in seconds. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = "DeployError";
@@ -102,7 +112,8 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
       }
       if (res.status >= 400) {
         const body = tryJson(text);
-        throw new DeployError(clean(head), res.status, clean(serverMessage(body, text)), body);
+        const retryAfter = res.status === 429 ? retryAfterSeconds(res.headers.get("retry-after")) : undefined;
+        throw new DeployError(clean(head), res.status, clean(serverMessage(body, text)), body, retryAfter);
       }
       if (options.expect === "text") return text as T;
       if (text.trim() === "") return null as T;

@@ -9,7 +9,7 @@ import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
 import { redact } from "./http.ts";
-import { dotenvText, parseEnvText, scanDotenv } from "../core/parse-env.ts";
+import { dotenvText, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
   DeployProvider,
@@ -63,14 +63,23 @@ export interface DeployOptions {
  *  it does not have, or replace the project name it writes into the same .env (Dokploy). */
 const LOCAL_COMPOSE_SETTINGS = new Set(["COMPOSE_FILE", "COMPOSE_PATH_SEPARATOR", "COMPOSE_PROJECT_NAME"]);
 
-/** `.env` text without its local compose settings, and the names left out. Read by statement, as
- *  Compose reads it (an assignment may follow a closing quote on the same line); when something
- *  is left out, the rest is written one statement per line. */
-export function withoutLocalComposeSettings(envText: string): { text: string; dropped: string[] } {
+/** Variable names a platform takes: Coolify's rule (it refuses the whole batch over one other
+ *  name; Dokploy's reader drops some of them silently). Compose cannot put any other name into
+ *  the compose file either, so nothing the stack uses is lost. */
+const PLATFORM_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,254}$/;
+
+/** `.env` text for a platform: without its local compose settings and names no platform takes,
+ *  and what was left out. Read by statement, as Compose reads it (an assignment may follow a
+ *  closing quote on the same line); when something is left out, the rest is written one
+ *  statement per line. */
+export function envForPlatform(envText: string): { text: string; settings: string[]; badNames: string[] } {
   const statements = scanDotenv(envText).filter((s) => s.closed);
-  const kept = statements.filter((s) => !LOCAL_COMPOSE_SETTINGS.has(s.key));
-  const dropped = [...new Set(statements.filter((s) => LOCAL_COMPOSE_SETTINGS.has(s.key)).map((s) => s.key))];
-  return { text: dropped.length ? dotenvText(kept) : envText, dropped };
+  const leftOut = (s: DotenvStatement) => LOCAL_COMPOSE_SETTINGS.has(s.key) || !PLATFORM_NAME.test(s.key);
+  const named = (keep: (key: string) => boolean) => [...new Set(statements.filter((s) => leftOut(s) && keep(s.key)).map((s) => s.key))];
+  const settings = named((key) => LOCAL_COMPOSE_SETTINGS.has(key));
+  const badNames = named((key) => !LOCAL_COMPOSE_SETTINGS.has(key));
+  const text = settings.length || badNames.length ? dotenvText(statements.filter((s) => !leftOut(s))) : envText;
+  return { text, settings, badNames };
 }
 
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {
@@ -80,8 +89,9 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   const baseUrl = normaliseInstanceUrl(opts.url);
   await checkInstanceAddress(baseUrl);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
-  const { text: envText, dropped } = withoutLocalComposeSettings(opts.envText);
-  if (dropped.length) changes.push(`.env: ${dropped.join(", ")} not sent: ${dropped.length === 1 ? "it chooses" : "they choose"} the files and project name on this machine; the platform runs docker-compose.yml under its own project name`);
+  const { text: envText, settings, badNames } = envForPlatform(opts.envText);
+  if (settings.length) changes.push(`.env: ${settings.join(", ")} not sent: ${settings.length === 1 ? "it chooses" : "they choose"} the files and project name on this machine; the platform runs docker-compose.yml under its own project name`);
+  if (badNames.length) changes.push(`.env: ${badNames.join(", ")} not sent: a platform variable name starts with a letter or _ and holds letters, digits, _ and . (255 at most); compose cannot use other names in the compose file either`);
   const target = {
     baseUrl,
     apiKey: opts.apiKey,
@@ -101,6 +111,8 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   };
   const problem = projectNameProblem(provider.name, target.projectName);
   if (problem) throw usageError(problem);
+  const envProblems = provider.checkEnv?.(target.envVars) ?? [];
+  if (envProblems.length) throw usageError(`${envProblems.join("; ")}. Change ${envProblems.length === 1 ? "it" : "them"} in .env and deploy again.`);
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
   const clean = (text: string) => redact(text, opts.apiKey);
@@ -144,13 +156,19 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     await provider.deploy(target, steps);
     result.success = true;
   } catch (e) {
-    const err = e as { name?: string; message?: string; status?: number; detail?: string };
+    const err = e as { name?: string; message?: string; status?: number; detail?: string; retryAfterSeconds?: number };
     result.error = clean(err?.name === "DeployError" ? String(err.message) : `Unexpected failure: ${err?.message ?? String(e)}`);
     if (current) result.failedStep = current;
-    const hint = err?.name === "DeployError" && err.status ? provider.hintFor?.(err.status, err.detail ?? "") : undefined;
+    const hint = err?.name !== "DeployError" || !err.status ? undefined : err.status === 429 ? rateLimitHint(provider.label, err.retryAfterSeconds) : provider.hintFor?.(err.status, err.detail ?? "");
     if (hint) result.hint = hint;
   }
   return result;
+}
+
+/** What to do after a platform limited the call rate: wait as long as its Retry-After asked. */
+function rateLimitHint(label: string, seconds: number | undefined): string {
+  const wait = seconds === undefined ? "a minute" : seconds < 120 ? `${Math.max(seconds, 1)} second${seconds === 1 ? "" : "s"}` : `${Math.ceil(seconds / 60)} minutes`;
+  return `${label} limits how fast its API may be called: wait ${wait}${seconds === undefined ? "" : " (its Retry-After)"} and run again with --update.`;
 }
 
 /** Addresses no Coolify or Dokploy instance has, which a caller of the relay could use to reach

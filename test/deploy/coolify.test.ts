@@ -113,6 +113,28 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(fake.violations).toEqual([]);
   });
 
+  test("variable names Coolify refuses (one fails the whole batch) are left out before any call, and named", async () => {
+    const fake = await startFake();
+    const long = `K${"x".repeat(255)}`;
+    const envText = `${ENV_TEXT}MY-VAR=2\n1ST=3\nDOTTED.NAME=4\n${long}=5\n`;
+    const result = await deployBundle(options(fake, { envText }));
+    expect(fake.violations).toEqual([]);
+    expect(result.error).toBeUndefined();
+    expect(result.success).toBe(true);
+    expect([...fake.services[0]!.envs.keys()].sort()).toEqual([...ENV_KEYS, "DOTTED.NAME"].sort());
+    expect(result.changes.find((c) => c.includes("not sent: a platform variable name"))).toContain(`MY-VAR, 1ST, ${long}`);
+  });
+
+  test("a 429 says how long Coolify asked to wait", async () => {
+    for (const [header, wait] of [["30", "wait 30 seconds (its Retry-After)"], [new Date(Date.now() + 300_000).toUTCString(), "wait 5 minutes"], [undefined, "wait a minute and"]] as const) {
+      const fake = await startFake();
+      fake.injections.push({ operationId: "list-servers", reply: { status: 429, headers: header ? { "retry-after": header } : {}, body: { message: "Too Many Attempts." } } });
+      const result = await deployBundle(options(fake));
+      expect(result.error).toBe("Coolify API 429: Too Many Requests");
+      expect(result.hint).toContain(wait);
+    }
+  });
+
   test("no servers: clear message, nothing created", async () => {
     const fake = await startFake({ servers: [] });
     const result = await deployBundle(options(fake));

@@ -1,15 +1,29 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
 import { deployBundle, parseEnvText, type DeployOptions } from "../../src/deploy/index.ts";
-import { DokployFake } from "./fakes/dokploy-fake.ts";
+import { DokployFake, dokployContainerEnv } from "./fakes/dokploy-fake.ts";
 import { COMPOSE, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<DokployFake>();
 const startFake = (options?: ConstructorParameters<typeof DokployFake>[0]) => track(new DokployFake(options));
 const options = (fake: DokployFake, overrides: Partial<DeployOptions> = {}) => fixtureOptions("dokploy", overrides.url ?? fake.url, fake.apiKey, overrides);
 
-/** The variables of the fake's (only) compose stack, as Dokploy would read its env text. */
-const envOf = (fake: DokployFake) => new Map(parseEnvText(fake.composes[0]!.env!).map((v) => [v.key, v.value]));
+/** What the containers of the fake's (only) compose stack get from its env text. */
+const envOf = (fake: DokployFake) => dokployContainerEnv(fake.composes[0]!.env!);
+const composeReading = (text: string) => new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+
+/** Values compose and Dokploy's dotenv reader read differently when sent as written. */
+const AWKWARD_ENV = [
+  "# written for compose",
+  'BACKSLASH="C:\\\\share\\\\x"',
+  'DOLLAR="it\'s \\$5"',
+  "DOUBLED=pa$$word",
+  "A='x' B=2",
+  'LINES="one\ntwo"',
+  "TRAILING='ends with a backslash \\'",
+  "HASH='a #b'",
+  "",
+].join("\n");
 
 const CREATE_SEQUENCE = [
   "GET /settings.getDokployVersion",
@@ -160,6 +174,34 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(env.get("CORE_VERSION")).toBe("2026.11.1");
     expect(env.get("NEW_SECRET")).toBe("n3w");
     expect(result.steps.find((s) => s.step === "Set env")!.detail).toContain("3 kept as set on Dokploy");
+  });
+
+  test("values reach the containers as compose reads the bundle's .env, however Dokploy's reader differs", async () => {
+    const want = composeReading(AWKWARD_ENV);
+    expect(want.get("BACKSLASH")).toBe("C:\\share\\x");
+    expect(want.get("DOLLAR")).toBe("it's $5");
+    expect(want.get("DOUBLED")).toBe("pa$word");
+    const fake = await startFake();
+    const result = await deployBundle(options(fake, { envText: AWKWARD_ENV }));
+    expect(fake.violations).toEqual([]);
+    expect(result.success).toBe(true);
+    expect(envOf(fake)).toEqual(want);
+    expect(fake.composes[0]!.env).toStartWith("# written for compose\n");
+    // An update that keeps one value as Dokploy has it rewrites the rest the same way.
+    fake.composes[0]!.env += `EXTRA="set on dokploy"\n`;
+    const again = await deployBundle(options(fake, { update: true, envText: AWKWARD_ENV.replace("pa$$word", "new$$one"), keepExistingValues: true }));
+    expect(again.success).toBe(true);
+    expect(envOf(fake)).toEqual(new Map([...want, ["EXTRA", "set on dokploy"]]));
+  });
+
+  test("a ${{ in a value, which Dokploy expands and fails the deployment on, is refused before any call", async () => {
+    const fake = await startFake();
+    const envText = `${ENV_TEXT}CALLBACK='https://x/\${{path}}'\nODD=" ' and \\" and \` # "\n`;
+    const refused = await deployBundle(options(fake, { envText })).then(() => undefined, (e: Error) => e);
+    expect(refused?.message).toContain("${{…}}");
+    expect(refused?.message).toContain("CALLBACK");
+    expect(refused?.message).toContain("ODD");
+    expect(fake.calls).toEqual([]);
   });
 
   test("--update on a project without the stack creates it once", async () => {

@@ -53,6 +53,8 @@ describe("Coolify fake rejects what Coolify rejects", () => {
     const fake = await coolify();
     const res = await send(`${fake.url}/api/v1/deploy?uuid=x&force=true`, "GET", bearer(fake));
     expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect(await res.json()).toEqual({ message: "This endpoint has changed to a POST request." });
     expect(fake.violations).toHaveLength(1);
     expect(fake.violations[0]).toContain("method not allowed");
   });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
 import { mergeEnv } from "../../src/core/env-merge.ts";
-import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear, withoutLocalComposeSettings } from "../../src/deploy/index.ts";
+import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear, envForPlatform } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
@@ -58,11 +58,11 @@ describe("parseEnvText", () => {
 describe("local compose settings", () => {
   test("are read by statement, as Compose reads them: one after a closing quote is dropped, a line inside a quoted value is not", () => {
     const text = "A='x' COMPOSE_PROJECT_NAME=evil\nB=\"multi\nCOMPOSE_FILE=inside\"\nC=3\n";
-    const { text: sent, dropped } = withoutLocalComposeSettings(text);
+    const { text: sent, settings: dropped } = envForPlatform(text);
     expect(dropped).toEqual(["COMPOSE_PROJECT_NAME"]);
     expect(parseEnvText(sent)).toEqual([{ key: "A", value: "x" }, { key: "B", value: "multi\nCOMPOSE_FILE=inside" }, { key: "C", value: "3" }]);
     // Nothing to leave out: the text goes as it is.
-    expect(withoutLocalComposeSettings("A=1\n\n# note\nB=2\n").text).toBe("A=1\n\n# note\nB=2\n");
+    expect(envForPlatform("A=1\n\n# note\nB=2\n").text).toBe("A=1\n\n# note\nB=2\n");
   });
   test("a platform update keeps statement by statement too", () => {
     const { text, kept } = envTextForUpdate("# db\nDB_PASSWORD=new\nA='x' C=3\nB=\"multi\nDB_PASSWORD=inside\"\n", "DB_PASSWORD=old\n", true);

@@ -124,6 +124,11 @@ export class CoolifyFake extends SpecFake {
       before: (ctx, violate) => this.before(ctx, violate),
       validationFailed: (errors) => ({ status: 422, body: { message: "Validation failed.", errors: { request: errors } } }),
       handle: (ctx, violate) => this.handle(ctx, violate),
+      // Coolify 4.2+ answers a GET of its former GET-or-POST endpoints with its own words.
+      methodNotAllowed: (path, allowed) =>
+        /\/deploy$|\/services\/[^/]+\/(?:start|stop|restart)$/.test(path) && allowed.includes("POST")
+          ? { status: 405, headers: { allow: "POST" }, body: { message: "This endpoint has changed to a POST request." } }
+          : { status: 405, headers: { allow: allowed.join(", ") }, body: { message: "Method Not Allowed" } },
     };
     super(COOLIFY_SPEC, "/api/v1", rules);
     this.token = options.token ?? "test-coolify-token-0001";

@@ -4,8 +4,33 @@
 // models the version differences that matter (research §3).
 import { join } from "node:path";
 import { randomId, SpecFake, type ProviderRules, type Reply, type RequestContext } from "./spec-fake.ts";
+import { parseEnvText } from "../../../src/core/parse-env.ts";
 
 export const DOKPLOY_SPEC = join(import.meta.dir, "..", "..", "reference", "dokploy-openapi.json");
+
+/** The env text as the `dotenv` package reads it (Dokploy's reader): its line pattern, then the
+ *  surrounding quotes removed, and `\n`/`\r` expanded in double quotes only. */
+export function readLikeDotenv(text: string): Map<string, string> {
+  const line = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?$/gm;
+  const vars = new Map<string, string>();
+  for (const m of text.replace(/\r\n?/gm, "\n").matchAll(line)) {
+    const raw = (m[2] ?? "").trim();
+    const unquoted = raw.replace(/^(['"`])([\s\S]*)\1$/gm, "$2");
+    vars.set(m[1]!, raw[0] === '"' ? unquoted.replace(/\\n/g, "\n").replace(/\\r/g, "\r") : unquoted);
+  }
+  return vars;
+}
+
+/** What the containers of a Dokploy compose stack get from its env text: Dokploy reads it with
+ *  dotenv, fills in `${{…}}` (an unknown one fails the deployment), writes each value as
+ *  `KEY="…"` with `\`, `"` and `$` escaped into the .env, and compose reads that file. */
+export function dokployContainerEnv(text: string): Map<string, string> {
+  const written = [...readLikeDotenv(text)].map(([key, value]) => {
+    if (value.includes("${{")) throw new Error(`Dokploy would fail the deployment: ${key} references \${{…}}`);
+    return `${key}="${value.replace(/[\\"$]/g, (c) => `\\${c}`)}"`;
+  });
+  return new Map(parseEnvText(written.join("\n")).map((v) => [v.key, v.value]));
+}
 
 export interface DokployComposeRow {
   composeId: string;

@@ -53,6 +53,8 @@ export interface ProviderRules {
   validationFailed(errors: string[]): Reply;
   /** The operation itself, against the fake's state. */
   handle(ctx: RequestContext, violate: (why: string) => void): Reply | Promise<Reply>;
+  /** The provider's answer to a path the document has, asked with another method. */
+  methodNotAllowed?(path: string, allowed: string[]): Reply;
 }
 
 const specCache = new Map<string, Promise<OpenAPIBackend>>();
@@ -160,9 +162,11 @@ export class SpecFake {
     const oaRequest: OpenApiRequest = { method, path: fullPath, query, headers, body: call.body };
     const operation = api.matchOperation(oaRequest) as Operation | undefined;
     if (!operation?.operationId) {
-      const other = METHODS.some((m) => m !== method && api.matchOperation({ ...oaRequest, method: m }));
-      violate(other ? "method not allowed by the spec" : "no such path in the spec");
-      return other ? { status: 405, body: { message: "Method Not Allowed" } } : { status: 404, body: { message: "Not found." } };
+      const allowed = METHODS.filter((m) => m !== method && api.matchOperation({ ...oaRequest, method: m }));
+      violate(allowed.length ? "method not allowed by the spec" : "no such path in the spec");
+      if (!allowed.length) return { status: 404, body: { message: "Not found." } };
+      const upper = allowed.map((m) => m.toUpperCase());
+      return this.rules.methodNotAllowed?.(fullPath, upper) ?? { status: 405, headers: { allow: upper.join(", ") }, body: { message: "Method Not Allowed" } };
     }
     call.operationId = operation.operationId;
     const params = (api.router.parseRequest(oaRequest, operation).params ?? {}) as Record<string, string>;
