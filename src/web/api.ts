@@ -50,12 +50,22 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(res.status, "HTTP_ERROR", `The server answered ${res.status}`);
 }
 
-async function request(path: string, init?: RequestInit): Promise<Response> {
+/** How long a catalog, validate or generate call may take: they answer in milliseconds, so a
+ *  call still open after this has stalled, and the page says so instead of waiting for ever. */
+export const REQUEST_TIMEOUT_MS = 20_000;
+
+async function request(path: string, init: RequestInit = {}, timeoutMs: number | null = REQUEST_TIMEOUT_MS): Promise<Response> {
   let res: Response;
+  const abort = new AbortController();
+  let timedOut = false;
+  const timer = timeoutMs === null ? undefined : setTimeout(() => { timedOut = true; abort.abort(); }, timeoutMs);
   try {
-    res = await fetch(path, init);
+    res = await fetch(path, { ...init, signal: abort.signal });
   } catch {
+    if (timedOut) throw new ApiError(0, "TIMEOUT", `The stackgen server did not answer within ${timeoutMs! / 1000} s. Is it overloaded, or stuck behind a proxy?`);
     throw new ApiError(0, "NETWORK_ERROR", "Cannot reach the stackgen server. Is it still running?");
+  } finally {
+    clearTimeout(timer);
   }
   if (!res.ok) throw await errorFrom(res);
   return res;
@@ -79,7 +89,8 @@ export async function* deploy(body: object, serverKey?: string): AsyncGenerator<
   const init = jsonPost(body);
   // The stackgen server's own key (X-API-Key): how a page opened from another machine may deploy.
   if (serverKey) init.headers = { ...(init.headers as Record<string, string>), "x-api-key": serverKey };
-  const res = await request("/v1/deploy", init);
+  // No time limit: the answer is a progress stream that lasts as long as the deployment.
+  const res = await request("/v1/deploy", init, null);
   if (!res.body) throw new ApiError(res.status, "HTTP_ERROR", "The server sent no progress stream.");
   yield* readNdjson(res.body);
 }

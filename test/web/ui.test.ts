@@ -375,6 +375,63 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#preview-stale").isVisible()).toBe(true);
   }, TEST_TIMEOUT_MS);
 
+  test("choices changed while the preview is generated: it is marked out of date, and the ZIP is of the new choices", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await page.fill("#opt-projectName", "before-edit");
+    await settled(page);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/v1/generate*", async (route) => { await held; await route.continue(); }, { times: 1 });
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Generating the preview')");
+    await page.fill("#opt-projectName", "after-edit");
+    await page.locator("#svc-n8n").check();
+    release();
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    await settled(page);
+    // The preview shows what was generated (the old choices), and says it is out of date.
+    await page.locator('.file-link[data-path="docker-compose.yml"]').click();
+    expect(await page.locator("#file-content").textContent()).toContain("name: before-edit");
+    expect(await page.locator("#preview-stale").isVisible()).toBe(true);
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#zip-button")]);
+    expect(download.suggestedFilename()).toBe("after-edit.zip");
+    const entries = unzipSync(new Uint8Array(readFileSync((await download.path())!)));
+    expect(strFromU8(entries["after-edit/docker-compose.yml"])).toContain("n8n");
+  }, TEST_TIMEOUT_MS);
+
+  test("a check the server never answers ends in an error that can be retried, not in waiting for ever", async () => {
+    const page = await openPage();
+    expect(await page.textContent("#status-bar")).toBe("Nothing selected yet");
+    await page.clock.install();
+    await page.route("**/v1/validate", () => {}, { times: 1 }); // held, never answered
+    await page.locator("#svc-redis").check();
+    await page.clock.runFor(1_000);
+    await page.waitForSelector("#status-bar:has-text('checking…')");
+    expect(await page.locator("#preview-button").isDisabled()).toBe(true);
+    await page.clock.runFor(20_000);
+    await page.waitForSelector("#recheck-button");
+    expect(await page.locator("#summary-body").textContent()).toContain("did not answer within 20 s");
+    expect(await page.textContent("#status-bar")).toBe("Check failed");
+    await page.click("#recheck-button");
+    await page.clock.runFor(1_000);
+    await page.waitForSelector("#summary-body[aria-busy=false] #validity");
+    expect(await page.textContent("#status-bar")).toStartWith("✓ Valid · 1 service");
+    // The page gave up on the held check: that abort was this test's doing.
+    problems = problems.filter((p) => !p.endsWith("/v1/validate net::ERR_ABORTED"));
+  }, TEST_TIMEOUT_MS);
+
+  test("a platform problem shows on the service's card, and card facts are searchable", async () => {
+    const page = await openPage();
+    await page.locator("#svc-stable-diffusion").check();
+    await page.selectOption("#opt-platform", "linux/arm64");
+    await settled(page);
+    expect(await page.textContent("#svc-stable-diffusion-note")).toContain("Not available for this platform: Stable Diffusion WebUI publishes no image for linux/arm64");
+    await page.fill("#service-search", "gpu");
+    const shown = await page.locator("li.svc:visible").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")));
+    expect(shown).toEqual(expect.arrayContaining(["stable-diffusion", "ollama", "comfyui"]));
+  }, TEST_TIMEOUT_MS);
+
   test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {
     const page = await openPage();
     await context!.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
@@ -487,6 +544,20 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.click("#reveal-button");
     expect(await page.textContent("#file-content")).toBe(exported.files[".env"]);
     expect(await page.locator("#preview-stale").isHidden()).toBe(true);
+    expect(await page.textContent("#files-message")).not.toContain("differed");
+
+    // An export whose files were edited: its secrets are kept, the other files are generated
+    // again (what the ZIP and a deploy use), and the edit is named.
+    const edited = { ...exported, files: { ...exported.files, "docker-compose.yml": `${exported.files["docker-compose.yml"]}  evil:\n    image: busybox\n    privileged: true\n` } };
+    await page.setInputFiles("#import-input", { name: "edited.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(edited)) });
+    await page.waitForSelector("#files-message:has-text('Imported edited.json')");
+    expect(await page.textContent("#files-message")).toContain("Its docker-compose.yml differed from what its choices generate and was not used.");
+    await page.click("#preview button[data-path='docker-compose.yml']");
+    expect(await page.textContent("#file-content")).not.toContain("evil");
+    const [zip] = await Promise.all([page.waitForEvent("download"), page.click("#zip-button")]);
+    const entries = unzipSync(new Uint8Array(readFileSync((await zip.path())!)));
+    expect(strFromU8(entries["kept-secrets/docker-compose.yml"])).not.toContain("evil");
+    expect(strFromU8(entries["kept-secrets/.env"])).toBe(exported.files[".env"]);
   }, TEST_TIMEOUT_MS);
 
   test("deploys to a fake Coolify and shows every step", async () => {

@@ -1,7 +1,7 @@
 // Step 1 and 2: presets, skill packs and the service browser. Built once; later changes only
 // toggle states and notes so keyboard focus is never lost.
 import { h, replaceChildren, byId } from "../dom.ts";
-import { formatMB, plural } from "../explain.ts";
+import { explainConflict, formatMB, plural } from "../explain.ts";
 import { applyPreset, matchesPreset, presetFootprint, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
 import type { CatalogService } from "../api.ts";
 import type { Store } from "../store.ts";
@@ -178,7 +178,11 @@ export function mountServices(store: Store): void {
       const clashes = row.service.conflicts.filter((c) => current.has(c));
       for (const other of current) if (servicesById.get(other)?.conflicts.includes(id) && !clashes.includes(other)) clashes.push(other);
       row.item.classList.toggle("clash", clashes.length > 0 && current.has(id));
-      replaceChildren(row.note, ...noteFor(store, row.service, { explicit, current, included, clashes, requiredBy, packOf }));
+      // Other problems the check found with this service (platform, port, a dependency): on its card
+      // too, where the user looks, not only in the summary far down a phone's page.
+      const problems = (result?.conflicts ?? []).filter((c) => c.code !== "SERVICE_CONFLICT" && c.services.includes(id) && current.has(id));
+      replaceChildren(row.note, ...noteFor(store, row.service, { explicit, current, included, clashes, requiredBy, packOf }),
+        ...problems.flatMap((c) => [" ", h("strong", { class: "warn-text" }, `${explainConflict(c.code).title}: ${c.message}`)]));
     }
     applyFilters();
   };
@@ -207,7 +211,8 @@ function serviceRow(store: Store, service: CatalogService): ServiceRow {
     service.conflicts.length ? h("p", { class: "svc-rel" }, h("span", { class: "label" }, "Conflicts with: "), names(store, service.conflicts)) : null,
     note,
   );
-  const haystack = [service.id, service.name, service.description, service.category, service.image].join(" ").toLowerCase();
+  // The facts shown on the card are searchable too ("gpu", "amd64").
+  const haystack = [service.id, service.name, service.description, service.category, service.image, ...facts].join(" ").toLowerCase();
   return { service, item, box, note, haystack };
 }
 

@@ -8,7 +8,7 @@ import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type Tr
 import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
-import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
+import { mergeEnv } from "../../core/env-merge.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -65,10 +65,10 @@ export function mountFiles(store: Store): void {
     }
   };
 
-  /** Makes `doc` the bundle of the current form: the preview, and what the ZIP, the export and a
-   *  deploy use (store.bundle). */
-  const useBundle = (doc: api.CompleteDocument) => {
-    const key = currentKey();
+  /** Makes `doc` the bundle of the choices `key` (the body it was generated from): the preview,
+   *  and what the ZIP, the export and a deploy use (store.bundle) while the form still has them.
+   *  Choices changed while it was generated leave it marked out of date. */
+  const useBundle = (doc: api.CompleteDocument, key: string) => {
     preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
     store.bundle = { key, doc };
   };
@@ -77,10 +77,12 @@ export function mountFiles(store: Store): void {
   const completeDocument = async (): Promise<api.CompleteDocument> => {
     if (preview?.key === currentKey()) return preview.doc;
     const shown = preview !== undefined;
-    useBundle(await api.generateComplete(generateBody(store.form)));
+    const body = generateBody(store.form);
+    const doc = await api.generateComplete(body);
+    useBundle(doc, JSON.stringify(body));
     // A preview on screen shows what was just downloaded or exported, never an older bundle.
     if (shown) renderPreview();
-    return preview!.doc;
+    return doc;
   };
 
   const renderPreview = () => {
@@ -164,33 +166,46 @@ export function mountFiles(store: Store): void {
     say(`Exported ${fileName}. Import it later to restore these choices.`);
   }));
 
-  importInput.addEventListener("change", async () => {
+  importInput.addEventListener("change", () => {
     const file = importInput.files?.[0];
     if (!file) return;
-    try {
-      const imported: unknown = JSON.parse(await file.text());
-      const input = inputOfDocument(imported);
+    void run(`Importing ${file.name}`, async () => {
+      let imported: unknown;
+      try {
+        imported = JSON.parse(await file.text());
+      } catch {
+        throw new Error(`Could not import ${file.name}: it is not valid JSON.`);
+      } finally {
+        importInput.value = ""; // the same file can be picked again
+      }
+      let input: Record<string, unknown>;
+      try {
+        input = inputOfDocument(imported);
+      } catch (e) {
+        throw new Error(`Could not import ${file.name}: ${(e as Error).message}`);
+      }
       const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
       store.setForm(state);
       const parts = [`Imported ${file.name}: project ${state.projectName}, ${plural(state.services.length, "service")}, ${plural(state.skillPacks.length, "skill pack")}.`];
       if (ignored.length) parts.push(leftOut(ignored).trim());
-      // A complete export carries its bundle: its files (and the secrets its data may have been
-      // written with) become the preview, which the ZIP and a deploy use until a choice changes.
-      // Not when something was left out: the files would no longer match the choices.
+      // A complete export carries the secrets its data may have been written with: its .env is
+      // kept. Every other file is generated again here, as a deploy does, so what the preview, the
+      // ZIP and a deploy hold is what this server makes of its choices, never a file edited in
+      // the export. Not when something was left out: its .env no longer matches the choices.
       const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
       if (bundle) {
-        useBundle({ formatVersion: COMPLETE_FORMAT_VERSION, input: generateBody(state), ...bundle } as unknown as api.CompleteDocument);
+        const body = generateBody(state);
+        const fresh = await api.generateComplete(body);
+        const env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!);
+        useBundle({ ...fresh, files: { ...fresh.files, ".env": env.text } }, JSON.stringify(body));
         renderPreview();
-        syncButtons();
-        parts.push("Its files, with the secrets in its .env, are the preview below: the ZIP and a deploy use them until you change a choice.");
+        const edited = Object.keys(fresh.files).filter((path) => path !== ".env" && path !== "stackgen.json" && bundle.files[path] !== undefined && bundle.files[path] !== fresh.files[path]);
+        parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP and a deploy use them until you change a choice.`);
+        if (edited.length) parts.push(`Its ${edited.join(", ")} differed from what its choices generate and ${edited.length === 1 ? "was" : "were"} not used.`);
       }
       say(parts.join(" "));
-      announce(parts[0]);
-    } catch (e) {
-      say(`Could not import ${file.name}: ${e instanceof SyntaxError ? "it is not valid JSON." : (e as Error).message}`, "error");
-    } finally {
-      importInput.value = ""; // the same file can be picked again
-    }
+      announce(parts[0]!);
+    });
   });
 }
 

@@ -55,6 +55,13 @@ export function mountSummary(store: Store): void {
     }
     const result = store.lastResult();
     if (!result) return;
+    // The last verdict stays until the next one, marked while a check is under way.
+    const checking = store.validation.kind === "checking" ? h("span", { class: "muted" }, " · checking…") : "";
+    if (result.resolvedServices.length === 0) {
+      statusBar.setAttribute("href", "#start");
+      statusBar.replaceChildren("Nothing selected yet", checking);
+      return;
+    }
     const badOptions = Object.keys(fieldErrors(store.form)).length > 0;
     const problems = [result.valid ? "" : plural(result.conflicts.length, "conflict"), badOptions ? "options need fixing" : ""].filter(Boolean).join(", ");
     // The link goes where the fix is.
@@ -62,6 +69,7 @@ export function mountSummary(store: Store): void {
     statusBar.replaceChildren(
       h("span", { class: problems ? "error-text" : "ok-text" }, problems ? `✗ ${problems[0]!.toUpperCase()}${problems.slice(1)}` : "✓ Valid"),
       ` · ${plural(result.resolvedServices.length, "service")} · ${formatMB(result.estimatedMemoryMB)}`,
+      checking,
     );
   };
   store.onValidation(render);
