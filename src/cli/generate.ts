@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
+import { valuesToFill } from "../core/generate/env.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
@@ -101,12 +102,14 @@ export default defineCommand({
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
+    const toFill = valuesToFill(stack.services, plan.find((f) => f.path === ".env")?.content || files[".env"]!);
     const changed = plan.filter((f) => !["unchanged", "keep-edited", "remove", "leave-edited"].includes(f.action)).length;
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       // A .env already there wins over an export's values, changed or not.
       ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
+      ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));

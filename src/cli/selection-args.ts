@@ -10,7 +10,7 @@ export const selectionArgs = {
   "skill-packs": { type: "string", description: "Comma-separated skill pack ids" },
   proxy: { type: "string", description: "caddy, traefik or none" },
   domain: { type: "string", description: "Base domain; services are served at <service>.<domain>" },
-  gpu: { type: "boolean", description: "Add NVIDIA GPU reservations" },
+  gpu: { type: "boolean", description: "Add NVIDIA GPU reservations (--no-gpu: none, also when the preset turns them on)" },
   platform: { type: "string", description: "linux/amd64 or linux/arm64 (default: this machine)" },
   json: { type: "boolean", description: "Print one JSON document on stdout" },
 } as const;

@@ -119,7 +119,7 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
   }
   // An empty stack has one warning, EMPTY_STACK (SPEC): GPU support for nothing needs no toolkit.
   if (selection.gpu && services.length > 0) {
-    warnings.push({ code: "GPU_REQUIRED", message: "GPU support is on: the host needs an NVIDIA GPU and the NVIDIA Container Toolkit.", service: null });
+    warnings.push({ code: "GPU_REQUIRED", message: "GPU support is on: the host needs an NVIDIA GPU and the NVIDIA Container Toolkit (without them, set gpu to false, --no-gpu on the command line).", service: null });
   } else {
     for (const s of services) {
       if (s.gpuRequired) warnings.push({ code: "GPU_REQUIRED", message: `${s.name} needs an NVIDIA GPU; set gpu to true and install the NVIDIA Container Toolkit.`, service: s.id });

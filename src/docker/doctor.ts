@@ -2,7 +2,7 @@
 // out the hard way: engine and compose present, every published host port free (or held by this
 // stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
 // the .env file. Each check is independent, so one missing piece does not hide the others.
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
@@ -11,6 +11,7 @@ import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
 import { FIXED_PORTS } from "../core/resolve.ts";
 import { validateSelection } from "../core/validate.ts";
+import { valuesToFill } from "../core/generate/env.ts";
 import { detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
 import { REPLACES } from "./stack.ts";
@@ -218,6 +219,28 @@ function envCheck(stack: Stack): DoctorCheck {
   return { id, status: "ok", message: ".env present, mode 600" };
 }
 
+/** Values the stack's services do not start (or cannot do their job) without, still empty in
+ *  .env: compose starts them anyway, and they crash-loop or sit idle. */
+function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): DoctorCheck | undefined {
+  const file = join(stack.dir, ".env");
+  if (!config || !existsSync(file)) return undefined;
+  const catalog = getCatalog();
+  let services;
+  try {
+    services = validateSelection(config, catalog).resolvedServices.flatMap((id) => catalog.servicesById.get(id) ?? []);
+  } catch {
+    return undefined; // the memory check already says stackgen.json is not understood
+  }
+  const empty = valuesToFill(services, readFileSync(file, "utf8"));
+  if (!services.some((s) => s.variables?.some((v) => v.beforeStart))) return undefined;
+  if (empty.length === 0) return { id: "values", status: "ok", message: "every value to fill in before the first start is set in .env" };
+  return {
+    id: "values",
+    status: "warn",
+    message: `empty in .env: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}; these services do not start, or cannot do their job, until they are filled in (the bundle's README says where to get each)`,
+  };
+}
+
 /** Containers of the project whose service the compose files no longer name (a service taken out
  *  on regeneration): they run on, hold their ports, and their volumes are not backed up. */
 function orphanCheck(stack: Stack, containers: ContainerSummary[]): DoctorCheck | undefined {
@@ -274,10 +297,12 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
     const runtimes = Object.keys(info?.Runtimes ?? {});
     if (!info) checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs; without the engine it could not be checked that they are available" });
     else if (runtimes.includes("nvidia")) checks.push({ id: "gpu", status: "ok", message: "NVIDIA runtime registered with the engine" });
-    else checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs, but the engine has no nvidia runtime; install the NVIDIA Container Toolkit, or regenerate without --gpu" });
+    else checks.push({ id: "gpu", status: "warn", message: "the stack reserves NVIDIA GPUs, but the engine has no nvidia runtime; install the NVIDIA Container Toolkit, or regenerate with --no-gpu (a preset can turn GPU support on)" });
   }
 
   checks.push(envCheck(stack));
+  const fill = fillCheck(config, stack);
+  if (fill) checks.push(fill);
   const orphans = orphanCheck(stack, containers);
   if (orphans) checks.push(orphans);
   return { project: stack.project, dir: stack.dir, ok: !checks.some((c) => c.status === "fail"), checks };

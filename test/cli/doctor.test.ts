@@ -160,6 +160,29 @@ services:
     }
   });
 
+  test("values a service does not start without, empty in .env, are named by generate and doctor", async () => {
+    const dir = join(tmp, "tofill");
+    const generated = await cli(["generate", "--services", "usesend", "--dir", dir], { env });
+    expect(generated.code).toBe(0);
+    expect(generated.stdout).toMatch(/Fill in before the first start .*USESEND_AWS_ACCESS_KEY \(useSend\)/);
+    const before = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    const check = before.checks.find((c) => c.id === "values")!;
+    expect(check.status).toBe("warn");
+    expect(check.message).toContain("USESEND_AWS_ACCESS_KEY (useSend)");
+    // Filled in: doctor says so, and a regeneration no longer asks.
+    const env2 = (await Bun.file(join(dir, ".env")).text()).replace(/^(USESEND_[A-Z_]+)=.*$/gm, "$1=filled");
+    writeFileSync(join(dir, ".env"), env2, { mode: 0o600 });
+    const after = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(after.checks.find((c) => c.id === "values")!.status).toBe("ok");
+    const again = await cli(["generate", "--services", "usesend", "--dir", dir], { env });
+    expect(again.stdout).not.toContain("Fill in before the first start");
+    // A stack without such values gets no such check.
+    const plain = join(tmp, "plain");
+    expect((await cli(["generate", "--services", "redis", "--dir", plain], { env })).code).toBe(0);
+    const none = JSON.parse((await cli(["doctor", "--dir", plain, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(none.checks.some((c) => c.id === "values")).toBe(false);
+  });
+
   test("a directory that is not a stack is bad input (exit 2)", async () => {
     const r = await cli(["doctor", "--dir", tmp, "--json"], { env });
     expect(r.code).toBe(2);

@@ -1,5 +1,7 @@
 // .env (real values, mode 0600) and .env.example (no secret values), grouped and commented per service.
 import type { EnvVariable, FileMap, GenContext } from "./context.ts";
+import type { CatalogService } from "../../schema/catalog.ts";
+import { parseEnvText } from "../parse-env.ts";
 
 /** Quote a value only when dotenv/compose would otherwise read it differently. */
 export function envValue(value: string): string {
@@ -44,4 +46,11 @@ export function envExampleFile(ctx: GenContext): FileMap {
       "or let `stackgen generate` write .env for you.",
     ]),
   };
+}
+
+/** Variables a service does not start (or cannot do its job) without, still empty in `envText`:
+ *  what the user must fill in before the first start (catalog `beforeStart`). */
+export function valuesToFill(services: readonly CatalogService[], envText: string): { name: string; service: string }[] {
+  const values = new Map(parseEnvText(envText).map((v) => [v.key, v.value]));
+  return services.flatMap((s) => (s.variables ?? []).filter((v) => v.beforeStart && !values.get(v.name)?.trim()).map((v) => ({ name: v.name, service: s.name })));
 }
