@@ -8,6 +8,7 @@ import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { BUN, cli, expectOk, MAIN } from "../support/tools.ts";
+import { renderUpdate } from "../../src/cli/update.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-usage-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -198,5 +199,17 @@ describe("regenerating into an existing bundle", () => {
     expect(jsonError(r.stdout).code).toBe("UNSAFE_PATH");
     expect(readdirSync(dir)).toEqual(["prometheus"]);
     expect(readdirSync(outside)).toEqual([]);
+  });
+});
+
+describe("update's summary", () => {
+  test("a rolled-back update does not say the services were updated", () => {
+    const updated = [{ service: "db", image: "postgres:16", oldDigest: "sha256:aaaaaaaaaaaaaaaa", newDigest: "sha256:bbbbbbbbbbbbbbbb" }];
+    const done = renderUpdate({ updated, unchanged: [], restarted: ["db"] });
+    expect(done).toStartWith("Updated db (postgres:16)");
+    const failed = renderUpdate({ updated, unchanged: [], restarted: ["db"], rolledBack: { services: ["db"], reason: "db unhealthy", recovered: true } });
+    expect(failed).not.toContain("Updated db");
+    expect(failed).toStartWith("Tried db (postgres:16)");
+    expect(failed).toContain("Rolled back db: db unhealthy");
   });
 });

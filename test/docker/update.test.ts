@@ -267,6 +267,9 @@ services:
       expect(out.rolledBack.services).toEqual(["gate"]);
       expect(out.rolledBack.recovered).toBe(true);
       expect(out.rolledBack.reason).toMatch(/gate.*(restart|exited)/);
+      // No backup was made: the user is told the data may have moved on, and where to look.
+      expect(r.stderr).toContain("this update made no backup");
+      expect(r.stderr).toContain("stackgen backup list");
       const gate = await stack.container("gate");
       expect(gate.Image).toBe(oldId);
       expect(gate.State.Running).toBe(true);
