@@ -255,6 +255,8 @@ export interface ListedBackup {
   size: number;
   createdAt: string;
   project?: string;
+  /** What made it, when not `backup create` (restore's safety backups: "pre-restore"). */
+  kind?: string;
   verified: boolean;
   problem?: string;
   volumes?: string[];
@@ -277,7 +279,7 @@ export async function listBackups(dir: string): Promise<ListedBackup[]> {
     const base = { file, name, size: st.size, createdAt: st.mtime.toISOString() };
     try {
       const { manifest } = await verifyBackupFile(file);
-      out.push({ ...base, createdAt: manifest.createdAt, project: manifest.project, verified: true, volumes: manifest.volumes.map((v) => v.name) });
+      out.push({ ...base, createdAt: manifest.createdAt, project: manifest.project, ...(manifest.kind ? { kind: manifest.kind } : {}), verified: true, volumes: manifest.volumes.map((v) => v.name) });
     } catch (e) {
       out.push({ ...base, verified: false, problem: (e as Error).message });
     }
@@ -296,10 +298,13 @@ export interface PrunePlan {
 
 /** Which backups a retention of `keep` removes. Only archives that verify and name this project
  *  are counted and deleted: a damaged or foreign file may be the only copy of something, so it is
- *  left for the user to judge. Safety backups taken by restore count like any other. */
+ *  left for the user to judge. Restore's safety backups are counted apart (the newest `keep` of
+ *  them stay too): otherwise one restore would push the last scheduled backup out. */
 export function planPrune(backups: ListedBackup[], project: string, keep: number): PrunePlan {
   const ours = backups.filter((b) => b.verified && b.project === project); // newest first, as listed
-  return { kept: ours.slice(0, keep), removed: ours.slice(keep), untouched: backups.filter((b) => !ours.includes(b)) };
+  const kinds = [...new Set(ours.map((b) => b.kind ?? ""))];
+  const kept = new Set(kinds.flatMap((kind) => ours.filter((b) => (b.kind ?? "") === kind).slice(0, keep)));
+  return { kept: ours.filter((b) => kept.has(b)), removed: ours.filter((b) => !kept.has(b)), untouched: backups.filter((b) => !ours.includes(b)) };
 }
 
 /** The backup file must be a readable regular file (exit 2 otherwise). */

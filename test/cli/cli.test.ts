@@ -234,8 +234,8 @@ describe("basics", () => {
       ["services --category ai-", ["ai-agents", "ai-platforms", "ai-models"], ["database"]],
       ["services --maturity ", ["stable", "beta", "experimental"], ["myfile.json"]],
       // Each backup subcommand offers its own options only.
-      ["backup list --", ["--dir", "--json"], ["--hot", "--keep", "--yes", "--output"]],
-      ["backup prune --", ["--keep", "--dry-run", "--yes"], ["--hot", "--output"]],
+      ["backup list --", ["--dir", "--json", "--output"], ["--hot", "--keep", "--yes"]],
+      ["backup prune --", ["--keep", "--dry-run", "--yes", "--output"], ["--hot"]],
       ["backup create --", ["--output", "--hot"], ["--keep", "--yes"]],
       ["generate --", ["--no-secrets", "--secrets", "--force"], []],
       // After an option whose value is the user's own text: neither flags nor files.

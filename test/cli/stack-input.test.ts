@@ -178,4 +178,27 @@ describe("backup prune keeps the newest --keep backups of this stack, and nothin
     }
     expect(present()).toEqual(before);
   });
+
+  test("archives written elsewhere (create --output) are listed and pruned with --output; safety backups are counted apart", async () => {
+    const offsite = mkdtempSync(join(tmpdir(), "stackgen-offsite-"));
+    try {
+      const write = (name: string, d: number, kind?: string) =>
+        writeArchive(join(offsite, name), { project: "daily", hot: false, ...(kind ? { kind } : {}), createdAt: day(d), services: [], files: [{ path: "stackgen.json", data: new TextEncoder().encode("{}"), mode: 0o644 }], volumes: [] });
+      await write("daily-a.tar.gz", 10);
+      await write("daily-b.tar.gz", 11);
+      await write("daily-pre-restore-c.tar.gz", 12, "pre-restore");
+      await write("daily-pre-restore-d.tar.gz", 13, "pre-restore");
+      const listed = await cli(["backup", "list", "--dir", dir, "--output", offsite, "--json"], { env });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout).directory).toBe(offsite);
+      expect(JSON.parse(listed.stdout).backups.map((b: { name: string }) => b.name)).toEqual(["daily-pre-restore-d.tar.gz", "daily-pre-restore-c.tar.gz", "daily-b.tar.gz", "daily-a.tar.gz"]);
+      // --keep 1: the newest scheduled backup stays, though two restores were made since.
+      const done = await prune("--keep", "1", "--output", offsite, "--yes");
+      expect(done.code, done.stderr).toBe(0);
+      expect(JSON.parse(done.stdout).kept.map((b: { name: string }) => b.name)).toEqual(["daily-pre-restore-d.tar.gz", "daily-b.tar.gz"]);
+      expect(readdirSync(offsite).sort()).toEqual(["daily-b.tar.gz", "daily-pre-restore-d.tar.gz"]);
+    } finally {
+      rmSync(offsite, { recursive: true, force: true });
+    }
+  });
 });

@@ -3,20 +3,20 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
-import { dirArg, jsonArg } from "../../docker/cli-support.ts";
+import { backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { green, printJson, printText, red } from "../output.ts";
 
 export default defineCommand({
   meta: { name: "list", description: "List the stack's backups, newest first, and check each one (in a directory with no stack yet: the archives in its backups/)" },
-  args: { dir: dirArg, json: jsonArg },
+  args: { dir: dirArg, output: backupFolderArg, json: jsonArg },
   async run({ args }) {
     // On a new machine the directory may hold only backups/ with the archives to restore from.
     const root = resolve(args.dir || ".");
     // A directory that is not there is a mistyped --dir (exit 2), not a stack without backups.
     const stack = isEmptyStackDir(root) && existsSync(root) ? undefined : loadStack(root);
-    const dir = defaultBackupDir(root);
+    const dir = args.output ? resolve(args.output) : defaultBackupDir(root);
     const backups = await listBackups(dir);
     if (args.json) {
       printJson({ directory: dir, backups });

@@ -2,10 +2,11 @@
 // Scheduled `backup create` runs fill a disk; this is their retention. It deletes only archives
 // that verify and belong to this stack, shows what it would do with --dry-run, and asks first.
 import { rmSync } from "node:fs";
+import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import { usageError } from "../../errors.ts";
 import { defaultBackupDir, listBackups, planPrune, type ListedBackup } from "../../docker/backup-ops.ts";
-import { dirArg, jsonArg } from "../../docker/cli-support.ts";
+import { backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -25,8 +26,9 @@ const line = (b: ListedBackup) => `  ${b.createdAt}  ${formatBytes(b.size).padSt
 export default defineCommand({
   meta: { name: "prune", description: "Delete all but the newest --keep backups of the stack (only archives that verify and are this stack's)" },
   args: {
-    keep: { type: "string", description: "How many of the newest backups to keep (1 or more)" },
+    keep: { type: "string", description: "How many of the newest backups to keep (1 or more; restore's safety backups are counted apart)" },
     dir: dirArg,
+    output: backupFolderArg,
     "dry-run": { type: "boolean", description: "Show what would be deleted, delete nothing", default: false },
     yes: { type: "boolean", description: "Do not ask for confirmation", default: false },
     json: jsonArg,
@@ -34,7 +36,7 @@ export default defineCommand({
   async run({ args }) {
     const keep = keepCount(args.keep);
     const stack = loadStack(args.dir);
-    const directory = defaultBackupDir(stack.dir);
+    const directory = args.output ? resolve(args.output) : defaultBackupDir(stack.dir);
     const plan = planPrune(await listBackups(directory), stack.project, keep);
     const dryRun = args["dry-run"];
     if (!dryRun && plan.removed.length > 0) {
