@@ -93,8 +93,18 @@ export function unreachableMessage(display: string, error: Pick<NodeJS.ErrnoExce
   if (error.code === "EACCES" || error.code === "EPERM") {
     return `${SOCKET_FORBIDDEN} ${display}: add your user to the group that owns it (usually docker: sudo usermod -aG docker $USER, then log in again), or run as root.`;
   }
-  return `Cannot reach the Docker engine at ${display} (${error.message}). Is dockerd running?`;
+  return `Cannot reach the Docker engine at ${display} (${UNREACHABLE_REASON[error.code ?? ""] ?? error.message}). Is dockerd running?`;
 }
+
+/** Our words for the common socket errors (the runtime's own add guesses such as "a typo in the url"). */
+const UNREACHABLE_REASON: Record<string, string> = {
+  ENOENT: "no socket there",
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ETIMEDOUT: "timed out",
+  EHOSTUNREACH: "host unreachable",
+  ENOTFOUND: "host name not found",
+};
 
 /** A container `docker compose run` made: not one of the project's services, and `down` leaves it. */
 export const isOneOff = (c: ContainerSummary) => (c.Labels?.["com.docker.compose.oneoff"] ?? "False") === "True";

@@ -687,5 +687,9 @@ describe("engine errors", () => {
   test("a socket this user may not open says how to get access; anything else asks whether dockerd runs", () => {
     expect(unreachableMessage("/var/run/docker.sock", { code: "EACCES", message: "EACCES" })).toContain("sudo usermod -aG docker $USER");
     expect(unreachableMessage("/var/run/docker.sock", { code: "ECONNREFUSED", message: "ECONNREFUSED" })).toEndWith("Is dockerd running?");
+    // The runtime's own guess ("a typo in the url or port?") is not passed on for the common codes.
+    const refused = unreachableMessage("tcp://127.0.0.1:2375", { code: "ECONNREFUSED", message: "Unable to connect. Is the computer able to access the url?" });
+    expect(refused).toBe("Cannot reach the Docker engine at tcp://127.0.0.1:2375 (connection refused). Is dockerd running?");
+    expect(unreachableMessage("/nowhere.sock", { code: "ENOENT", message: "whatever" })).toContain("(no socket there)");
   });
 });

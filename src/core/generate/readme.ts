@@ -69,6 +69,23 @@ overwrite files you edited (use \`--force\` to replace them). Changes of your ow
 more environment) are best kept in \`docker-compose.override.yml\`: \`docker compose\` and every stackgen command
 above load it, and regenerating never writes it. \`stackgen deploy\` sends \`docker-compose.yml\` alone.
 
+Images are pinned to versions, so \`stackgen update\` brings rebuilds of the same tags. To move an app to a
+newer version, read its release notes, then name the new image in \`docker-compose.override.yml\`
+(\`services: {<id>: {image: <image>:<new tag>}}\`) and run \`stackgen update --backup\`; it rolls back if the new
+version does not come up healthy.
+
+Backups and \`.env\` hold every secret of the stack in plain text: keep them off shared drives, and if this
+folder is kept in git, add \`.env\` and \`backups/\` to its \`.gitignore\`.
+
+## When something does not start
+
+\`\`\`sh
+stackgen status                   # which service is down or unhealthy, and its exit code
+docker compose logs --tail 100 <id>
+stackgen doctor                   # ports taken, memory, GPU runtime, empty values in .env
+docker compose up -d <id>         # start it again after a fix
+\`\`\`
+
 ## Skills
 
 The gateway reads the agent skills in \`skills/\` (see \`skills/README.md\`).
