@@ -29,7 +29,9 @@ export class ApiError extends Error {
     const fields = this.details.filter((d) => !repeats(d.message)).map((d) => `${d.field}: ${d.message}`).join("; ");
     const text = fields ? `${this.message} (${fields})` : this.message;
     // The person at this page is often the one who runs the server.
-    return this.code === "RATE_LIMITED" ? `${text} Whoever runs the stackgen server can raise its limits (RATE_LIMIT_STANDARD, RATE_LIMIT_GENERATE) or give you an API key.` : text;
+    return this.code === "RATE_LIMITED"
+      ? `${text} Whoever runs the stackgen server can raise its limits (RATE_LIMIT_STANDARD, RATE_LIMIT_GENERATE) or give you one of its API keys: enter it as the "stackgen server key" in step 5, and every call of this page uses it.`
+      : text;
   }
 }
 
@@ -50,6 +52,11 @@ async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(res.status, "HTTP_ERROR", `The server answered ${res.status}`);
 }
 
+/** The stackgen server's own key (X-API-Key), when the user entered one: kept in memory only, and
+ *  sent on every call (a key has its own, higher limits). */
+let serverKey: string | undefined;
+export const useServerKey = (key: string | undefined) => (serverKey = key || undefined);
+
 /** How long a catalog, validate or generate call may take: they answer in milliseconds, so a
  *  call still open after this has stalled, and the page says so instead of waiting for ever. */
 export const REQUEST_TIMEOUT_MS = 20_000;
@@ -60,7 +67,8 @@ async function request(path: string, init: RequestInit = {}, timeoutMs: number |
   let timedOut = false;
   const timer = timeoutMs === null ? undefined : setTimeout(() => { timedOut = true; abort.abort(); }, timeoutMs);
   try {
-    res = await fetch(path, { ...init, signal: abort.signal });
+    const headers = serverKey ? { ...(init.headers as Record<string, string> | undefined), "x-api-key": serverKey } : init.headers;
+    res = await fetch(path, { ...init, headers, signal: abort.signal });
   } catch {
     if (timedOut) throw new ApiError(0, "TIMEOUT", `The stackgen server did not answer within ${timeoutMs! / 1000} s. Is it overloaded, or stuck behind a proxy?`);
     throw new ApiError(0, "NETWORK_ERROR", "Cannot reach the stackgen server. Is it still running?");
@@ -84,11 +92,10 @@ export const validate = async (body: object): Promise<ValidateResponse> => (awai
 export const generateComplete = async (body: object): Promise<CompleteDocument> =>
   (await request("/v1/generate?format=complete", jsonPost(body))).json();
 
-/** Starts a deployment and yields each NDJSON event as it arrives. */
-export async function* deploy(body: object, serverKey?: string): AsyncGenerator<DeployEvent> {
+/** Starts a deployment and yields each NDJSON event as it arrives. The server key (see
+ *  useServerKey) is how a page opened from another machine may deploy. */
+export async function* deploy(body: object): AsyncGenerator<DeployEvent> {
   const init = jsonPost(body);
-  // The stackgen server's own key (X-API-Key): how a page opened from another machine may deploy.
-  if (serverKey) init.headers = { ...(init.headers as Record<string, string>), "x-api-key": serverKey };
   // No time limit: the answer is a progress stream that lasts as long as the deployment.
   const res = await request("/v1/deploy", init, null);
   if (!res.body) throw new ApiError(res.status, "HTTP_ERROR", "The server sent no progress stream.");

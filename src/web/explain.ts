@@ -62,5 +62,5 @@ export function formatMB(mb: number): string {
 export function leftOut(ignored: readonly string[], shown = 10): string {
   if (ignored.length === 0) return "";
   const more = ignored.length > shown ? ` and ${ignored.length - shown} more` : "";
-  return ` Not in this catalog, left out: ${ignored.slice(0, shown).join(", ")}${more}.`;
+  return ` Not in this catalog or not a choice of this page, left out: ${ignored.slice(0, shown).join(", ")}${more}.`;
 }

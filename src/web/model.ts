@@ -46,13 +46,21 @@ const CORE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const isDomain = (value: string): boolean =>
   value.length <= MAX_DOMAIN_LENGTH && value.split(".").every((label) => DNS_LABEL.test(label)) && !/^[0-9]+$/.test(value.split(".").pop()!);
 
+/** Why `value` is not a domain the API takes, in the words that help fix it. */
+function domainProblem(value: string): string {
+  if (value.length > MAX_DOMAIN_LENGTH) return `At most ${MAX_DOMAIN_LENGTH} characters (this one has ${value.length}), so that <service>.<domain> stays a valid host name.`;
+  if (/[^\x00-\x7f]/.test(value)) return "Write an international name in its ASCII form (xn--…), as DNS does.";
+  if (/^[0-9.]+$/.test(value) || /^\[?[0-9a-f:.]+\]?$/i.test(value) && value.includes(":")) return "An IP address is not a domain: services are served at <service>.<domain>. Leave it empty to use <service>.localhost.";
+  return "Enter a domain name such as example.com (no scheme, no path).";
+}
+
 /** Problems with the free-text fields, keyed by field name; empty when all are fine. */
 export function fieldErrors(state: FormState): Partial<Record<"projectName" | "domain" | "coreVersion", string>> {
   const errors: Partial<Record<"projectName" | "domain" | "coreVersion", string>> = {};
   if (!PROJECT_NAME.test(state.projectName)) {
     errors.projectName = "Use 1 to 63 lowercase letters, digits, - or _, starting with a letter or digit.";
   }
-  if (state.domain !== "" && !isDomain(state.domain)) errors.domain = "Enter a domain name such as example.com (no scheme, no path).";
+  if (state.domain !== "" && !isDomain(state.domain)) errors.domain = domainProblem(state.domain);
   if (!CORE_VERSION.test(state.coreVersion)) errors.coreVersion = "Enter an image tag such as latest or 2026.1.0.";
   return errors;
 }
@@ -171,15 +179,22 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
     else if (!state.skillPacks.includes(id)) state.skillPacks.push(id);
   }
   if (typeof input.projectName === "string") state.projectName = input.projectName;
+  // A value the page has no choice for is named as left out, not dropped in silence.
+  const unknown = (name: string, value: unknown) => value !== undefined && ignored.push(`${name} ${typeof value === "string" ? value : JSON.stringify(value)}`);
   if (input.proxy === "caddy" || input.proxy === "traefik") state.proxy = input.proxy;
-  else if (input.proxy === "none" || input.proxy === null) state.proxy = "";
+  else if (input.proxy === "none" || input.proxy === null || input.proxy === "") state.proxy = "";
+  else unknown("proxy", input.proxy);
   if (typeof input.domain === "string") state.domain = input.domain;
   if (typeof input.gpu === "boolean") state.gpu = input.gpu;
+  else unknown("gpu", input.gpu);
   state.platform = input.platform === "linux/amd64" || input.platform === "linux/arm64" ? input.platform : "";
+  if (!state.platform && input.platform !== "" && input.platform !== null) unknown("platform", input.platform);
   const deployment = input.deployment ?? input.deploymentType;
   if (deployment === "bare-metal") state.deployment = "bare-metal";
   else if (deployment === "docker" || deployment === "local") state.deployment = "docker";
+  else unknown("deployment", deployment);
   if (typeof input.generateSecrets === "boolean") state.generateSecrets = input.generateSecrets;
+  else unknown("generateSecrets", input.generateSecrets);
   if (typeof input.coreVersion === "string") state.coreVersion = input.coreVersion;
   return { state, ignored: [...new Set(ignored)] };
 }
@@ -227,7 +242,8 @@ export function inputOfLink(search: string): Record<string, unknown> | undefined
   }
   for (const name of FLAG_PARAMS) {
     const value = params.get(name);
-    if (value === "true" || value === "false") input[name] = value === "true";
+    // Anything but true or false goes on as text, to be named as left out.
+    if (value !== null) input[name] = value === "true" ? true : value === "false" ? false : value;
   }
   return Object.keys(input).length ? input : undefined;
 }

@@ -100,13 +100,23 @@ describe("form model", () => {
 
   test("a hand-written or hostile link fills text fields as text, drops unknown ids and odd flags", () => {
     const known = { services: new Set(byId.keys()), packs: new Set(["devops"]), presets: new Map([["devops", preset]]) };
-    const input = inputOfLink(`?preset=devops&services=app,,%3Cscript%3E,../etc&domain=${encodeURIComponent("x.com\nname: evil")}&gpu=maybe&generateSecrets=0`)!;
-    expect(input).toEqual({ preset: "devops", services: ["app", "<script>", "../etc"], domain: "x.com\nname: evil" });
+    const input = inputOfLink(`?preset=devops&services=app,,%3Cscript%3E,../etc&domain=${encodeURIComponent("x.com\nname: evil")}&gpu=maybe&generateSecrets=0&proxy=evil&platform=linux/s390x`)!;
+    expect(input).toEqual({ preset: "devops", services: ["app", "<script>", "../etc"], domain: "x.com\nname: evil", gpu: "maybe", generateSecrets: "0", proxy: "evil", platform: "linux/s390x" });
     const { state, ignored } = stateFromInput(input, known, initialState());
-    expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops"], presetId: "devops", gpu: false, generateSecrets: true });
-    expect(ignored).toEqual(["<script>", "../etc"]);
+    expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops"], presetId: "devops", gpu: false, generateSecrets: true, proxy: "caddy", platform: "" });
+    // Odd values are named as left out, as unknown ids are, never dropped in silence.
+    expect(ignored).toEqual(["<script>", "../etc", "proxy evil", "gpu maybe", "platform linux/s390x", "generateSecrets 0"]);
     // The form refuses the domain before anything is generated.
     expect(fieldErrors(state).domain).toBeDefined();
+  });
+
+  test("a domain the API would refuse gets the reason that helps fix it", () => {
+    const domainError = (domain: string) => fieldErrors({ ...initialState(), domain }).domain;
+    expect(domainError(`${"a".repeat(60)}.`.repeat(4) + "com")).toContain("At most 200 characters (this one has 247)");
+    expect(domainError("例え.jp")).toContain("ASCII form (xn--");
+    expect(domainError("xn--r8jz45g.jp")).toBeUndefined();
+    expect(domainError("192.168.1.10")).toContain("An IP address is not a domain");
+    expect(domainError("https://example.com/")).toContain("no scheme, no path");
   });
 
   test("complete documents, a bundle's stackgen.json and plain inputs are imported; nothing else", () => {
@@ -138,7 +148,7 @@ describe("import and selection (found by an audit of the page)", () => {
     const { ignored } = stateFromInput({ services: Array.from({ length: 5000 }, () => "a") }, known, initialState());
     expect(ignored).toEqual(["a"]);
     const many = Array.from({ length: 25 }, (_, i) => `x${i}`);
-    expect(leftOut(many)).toBe(` Not in this catalog, left out: ${many.slice(0, 10).join(", ")} and 15 more.`);
+    expect(leftOut(many)).toBe(` Not in this catalog or not a choice of this page, left out: ${many.slice(0, 10).join(", ")} and 15 more.`);
     expect(leftOut([])).toBe("");
   });
 

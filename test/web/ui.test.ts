@@ -68,7 +68,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
   });
 
   /** A fresh context (own storage) and a loaded page, with every problem recorded. */
-  async function openPage(viewport = WIDE): Promise<Page> {
+  async function openPage(viewport = WIDE, origin = base): Promise<Page> {
     context = await browser.newContext({ viewport, acceptDownloads: true });
     const page = await context.newPage();
     page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
@@ -83,9 +83,9 @@ describe.skipIf(!haveChromium)("web UI", () => {
     page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`); });
     page.on("request", (r) => {
       const url = r.url();
-      if (!url.startsWith(base) && !url.startsWith("data:") && !url.startsWith("blob:")) problems.push(`request off the server: ${url}`);
+      if (!url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:")) problems.push(`request off the server: ${url}`);
     });
-    await page.goto(base + "/");
+    await page.goto(origin + "/");
     await page.waitForSelector("body[data-ready=true]");
     await settled(page);
     return page;
@@ -430,6 +430,29 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.fill("#service-search", "gpu");
     const shown = await page.locator("li.svc:visible").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")));
     expect(shown).toEqual(expect.arrayContaining(["stable-diffusion", "ollama", "comfyui"]));
+  }, TEST_TIMEOUT_MS);
+
+  test("a server key entered under Deploy goes with every call, with the key's own limits", async () => {
+    const key = "ui-test-server-key-0001";
+    const guardConfig = readGuardConfig({ ...process.env, RATE_LIMIT_GENERATE: "1", RATE_LIMIT_STANDARD: "10000", API_KEYS: key, LOG_LEVEL: "error" });
+    const keyed = startServers({ port: 0, uiPort: 0, uiAnyPort: true, host: "127.0.0.1", guardConfig });
+    cleanups.push(() => keyed.stop());
+    const page = await openPage(WIDE, `http://127.0.0.1:${keyed.ui!.port}`);
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    // The anonymous limit (1 generation) is used up: the message says where a key goes.
+    await page.fill("#opt-projectName", "second-try");
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message[role=alert]");
+    expect(await page.textContent("#files-message")).toContain('enter it as the "stackgen server key" in step 5');
+    await page.fill("#deploy-server-key", key);
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    await page.locator('.file-link[data-path="docker-compose.yml"]').click();
+    expect(await page.locator("#file-content").textContent()).toContain("name: second-try");
+    problems = problems.filter((p) => !p.startsWith("HTTP 429") && !p.includes("status of 429"));
   }, TEST_TIMEOUT_MS);
 
   test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {

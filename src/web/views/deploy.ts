@@ -22,6 +22,7 @@ export function mountDeploy(store: Store): void {
   const update = byId<HTMLInputElement>("deploy-update");
   const destination = byId<HTMLInputElement>("deploy-destination");
   const serverKey = byId<HTMLInputElement>("deploy-server-key");
+  serverKey.addEventListener("input", () => api.useServerKey(serverKey.value.trim()));
   // From another machine the server refuses a deploy without its key (unless ALLOW_REMOTE_DEPLOY):
   // said before the form is filled in, not after.
   if (!isLoopbackHost(location.hostname)) {
@@ -90,7 +91,7 @@ export function mountDeploy(store: Store): void {
       const shown = store.bundle?.key === JSON.stringify(input) ? store.bundle.doc : undefined;
       const what = shown ? { complete: { input, files: { ".env": shown.files[".env"] } } } : { input };
       const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
-      for await (const event of api.deploy(request, serverKey.value.trim() || undefined)) {
+      for await (const event of api.deploy(request)) {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {
           finished = true;
