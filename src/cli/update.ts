@@ -13,7 +13,7 @@ export function renderUpdate(r: UpdateResult): string {
   const lines: string[] = [];
   // Rolled back: the new images ran and failed, the services are on the old ones again.
   const verb = r.dryRun ? "Would update" : r.rolledBack ? "Tried" : "Updated";
-  for (const u of r.updated) lines.push(`${verb} ${u.service} (${u.image}): ${short(u.oldDigest)} -> ${short(u.newDigest)}`);
+  for (const u of r.updated) lines.push(`${verb} ${u.service} (${u.oldImage ? `${u.oldImage} -> ${u.image}` : u.image}): ${short(u.oldDigest)} -> ${short(u.newDigest)}`);
   for (const f of r.failed ?? []) lines.push(`Could not check ${f.service} (${f.image}): ${f.error}`);
   if (r.unchanged.length > 0) lines.push(`Unchanged: ${r.unchanged.join(", ")}`);
   lines.push(r.restarted.length > 0 ? `${r.dryRun ? "Would restart" : "Restarted"}: ${r.restarted.join(", ")}` : "Nothing to restart");
@@ -54,7 +54,8 @@ export default defineCommand({
         `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.` +
           (result.backup
             ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the state before the update.`
-            : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first."),
+            : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.") +
+          (r.stillNamed ?? []).map((n) => ` Your compose files still name ${n.image} for ${n.service}, which now runs ${n.restored}: put that back (docker-compose.override.yml, if you set it there), or the next \`docker compose up\` starts the failed version.`).join(""),
       );
       process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {

@@ -60,6 +60,11 @@ export class Compose {
     return new Compose(await detectCompose(), stack);
   }
 
+  /** The same stack with `file` (holding `document`) given to compose after its own files. */
+  withFile(file: string, document: Record<string, unknown>): Compose {
+    return new Compose(this.cli, { ...this.stack, composeFiles: [...this.stack.composeFiles, file], documents: [...this.stack.documents, document] });
+  }
+
   private baseArgs(): string[] {
     const args = [...this.cli.argv, "--project-name", this.stack.project];
     for (const file of this.stack.composeFiles) args.push("--file", file);

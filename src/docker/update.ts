@@ -1,5 +1,9 @@
 // `stackgen update`: pull every image first, then stop and start layer by layer in dependency
 // order, waiting for health; on failure put the previous images back and start them again.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import YAML from "yaml";
 import { failure, interruptedError } from "../errors.ts";
 import { createBackup, oversizedConfig } from "./backup-ops.ts";
 import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
@@ -12,6 +16,8 @@ import type { Stack } from "./stack.ts";
 export interface UpdatedImage {
   service: string;
   image: string;
+  /** The image the container ran under another name (the compose files now name a new tag). */
+  oldImage?: string;
   oldDigest: string;
   newDigest: string;
 }
@@ -24,7 +30,14 @@ export interface UpdateResult {
   failed?: { service: string; image: string; error: string }[];
   /** The backup taken with the stack stopped, right before the new images started (--backup). */
   backup?: string;
-  rolledBack?: { services: string[]; reason: string; recovered: boolean };
+  rolledBack?: {
+    services: string[];
+    reason: string;
+    recovered: boolean;
+    /** Services whose compose files now name another image than the one put back: they still
+     *  name the failed one, which the next `docker compose up` starts. */
+    stillNamed?: { service: string; image: string; restored: string }[];
+  };
 }
 
 const sameRepo = (a: string, b: string) => {
@@ -40,6 +53,13 @@ export function digestOf(image: ImageInspect | undefined, ref: string): string {
   const match = digests.find((d) => sameRepo(d.split("@")[0], ref)) ?? digests[0];
   return match ? match.slice(match.indexOf("@") + 1) : image.Id;
 }
+
+/** Whether two references name the same image (`redis` is `docker.io/library/redis:latest`). */
+const sameRef = (a: string, b: string) => {
+  const x = parseImageRef(a);
+  const y = parseImageRef(b);
+  return x.registry === y.registry && x.repository === y.repository && x.tag === y.tag && x.digest === y.digest;
+};
 
 /** "repo:tag" split for re-tagging; undefined for digest-pinned references. */
 export function splitTag(ref: string): { repo: string; tag: string } | undefined {
@@ -58,6 +78,9 @@ interface ServiceImage {
   current?: ImageInspect;
   /** Without a container: the image its tag named before the pull (a change is a moved tag). */
   localId?: string;
+  /** The reference the container was created from, when the compose files now name another (a
+   *  new tag set in the override file): its own tag is not the one to put back on a rollback. */
+  ranImage?: string;
 }
 
 /** The image a service ran (or its tag named) before the update: what a rollback puts back. */
@@ -86,7 +109,12 @@ async function currentImages(engine: Engine, containers: ContainerSummary[], mod
     const container = containers.find((c) => c.Labels["com.docker.compose.service"] === svc.name);
     const currentId = container ? container.ImageID : "";
     const localId = currentId ? undefined : (await engine.inspectImage(svc.image))?.Id;
-    out.push({ service: svc.name, image: svc.image, currentId, current: currentId ? await engine.inspectImage(currentId) : undefined, ...(localId ? { localId } : {}) });
+    // The list names an image by id once its tag moved on: the container's own record keeps the reference.
+    const ranImage = container ? (await engine.inspectContainer(container.Id)).Config.Image : undefined;
+    out.push({
+      service: svc.name, image: svc.image, currentId, current: currentId ? await engine.inspectImage(currentId) : undefined,
+      ...(localId ? { localId } : {}), ...(ranImage && !sameRef(ranImage, svc.image) ? { ranImage } : {}),
+    });
   }
   return out;
 }
@@ -124,9 +152,9 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
       (result.failed ??= []).push({ service: s.service, image: s.image, error: (e as Error).message });
       continue;
     }
-    const oldDigest = s.current ? digestOf(s.current, s.image) : digestOf(await engine.inspectImage(s.image), s.image);
-    if (oldDigest === newDigest) result.unchanged.push(s.service);
-    else result.updated.push({ service: s.service, image: s.image, oldDigest, newDigest });
+    const oldDigest = s.current ? digestOf(s.current, s.ranImage ?? s.image) : digestOf(await engine.inspectImage(s.image), s.image);
+    if (oldDigest === newDigest && !s.ranImage) result.unchanged.push(s.service);
+    else result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest, newDigest });
   }
   // The running services restart, as the real update does, when one of them changes.
   const running = servicesToStart(containers, model);
@@ -136,11 +164,14 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
 }
 
 const rollbackRepo = (project: string) => `stackgen-rollback/${project}`;
+const rollbackTag = (project: string, service: string) => `${rollbackRepo(project)}:${service}`;
 
 /** Point each service's image tag at the image its container ran before the update (or, for a
- *  service without a container, the image its tag named before the pull). */
+ *  service without a container, the image its tag named before the pull). Not a tag the compose
+ *  files name anew: it never named the old image, and stays what the registry serves. */
 async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
   for (const s of services) {
+    if (s.ranImage) continue;
     const tag = splitTag(s.image);
     const before = imageBefore(s);
     if (before && tag && (await engine.inspectImage(s.image))?.Id !== before) await engine.tagImage(before, tag.repo, tag.tag);
@@ -180,8 +211,12 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
 
   // Keep the images in use reachable under a tag of ours while pulls move the real tags.
   for (const s of before) if (imageBefore(s)) await engine.tagImage(imageBefore(s)!, rollbackRepo(stack.project), s.service);
-  const dropRollbackTags = async () => {
-    for (const s of before) if (imageBefore(s)) await engine.removeImage(`${rollbackRepo(stack.project)}:${s.service}`);
+  const keptRollbackTags = new Set<string>();
+  const dropRollbackTags = async (keep: ReadonlySet<string>) => {
+    for (const s of before) {
+      const tag = rollbackTag(stack.project, s.service);
+      if (imageBefore(s) && !keep.has(tag)) await engine.removeImage(tag);
+    }
   };
 
   try {
@@ -214,10 +249,11 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     for (const s of before) {
       const now = await engine.inspectImage(s.image);
       if (!now) throw failure("PULL_FAILED", `Image ${s.image} is not present after the pull.`);
-      if (now.Id === imageBefore(s)) result.unchanged.push(s.service);
+      // A new name counts as a change even for the same image: the container is made again under it.
+      if (now.Id === imageBefore(s) && !s.ranImage) result.unchanged.push(s.service);
       else {
         changed.push(s);
-        result.updated.push({ service: s.service, image: s.image, oldDigest: digestOf(s.current, s.image), newDigest: digestOf(now, s.image) });
+        result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest: digestOf(s.current, s.ranImage ?? s.image), newDigest: digestOf(now, s.image) });
       }
     }
     result.unchanged.sort();
@@ -232,6 +268,21 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     }
     if (stopped.length) opts.progress(`Leaving ${stopped.join(", ")} stopped, as before the update`);
 
+    /** Start the stopped stack again on the images it ran: tags put back, and a service whose
+     *  compose files name a new tag started on the reference it ran under, given to compose in
+     *  a file of our own on top of the user's (their files are left as they are). */
+    const startOnPrevious = async () => {
+      await retag(engine, changed);
+      const restored = new Map<string, string>();
+      for (const c of changed.filter((c) => c.ranImage && imageBefore(c))) {
+        const name = await nameOfImageBefore(engine, stack.project, c);
+        if (name === rollbackTag(stack.project, c.service)) keptRollbackTags.add(name);
+        restored.set(c.service, name);
+      }
+      const again = await withImagesNamed(compose, restored, (previous) => startInOrder(engine, stack, previous, layers, opts));
+      return { again, restored };
+    };
+
     // 3. Stop all, start layer by layer, wait for health. Interrupted before that: nothing stops.
     if (opts.signal?.aborted) {
       await retag(engine, changed);
@@ -245,8 +296,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");
-        await retag(engine, changed);
-        const again = await startInOrder(engine, stack, compose, layers, opts);
+        const { again } = await startOnPrevious();
         if (opts.signal?.aborted) throw interruptedError(`Interrupted before the new images started; the stack was started again on its previous images${again ? `, but is not healthy: ${again}` : ""}.`);
         throw failure(
           "BACKUP_FAILED",
@@ -259,19 +309,40 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     result.restarted = order;
     if (!problem) return result;
 
-    // 4. Roll back: previous images under their original tags, then the same ordered start.
+    // 4. Roll back: the previous images, then the same ordered start.
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
-    await retag(engine, changed);
     await compose.stop();
-    const again = await startInOrder(engine, stack, compose, layers, opts);
+    const { again, restored } = await startOnPrevious();
     result.rolledBack = {
       services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,
       recovered: again === undefined,
+      ...(restored.size ? { stillNamed: [...restored].map(([service, name]) => ({ service, image: changed.find((c) => c.service === service)!.image, restored: name })) } : {}),
     };
     if (again) opts.progress(`After the rollback the stack is still not healthy: ${again}`);
     return result;
   } finally {
-    await dropRollbackTags();
+    await dropRollbackTags(keptRollbackTags);
+  }
+}
+
+/** The reference a renamed service starts on in a rollback: the one it ran under, while it still
+ *  names that image; else our own rollback tag, which is then kept (the container needs a name). */
+async function nameOfImageBefore(engine: Engine, project: string, s: ServiceImage): Promise<string> {
+  return (await engine.inspectImage(s.ranImage!))?.Id === imageBefore(s) ? s.ranImage! : rollbackTag(project, s.service);
+}
+
+/** Run `work` with compose given, on top of the stack's files, one that sets these services'
+ *  images (none: the stack's own compose). The file is removed afterwards. */
+async function withImagesNamed<T>(compose: Compose, images: ReadonlyMap<string, string>, work: (compose: Compose) => Promise<T>): Promise<T> {
+  if (images.size === 0) return work(compose);
+  const dir = mkdtempSync(join(tmpdir(), "stackgen-rollback-"));
+  try {
+    const file = join(dir, "rollback.compose.yml");
+    const services = Object.fromEntries([...images].map(([service, image]) => [service, { image }]));
+    writeFileSync(file, YAML.stringify({ services }));
+    return await work(compose.withFile(file, { services }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -462,3 +462,64 @@ services:
     120_000,
   );
 });
+
+describe("update to a new tag named in the override file", () => {
+  const stack = TestStack.unique("ut");
+  const v1 = stack.ref("app", "1");
+  const v2 = stack.ref("app", "2");
+  const v3 = stack.ref("app", "3");
+  const override = (ref: string) => `services:\n  app:\n    image: ${ref}\n`;
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(v1, ["RUN echo app-v1 > /version && touch /ok"]);
+    await stack.publish(v2, ["RUN echo app-v2 > /version && touch /ok"]);
+    await stack.publish(v3, ["RUN echo app-v3 > /version"]); // no /ok: never healthy
+    // Only v1 is here; the new tags come from the registry, as after a release.
+    await docker("rmi", v2, v3);
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  app:
+    image: ${v1}
+    init: true
+    command: ["sleep", "3600"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+`);
+    await stack.up();
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "a healthy new tag is taken; a failing one is rolled back to the old tag, leaving the new tag as the registry serves it, and the user is told what their files still name",
+    async () => {
+      stack.write("docker-compose.override.yml", override(v2));
+      const dry = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dry.updated).toEqual([expect.objectContaining({ service: "app", image: v2, oldImage: v1 })]);
+      const up = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(up.code, up.stderr).toBe(0);
+      expect(JSON.parse(up.stdout).updated[0]).toMatchObject({ service: "app", image: v2, oldImage: v1 });
+      expect((await stack.exec("app", "cat", "/version")).trim()).toBe("app-v2");
+      const v2Id = await stack.imageId(v2);
+
+      stack.write("docker-compose.override.yml", override(v3));
+      const failed = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "30"]);
+      expect(failed.code).toBe(1);
+      const out = JSON.parse(failed.stdout);
+      expect(out.rolledBack).toMatchObject({ services: ["app"], recovered: true, stillNamed: [{ service: "app", image: v3, restored: v2 }] });
+      expect(failed.stderr).toContain(`Your compose files still name ${v3} for app, which now runs ${v2}`);
+      // The old version runs under its own name; the new tag is still the registry's broken image.
+      const app = await stack.container("app");
+      expect(app.Config.Image).toBe(v2);
+      expect(app.Image).toBe(v2Id);
+      expect((await stack.exec("app", "cat", "/version")).trim()).toBe("app-v2");
+      expect(await stack.imageId(v3)).not.toBe(v2Id);
+      expect(await stack.imageId(v2)).toBe(v2Id);
+      // Put back as told: nothing to pull, but the service is made again under the name the files give.
+      stack.write("docker-compose.override.yml", override(v2));
+      const back = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(back.code, back.stderr).toBe(0);
+      expect((await stack.container("app")).Config.Image).toBe(v2);
+    },
+    240_000,
+  );
+});
