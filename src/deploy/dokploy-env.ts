@@ -33,21 +33,30 @@ export function dokployEntries(text: string): Map<string, DotenvEntry> {
 
 /** `value` written so the dotenv package reads it back exactly: bare when it can be, else in the
  *  first quote it does not contain (double quotes last: there `\n` would become a line break);
- *  null when no form reads back. */
+ *  null when no form reads back. Never quoted when it ends in a backslash: read alone that works,
+ *  but in a text the backslash and the closing quote run on to the next quote that ends a line. */
 export function dokployValue(value: string): string | null {
-  const forms = [value, `'${value}'`, `\`${value}\``, `"${value}"`];
+  const forms = value.endsWith("\\") ? [value] : [value, `'${value}'`, `\`${value}\``, `"${value}"`];
   return forms.find((form) => dokployEntries(`K=${form}\n`).get("K")?.value === value) ?? null;
 }
 
-/** Values Dokploy would fail the deployment over, named with why: a `${{` (its own references,
- *  an unknown one is an error) or a value the dotenv package cannot read back in any quoting. */
-export function dokployEnvProblems(vars: readonly EnvVar[]): string[] {
+/** What Dokploy would fail the deployment over, or read differently from compose, each a line
+ *  naming the variables: a `${{` (its own references; an unknown one is an error), a value no
+ *  quoting carries through its dotenv reader, a text that reads differently as a whole. */
+export function dokployEnvProblems(composeText: string, vars: readonly EnvVar[]): string[] {
   const refs = vars.filter((v) => v.value.includes("${{")).map((v) => v.key);
   const unquotable = vars.filter((v) => !v.value.includes("${{") && dokployValue(v.value) === null).map((v) => v.key);
-  return [
+  const problems = [
     ...(refs.length ? [`Dokploy reads \${{…}} in a value as a reference to its own variables and fails the deployment on one it does not know: ${refs.join(", ")}`] : []),
-    ...(unquotable.length ? [`Dokploy's env reader cannot take a value holding ', " and \` (or a literal \\n) at once: ${unquotable.join(", ")}`] : []),
+    ...(unquotable.length ? [`Dokploy's env reader cannot take these values in any quoting (all of ', " and \`, or a # or spaces with a backslash at the end): ${unquotable.join(", ")}`] : []),
   ];
+  if (problems.length) return problems;
+  try {
+    dokployEnvText(composeText);
+    return [];
+  } catch (e) {
+    return [(e as Error).message];
+  }
 }
 
 /** Whether Dokploy reads every variable of `text` as compose does (the text can go as written). */

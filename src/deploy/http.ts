@@ -9,6 +9,7 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export function retryAfterSeconds(header: string | null, now = Date.now()): number | undefined {
   if (!header) return undefined;
   if (/^\s*\d+\s*$/.test(header)) return Number(header);
+  if (!/[a-z]/i.test(header)) return undefined; // "1.5", "-1": neither form
   const at = Date.parse(header);
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }

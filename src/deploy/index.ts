@@ -111,7 +111,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   };
   const problem = projectNameProblem(provider.name, target.projectName);
   if (problem) throw usageError(problem);
-  const envProblems = provider.checkEnv?.(target.envVars) ?? [];
+  const envProblems = provider.checkEnv?.(target.envText, target.envVars) ?? [];
   if (envProblems.length) throw usageError(`${envProblems.join("; ")}. Change ${envProblems.length === 1 ? "it" : "them"} in .env and deploy again.`);
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
@@ -167,7 +167,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
 
 /** What to do after a platform limited the call rate: wait as long as its Retry-After asked. */
 function rateLimitHint(label: string, seconds: number | undefined): string {
-  const wait = seconds === undefined ? "a minute" : seconds < 120 ? `${Math.max(seconds, 1)} second${seconds === 1 ? "" : "s"}` : `${Math.ceil(seconds / 60)} minutes`;
+  const wait = seconds === undefined ? "a minute" : seconds <= 1 ? "a second" : seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
   return `${label} limits how fast its API may be called: wait ${wait}${seconds === undefined ? "" : " (its Retry-After)"} and run again with --update.`;
 }
 

@@ -94,7 +94,7 @@ export interface DeployProvider {
   /** A project name the platform would refuse (checked before any call): a one-line problem, or null. */
   checkProjectName?(name: string): string | null;
   /** Values of the .env the platform would fail over (checked before any call), each problem a line. */
-  checkEnv?(vars: readonly EnvVar[]): string[];
+  checkEnv?(envText: string, vars: readonly EnvVar[]): string[];
   /** What to check after the platform refused a call (`status`, its message `detail`), or
    *  undefined: the fixed error text (SPEC §7) says only the status. */
   hintFor?(status: number, detail: string): string | undefined;

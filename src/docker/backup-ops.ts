@@ -298,8 +298,9 @@ export interface PrunePlan {
 
 /** Which backups a retention of `keep` removes. Only archives that verify and name this project
  *  are counted and deleted: a damaged or foreign file may be the only copy of something, so it is
- *  left for the user to judge. Restore's safety backups are counted apart (the newest `keep` of
- *  them stay too): otherwise one restore would push the last scheduled backup out. */
+ *  left for the user to judge. Safety backups (restore's, update --backup's) are counted apart,
+ *  per kind (the newest `keep` of each stay too): otherwise one restore would push the last
+ *  scheduled backup out. */
 export function planPrune(backups: ListedBackup[], project: string, keep: number): PrunePlan {
   const ours = backups.filter((b) => b.verified && b.project === project); // newest first, as listed
   const kinds = [...new Set(ours.map((b) => b.kind ?? ""))];

@@ -75,7 +75,14 @@ async function request(path: string, init: RequestInit = {}, timeoutMs: number |
   } finally {
     clearTimeout(timer);
   }
-  if (!res.ok) throw await errorFrom(res);
+  if (!res.ok) {
+    const error = await errorFrom(res);
+    // The server refuses every call that carries a key it does not know, not only a deploy.
+    if (res.status === 401 && serverKey) {
+      throw new ApiError(401, error.code, `${error.message} The "stackgen server key" entered in step 5 is not one of this server's keys: correct it, or empty the field.`, error.details);
+    }
+    throw error;
+  }
   return res;
 }
 

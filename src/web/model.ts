@@ -50,7 +50,8 @@ export const isDomain = (value: string): boolean =>
 function domainProblem(value: string): string {
   if (value.length > MAX_DOMAIN_LENGTH) return `At most ${MAX_DOMAIN_LENGTH} characters (this one has ${value.length}), so that <service>.<domain> stays a valid host name.`;
   if (/[^\x00-\x7f]/.test(value)) return "Write an international name in its ASCII form (xn--…), as DNS does.";
-  if (/^[0-9.]+$/.test(value) || /^\[?[0-9a-f:.]+\]?$/i.test(value) && value.includes(":")) return "An IP address is not a domain: services are served at <service>.<domain>. Leave it empty to use <service>.localhost.";
+  if (/^[^/]*[^:]:\d+$/.test(value) && !/^\[?[0-9a-f]*:[0-9a-f]*:/i.test(value)) return "Leave out the port: the proxy serves <service>.<domain> on 80 and 443.";
+  if (/^[0-9.]+$/.test(value) || /^\[?[0-9a-f]*:[0-9a-f]*:[0-9a-f:.]*\]?$/i.test(value)) return "An IP address is not a domain: services are served at <service>.<domain>. Leave it empty to use <service>.localhost.";
   return "Enter a domain name such as example.com (no scheme, no path).";
 }
 

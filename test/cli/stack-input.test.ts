@@ -197,6 +197,10 @@ describe("backup prune keeps the newest --keep backups of this stack, and nothin
       expect(done.code, done.stderr).toBe(0);
       expect(JSON.parse(done.stdout).kept.map((b: { name: string }) => b.name)).toEqual(["daily-pre-restore-d.tar.gz", "daily-b.tar.gz"]);
       expect(readdirSync(offsite).sort()).toEqual(["daily-b.tar.gz", "daily-pre-restore-d.tar.gz"]);
+      expect(JSON.parse(done.stdout).kept[0].kind).toBe("pre-restore");
+      const text = await cli(["backup", "prune", "--keep", "1", "--output", offsite, "--dir", dir], { env });
+      expect(text.stdout).toContain("keeping the newest 1 of each kind (backups, and each kind of safety backup)");
+      expect(text.stdout).not.toContain("keeping up to");
     } finally {
       rmSync(offsite, { recursive: true, force: true });
     }

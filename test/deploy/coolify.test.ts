@@ -126,7 +126,7 @@ describe("Coolify deployer against a spec-validating fake", () => {
   });
 
   test("a 429 says how long Coolify asked to wait", async () => {
-    for (const [header, wait] of [["30", "wait 30 seconds (its Retry-After)"], [new Date(Date.now() + 300_000).toUTCString(), "wait 5 minutes"], [undefined, "wait a minute and"]] as const) {
+    for (const [header, wait] of [["30", "wait 30 seconds (its Retry-After)"], [new Date(Date.now() + 300_000).toUTCString(), "wait 5 minutes"], [undefined, "wait a minute and"], ["0", "wait a second (its Retry-After)"], ["1.5", "wait a minute and"]] as const) {
       const fake = await startFake();
       fake.injections.push({ operationId: "list-servers", reply: { status: 429, headers: header ? { "retry-after": header } : {}, body: { message: "Too Many Attempts." } } });
       const result = await deployBundle(options(fake));

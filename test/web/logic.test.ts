@@ -117,6 +117,9 @@ describe("form model", () => {
     expect(domainError("xn--r8jz45g.jp")).toBeUndefined();
     expect(domainError("192.168.1.10")).toContain("An IP address is not a domain");
     expect(domainError("https://example.com/")).toContain("no scheme, no path");
+    expect(domainError("cafe.de:8080")).toContain("Leave out the port");
+    expect(domainError("fd00::1")).toContain("An IP address is not a domain");
+    expect(domainError("[::1]")).toContain("An IP address is not a domain");
   });
 
   test("complete documents, a bundle's stackgen.json and plain inputs are imported; nothing else", () => {

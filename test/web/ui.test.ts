@@ -440,19 +440,22 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const page = await openPage(WIDE, `http://127.0.0.1:${keyed.ui!.port}`);
     await page.locator("#svc-redis").check();
     await settled(page);
+    // A key the server does not know is refused on every call; the message says where it came from.
+    await page.fill("#deploy-server-key", "not-a-key-of-this-server");
     await page.click("#preview-button");
-    await page.waitForSelector("#files-message:has-text('Preview ready')");
-    // The anonymous limit (1 generation) is used up: the message says where a key goes.
-    await page.fill("#opt-projectName", "second-try");
+    await page.waitForSelector("#files-message[role=alert]:has-text('not one of this server')");
+    // That try used up the anonymous limit (1 generation): the message says where a key goes.
+    await page.fill("#deploy-server-key", "");
     await page.click("#preview-button");
-    await page.waitForSelector("#files-message[role=alert]");
+    await page.waitForSelector("#files-message[role=alert]:has-text('Too many requests')");
     expect(await page.textContent("#files-message")).toContain('enter it as the "stackgen server key" in step 5');
+    await page.fill("#opt-projectName", "second-try");
     await page.fill("#deploy-server-key", key);
     await page.click("#preview-button");
     await page.waitForSelector("#files-message:has-text('Preview ready')");
     await page.locator('.file-link[data-path="docker-compose.yml"]').click();
     expect(await page.locator("#file-content").textContent()).toContain("name: second-try");
-    problems = problems.filter((p) => !p.startsWith("HTTP 429") && !p.includes("status of 429"));
+    problems = problems.filter((p) => !/HTTP (429|401)|status of (429|401)/.test(p));
   }, TEST_TIMEOUT_MS);
 
   test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {
@@ -569,12 +572,21 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#preview-stale").isHidden()).toBe(true);
     expect(await page.textContent("#files-message")).not.toContain("differed");
 
+    // Its files cannot be generated again just now: nothing changes, its secrets are not lost.
+    await page.route("**/v1/generate*", (route) => route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "INTERNAL_ERROR", message: "Server busy" } }) }), { times: 1 });
+    const other = await apiJson("/v1/generate?format=complete", { projectName: "not-taken", services: ["n8n"] });
+    await page.setInputFiles("#import-input", { name: "later.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(other)) });
+    await page.waitForSelector("#files-message[role=alert]:has-text('later.json')");
+    expect(await page.textContent("#files-message")).toContain("Nothing was changed");
+    expect(await page.inputValue("#opt-projectName")).toBe("kept-secrets");
+    problems = problems.filter((p) => !p.includes("503"));
+
     // An export whose files were edited: its secrets are kept, the other files are generated
     // again (what the ZIP and a deploy use), and the edit is named.
     const edited = { ...exported, files: { ...exported.files, "docker-compose.yml": `${exported.files["docker-compose.yml"]}  evil:\n    image: busybox\n    privileged: true\n` } };
     await page.setInputFiles("#import-input", { name: "edited.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(edited)) });
     await page.waitForSelector("#files-message:has-text('Imported edited.json')");
-    expect(await page.textContent("#files-message")).toContain("Its docker-compose.yml differed from what its choices generate and was not used.");
+    expect(await page.textContent("#files-message")).toContain("Its docker-compose.yml differed from what this stackgen makes of its choices (edited, or made by another version) and was replaced.");
     await page.click("#preview button[data-path='docker-compose.yml']");
     expect(await page.textContent("#file-content")).not.toContain("evil");
     const [zip] = await Promise.all([page.waitForEvent("download"), page.click("#zip-button")]);

@@ -20,13 +20,15 @@ function keepCount(value: unknown): number {
   return n;
 }
 
-const brief = (b: ListedBackup) => ({ name: b.name, file: b.file, createdAt: b.createdAt, size: b.size });
-const line = (b: ListedBackup) => `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.name}`;
+const brief = (b: ListedBackup) => ({ name: b.name, file: b.file, createdAt: b.createdAt, size: b.size, ...(b.kind ? { kind: b.kind } : {}) });
+const line = (b: ListedBackup) => `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.name}${b.kind ? `  (${b.kind} safety backup)` : ""}`;
+/** "the newest 2", or "the newest 2 of each kind" when safety backups are among them. */
+const newest = (keep: number, backups: ListedBackup[]) => `the newest ${keep}${backups.some((b) => b.kind) ? " of each kind (backups, and each kind of safety backup)" : ""}`;
 
 export default defineCommand({
   meta: { name: "prune", description: "Delete all but the newest --keep backups of the stack (only archives that verify and are this stack's)" },
   args: {
-    keep: { type: "string", description: "How many of the newest backups to keep (1 or more; restore's safety backups are counted apart)" },
+    keep: { type: "string", description: "How many of the newest backups to keep (1 or more; safety backups of restore and update --backup are counted apart, per kind)" },
     dir: dirArg,
     output: backupFolderArg,
     "dry-run": { type: "boolean", description: "Show what would be deleted, delete nothing", default: false },
@@ -41,7 +43,7 @@ export default defineCommand({
     const dryRun = args["dry-run"];
     if (!dryRun && plan.removed.length > 0) {
       requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
-      await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" older than the newest ${keep}?`, "Prune cancelled; nothing was deleted.");
+      await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" older than ${newest(keep, [...plan.kept, ...plan.removed])}?`, "Prune cancelled; nothing was deleted.");
       for (const b of plan.removed) rmSync(b.file, { force: true });
     }
     const freed = plan.removed.reduce((sum, b) => sum + b.size, 0);
@@ -58,8 +60,8 @@ export default defineCommand({
       return;
     }
     const text: string[] = [];
-    if (plan.removed.length === 0) text.push(`Nothing to delete: ${plural(plan.kept.length, "backup")} of "${stack.project}" in ${directory}, keeping up to ${keep}.`);
-    else text.push(`${dryRun ? "Would delete" : "Deleted"} ${plural(plan.removed.length, "backup")} (${formatBytes(freed)}):`, ...plan.removed.map(line), `Kept the newest ${plural(plan.kept.length, "backup")}:`, ...plan.kept.map(line));
+    if (plan.removed.length === 0) text.push(`Nothing to delete: ${plural(plan.kept.length, "backup")} of "${stack.project}" in ${directory}, keeping ${newest(keep, plan.kept)}.`);
+    else text.push(`${dryRun ? "Would delete" : "Deleted"} ${plural(plan.removed.length, "backup")} (${formatBytes(freed)}):`, ...plan.removed.map(line), `Kept ${newest(keep, [...plan.kept, ...plan.removed])}:`, ...plan.kept.map(line));
     if (plan.untouched.length > 0) {
       text.push(`Left alone (not this stack's, or not verifiable):`, ...plan.untouched.map((b) => `${line(b)}  (${b.problem ?? `project ${b.project}`})`));
     }

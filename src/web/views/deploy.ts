@@ -91,6 +91,7 @@ export function mountDeploy(store: Store): void {
       const shown = store.bundle?.key === JSON.stringify(input) ? store.bundle.doc : undefined;
       const what = shown ? { complete: { input, files: { ".env": shown.files[".env"] } } } : { input };
       const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
+      api.useServerKey(serverKey.value.trim());
       for await (const event of api.deploy(request)) {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {

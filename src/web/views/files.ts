@@ -185,23 +185,31 @@ export function mountFiles(store: Store): void {
         throw new Error(`Could not import ${file.name}: ${(e as Error).message}`);
       }
       const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
-      store.setForm(state);
       const parts = [`Imported ${file.name}: project ${state.projectName}, ${plural(state.services.length, "service")}, ${plural(state.skillPacks.length, "skill pack")}.`];
       if (ignored.length) parts.push(leftOut(ignored).trim());
       // A complete export carries the secrets its data may have been written with: its .env is
       // kept. Every other file is generated again here, as a deploy does, so what the preview, the
       // ZIP and a deploy hold is what this server makes of its choices, never a file edited in
       // the export. Not when something was left out: its .env no longer matches the choices.
+      // Generated before the form changes: a failure leaves the page as it was, secrets included.
       const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
+      const body = generateBody(state);
+      let fresh: api.CompleteDocument | undefined;
       if (bundle) {
-        const body = generateBody(state);
-        const fresh = await api.generateComplete(body);
+        try {
+          fresh = await api.generateComplete(body);
+        } catch (e) {
+          throw new Error(`Could not import ${file.name}: its files could not be generated again (${e instanceof api.ApiError ? e.describe() : (e as Error).message}). Nothing was changed; try again.`);
+        }
+      }
+      store.setForm(state);
+      if (bundle && fresh) {
         const env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!);
         useBundle({ ...fresh, files: { ...fresh.files, ".env": env.text } }, JSON.stringify(body));
         renderPreview();
-        const edited = Object.keys(fresh.files).filter((path) => path !== ".env" && path !== "stackgen.json" && bundle.files[path] !== undefined && bundle.files[path] !== fresh.files[path]);
+        const differing = Object.keys(fresh.files).filter((path) => path !== ".env" && path !== "stackgen.json" && bundle.files[path] !== undefined && bundle.files[path] !== fresh!.files[path]);
         parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP and a deploy use them until you change a choice.`);
-        if (edited.length) parts.push(`Its ${edited.join(", ")} differed from what its choices generate and ${edited.length === 1 ? "was" : "were"} not used.`);
+        if (differing.length) parts.push(`Its ${differing.join(", ")} differed from what this stackgen makes of its choices (edited, or made by another version) and ${differing.length === 1 ? "was" : "were"} replaced.`);
       }
       say(parts.join(" "));
       announce(parts[0]!);
