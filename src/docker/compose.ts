@@ -118,11 +118,6 @@ export class Compose {
     return this.must(["start", ...services], "docker compose start");
   }
 
-  /** Create/recreate and start the given services only (their dependencies are handled by the caller). */
-  upNoDeps(services: string[]): Promise<RunResult> {
-    return this.must(["up", "--detach", "--no-deps", ...services], "docker compose up");
-  }
-
   /** Create the containers without starting any. */
   create(): Promise<RunResult> {
     return this.must(["up", "--no-start"], "docker compose up --no-start");

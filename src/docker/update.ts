@@ -186,7 +186,9 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
     // Never pull here: a rollback has just tagged the previous images, and a `pull_policy: always`
     // would fetch the new ones again (Compose v1 and v2 before 2.6 have no --pull; v1 never pulls on up).
-    const up = await compose.run(["up", "--detach", "--no-deps", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...layer]);
+    // Not --no-deps: compose hashes a container made that way without its dependencies, and the
+    // user's next plain `docker compose up -d` would make it again. The earlier layers are up.
+    const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
       return signal?.aborted ? `interrupted (${failed})` : failed;

@@ -188,6 +188,12 @@ volumes:
       expect(await stack.imageId(webRef)).toBe(oldId);
       const status = JSON.parse((await cli(["status", "--dir", stack.dir, "--json"])).stdout);
       expect(status.summary).toMatchObject({ total: 2, running: 2, healthy: 2 });
+      // The user's next plain `up` finds every container as compose would have made it (web, which
+      // depends on db, was made again by the update): nothing is made again, nothing restarts.
+      const plain = await stack.compose("up", "-d");
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(plain.stderr).not.toContain("Recreate");
+      expect((await stack.container("web")).Id).toBe(web.Id);
     },
     150_000,
   );
