@@ -53,7 +53,7 @@ export default defineCommand({
       log.error(
         `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.` +
           (result.backup
-            ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the state before the update.`
+            ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
             : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.") +
           (r.stillNamed ?? []).map((n) => ` Your compose files still name ${n.image} for ${n.service}, which now runs ${n.restored}: put that back (docker-compose.override.yml, if you set it there), or the next \`docker compose up\` starts the failed version.`).join(""),
       );
