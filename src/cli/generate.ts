@@ -6,6 +6,7 @@ import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { valuesToFill } from "../core/generate/env.ts";
+import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
@@ -84,7 +85,10 @@ export default defineCommand({
       : undefined;
 
     const dropped = plan.find((f) => f.droppedKeys)?.droppedKeys;
-    if (dropped) log.warn(`stackgen.json is stackgen's record of the bundle and is rewritten on every run: what was added to it by hand (${dropped.join(", ")}) is not kept. Keep notes in a file of your own.`);
+    const byHand = dropped?.filter((k) => !OPTIONAL_CONFIG_KEYS.has(k)) ?? [];
+    const notGiven = dropped?.filter((k) => OPTIONAL_CONFIG_KEYS.has(k)) ?? [];
+    if (byHand.length) log.warn(`stackgen.json is stackgen's record of the bundle and is rewritten on every run: what was added to it by hand (${byHand.join(", ")}) is not kept. Keep notes in a file of your own.`);
+    if (notGiven.length && !args.from) log.warn(`The previous run's ${notGiven.join(", ")} ${notGiven.length === 1 ? "was" : "were"} not given this time, so the bundle no longer has ${notGiven.length === 1 ? "it" : "them"}: pass ${notGiven.length === 1 ? "it" : "them"} again, or regenerate with --from stackgen.json to start from the recorded choices.`);
     const removed = removedServices(recorded, stack.services.map((s) => s.id));
     const sayLeftBehind = () => {
       if (removed.length) log.warn(leftBehind(removed, plan, input.projectName));

@@ -342,6 +342,11 @@ describe("generate", () => {
     const again = await cli(["generate", "--dir", base, "--preset", "devops"], { env });
     expectOk(again);
     expect(again.stderr).toContain("what was added to it by hand (myNote) is not kept");
+    // A setting stackgen itself recorded (the preset) and not given again is named as such.
+    const later = await cli(["generate", "--dir", base, "--services", "redis"], { env });
+    expectOk(later);
+    expect(later.stderr).toContain("The previous run's preset was not given this time");
+    expect(later.stderr).not.toContain("added to it by hand");
   });
 
   test("adding a domain on regeneration moves public URLs off localhost, except values the user set", async () => {

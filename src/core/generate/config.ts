@@ -7,6 +7,10 @@ export const CONFIG_FILE = "stackgen.json";
 /** Files whose content changes on every run (secrets) are not hashed. */
 const UNHASHED = new Set([".env", CONFIG_FILE]);
 
+/** Keys stackgen writes only when set: gone from a new stackgen.json, they were not given this time
+ *  (not added by hand). */
+export const OPTIONAL_CONFIG_KEYS: ReadonlySet<string> = new Set(["preset", "domain", "platform"]);
+
 export const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).digest("hex");
 
 export function configFile(ctx: GenContext, files: FileMap): FileMap {
