@@ -9,6 +9,7 @@ import { parse } from "yaml";
 import { getCatalog } from "../src/catalog/index.ts";
 import { generateBundle } from "../src/core/generate/index.ts";
 import { parseEnvValues } from "../src/core/env-merge.ts";
+import { hasTool } from "./support/tools.ts";
 
 const roots: string[] = [];
 afterEach(() => {
@@ -391,5 +392,66 @@ describe("Matomo trusts the proxy's forwarded headers while the proxy serves it"
     start({ proxy: "caddy", domain: "example.com" }, root);
     start({}, root);
     expect(readFileSync(file(root), "utf8")).toBe("[General]\nmy_setting = 1\n");
+  });
+});
+
+describe("the bare-metal Redis config carries any password as one value", () => {
+  const haveRedis = hasTool("redis-server") && hasTool("redis-cli");
+  const script = generateBundle({ projectName: "native", services: ["redis"], deployment: "bare-metal" }, getCatalog()).files["native/redis.sh"]!;
+  const lines = script.split("\n");
+  // The lines that make the password's form and write the file, with the file moved here.
+  const writeConfig = (conf: string) => [lines.find((l) => l.startsWith("PW="))!, lines.find((l) => l.startsWith("printf 'bind"))!.replace("/etc/redis/stackgen.conf", conf)].join("\n");
+
+  for (const [what, password, gateway] of [
+    ["spaces and quotes", `a b "c" \\d'`, ""],
+    ["line breaks that would be directives of their own", "x\nprotected-mode no\nbind 0.0.0.0", "127.0.0.2"],
+    ["a final line break", "ends\n", ""],
+  ] as const) {
+    test.skipIf(!haveRedis)(`${what}${gateway ? ", listening on the gateway too" : ", and one bind when docker0 has no address"}`, async () => {
+      const root = mkdtempSync(join(tmpdir(), "stackgen-redis-"));
+      roots.push(root);
+      const conf = join(root, "stackgen.conf");
+      const written = Bun.spawnSync(["bash", "-c", `set -euo pipefail\nGW=${gateway}\n${writeConfig(conf)}`], { env: { PATH: process.env.PATH!, REDIS_PASSWORD: password } });
+      expect(written.exitCode, written.stderr.toString()).toBe(0);
+      const port = 20000 + Math.floor(Math.random() * 20000);
+      const server = Bun.spawn(["redis-server", conf, "--port", String(port), "--dir", root, "--save", ""], { stdout: "pipe", stderr: "pipe" });
+      try {
+        const cli = (...args: string[]) => Bun.spawnSync(["redis-cli", "-p", String(port), ...args], { env: { PATH: process.env.PATH!, REDISCLI_AUTH: password } });
+        let pong = "";
+        for (let i = 0; i < 50 && pong !== "PONG"; i++) {
+          pong = cli("ping").stdout.toString().trim();
+          if (pong !== "PONG") await Bun.sleep(100);
+        }
+        expect(pong).toBe("PONG");
+        expect(cli("config", "get", "bind").stdout.toString()).toContain(gateway ? `127.0.0.1 ${gateway}` : "127.0.0.1");
+        expect(cli("config", "get", "protected-mode").stdout.toString()).toContain("yes");
+        // The exact password, nothing less.
+        const wrong = Bun.spawnSync(["redis-cli", "-p", String(port), "ping"], { env: { PATH: process.env.PATH!, REDISCLI_AUTH: password.trim() + "x" } });
+        expect(wrong.stdout.toString() + wrong.stderr.toString()).toMatch(/WRONGPASS|NOAUTH|invalid/i);
+      } finally {
+        server.kill();
+        await server.exited;
+      }
+    });
+  }
+});
+
+describe("a bare-metal native script with an empty secret", () => {
+  test("stops before it installs anything, naming the variable", () => {
+    const root = mkdtempSync(join(tmpdir(), "stackgen-native-"));
+    roots.push(root);
+    const { files } = generateBundle({ projectName: "native", services: ["redis"], deployment: "bare-metal", generateSecrets: false }, getCatalog());
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(root, path, ".."), { recursive: true });
+      writeFileSync(join(root, path), text);
+    }
+    // apt-get and systemctl that only record that they ran.
+    const stubs = join(root, "stubs");
+    mkdirSync(stubs);
+    for (const tool of ["apt-get", "systemctl"]) writeFileSync(join(stubs, tool), `#!/bin/sh\necho ${tool} >> ${join(root, "ran")}\n`, { mode: 0o755 });
+    const r = Bun.spawnSync(["bash", join(root, "native", "redis.sh")], { env: { PATH: `${stubs}:/usr/bin:/bin` } });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr.toString()).toContain("REDIS_PASSWORD is empty in .env: fill it in, then run this again");
+    expect(existsSync(join(root, "ran"))).toBe(false);
   });
 });

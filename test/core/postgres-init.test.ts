@@ -140,6 +140,24 @@ describe("postgres init script", () => {
     expect(login.stdout.trim()).toBe("umami");
   });
 
+  test("a password with line breaks is stored as given: its lines never reach psql as commands", async () => {
+    if (!available) return;
+    const marker = join(dir, "ran-from-a-password");
+    const nasty = `x\n\\! touch ${marker}\nCOPY (SELECT 1) TO PROGRAM 'touch ${marker}';\nend\n`;
+    const fresh = generateBundle({ projectName: "pg4", services: ["umami"], platform: "linux/amd64" }, getCatalog(), { secrets: fixedSecrets("pg4") });
+    const script4 = join(dir, "40.sh");
+    writeFileSync(script4, fresh.files["postgres/init/10-databases.sh"]);
+    chmodSync(script4, 0o755);
+    await psqlAs("postgres", SUPER_PW, "postgres", "DROP DATABASE IF EXISTS umami");
+    await psqlAs("postgres", SUPER_PW, "postgres", "DROP ROLE IF EXISTS umami");
+    const made = await as(["sh", script4], { POSTGRES_USER: "postgres", PGPASSWORD: SUPER_PW, UMAMI_DB_PASSWORD: nasty, POSTGRESQL_AGENT_PASSWORD: envValues.get("POSTGRESQL_AGENT_PASSWORD")! });
+    expect(made.code, made.stderr).toBe(0);
+    expect(existsSync(marker)).toBe(false);
+    const login = await psqlAs("umami", nasty, "umami", "select current_user");
+    expect(login.stdout.trim()).toBe("umami");
+    expect((await psqlAs("umami", "x", "umami", "select 1")).code).not.toBe(0);
+  });
+
   test("no password is ever among psql's arguments (any user of the host can list them, and this runs with every health check)", async () => {
     if (!available) return;
     // A psql that records its arguments, then runs the real one.

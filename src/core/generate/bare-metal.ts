@@ -37,6 +37,7 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
       HEADER(ctx).replace('cd "$(dirname "$0")"', 'cd "$(dirname "$0")/.."'),
       `# ${s.name}: native install from Debian packages.`,
       ...envLoader(variablesUsed(ctx, [...install, initScript].join("\n"))),
+      ...requireSecrets(ctx, variablesUsed(ctx, [...install, initScript].join("\n"))),
       ...install,
     ];
     files[`native/${s.id}.sh`] = lines.join("\n") + "\n";
@@ -47,6 +48,9 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
     'if [ "$(id -u)" -ne 0 ]; then echo "install.sh must run as root (sudo ./install.sh)" >&2; exit 1; fi',
     "command -v apt-get >/dev/null || { echo 'install.sh needs a Debian or Ubuntu host (apt-get)' >&2; exit 1; }",
     "command -v docker >/dev/null || { echo 'Docker is required for the container services: https://docs.docker.com/engine/install/' >&2; exit 1; }",
+    "# Checked before anything is installed: the native services listen on docker0, which the engine makes.",
+    "docker info >/dev/null 2>&1 || { echo 'The Docker engine is not running: start it (systemctl start docker), then run this again' >&2; exit 1; }",
+    "docker compose version >/dev/null 2>&1 || { echo 'Docker Compose v2 is required (the docker-compose-plugin package)' >&2; exit 1; }",
     "apt-get update",
     ...natives.map((s) => `echo '==> ${s.name} (native)'\nbash ./native/${s.id}.sh`),
     "echo '==> containers'",
@@ -54,6 +58,14 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
     "docker compose ps",
   ].join("\n") + "\n";
   return files;
+}
+
+/** Lines that stop the script before it installs anything when a secret it uses is empty (a
+ *  --no-secrets bundle not filled in): a role or a password file made from an empty value stays
+ *  that way when the script runs again. */
+function requireSecrets(ctx: GenContext, names: string[]): string[] {
+  const secret = new Set(ctx.variables.filter((v) => v.secret).map((v) => v.name));
+  return names.filter((name) => secret.has(name)).map((name) => `[ -n "\${${name}:-}" ] || { echo "${name} is empty in .env: fill it in, then run this again" >&2; exit 1; }`);
 }
 
 /** The bundle's variables a script refers to (`$NAME` or `${NAME}`). */

@@ -6,6 +6,9 @@ cd "$(dirname "$0")"
 if [ "$(id -u)" -ne 0 ]; then echo "install.sh must run as root (sudo ./install.sh)" >&2; exit 1; fi
 command -v apt-get >/dev/null || { echo 'install.sh needs a Debian or Ubuntu host (apt-get)' >&2; exit 1; }
 command -v docker >/dev/null || { echo 'Docker is required for the container services: https://docs.docker.com/engine/install/' >&2; exit 1; }
+# Checked before anything is installed: the native services listen on docker0, which the engine makes.
+docker info >/dev/null 2>&1 || { echo 'The Docker engine is not running: start it (systemctl start docker), then run this again' >&2; exit 1; }
+docker compose version >/dev/null 2>&1 || { echo 'Docker Compose v2 is required (the docker-compose-plugin package)' >&2; exit 1; }
 apt-get update
 echo '==> PostgreSQL (native)'
 bash ./native/postgresql.sh

@@ -33,11 +33,16 @@ while IFS= read -r line || [ -n "$line" ]; do
       export "${line%%=*}=$(dotenv_value "${line#*=}")" ;;
   esac
 done < ./.env
+[ -n "${POSTGRESQL_AGENT_PASSWORD:-}" ] || { echo "POSTGRESQL_AGENT_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
+[ -n "${POSTGRESQL_PASSWORD:-}" ] || { echo "POSTGRESQL_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
 apt-get install -y --no-install-recommends postgresql
-GW=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
+GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 || true)
 CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
-printf "listen_addresses = 'localhost,%s'\n" "${GW:-localhost}" > "$CONF/conf.d/stackgen.conf"
+printf "listen_addresses = 'localhost%s'\n" "${GW:+,$GW}" > "$CONF/conf.d/stackgen.conf"
 grep -q '172.16.0.0/12 scram-sha-256' "$CONF/pg_hba.conf" || echo 'host all all 172.16.0.0/12 scram-sha-256' >> "$CONF/pg_hba.conf"
+mkdir -p /etc/systemd/system/postgresql@.service.d
+printf '[Unit]\nAfter=docker.service\nWants=docker.service\n' > /etc/systemd/system/postgresql@.service.d/stackgen.conf
+systemctl daemon-reload
 systemctl restart postgresql
 PW_SQL=${POSTGRESQL_PASSWORD//\'/\'\'}
 runuser -u postgres -- psql -X -v ON_ERROR_STOP=1 <<< "ALTER ROLE postgres PASSWORD '$PW_SQL';"

@@ -33,10 +33,15 @@ while IFS= read -r line || [ -n "$line" ]; do
       export "${line%%=*}=$(dotenv_value "${line#*=}")" ;;
   esac
 done < ./.env
+[ -n "${REDIS_PASSWORD:-}" ] || { echo "REDIS_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
 apt-get install -y --no-install-recommends redis-server
-GW=$(ip -4 -o addr show docker0 | awk '{print $4}' | cut -d/ -f1)
-printf 'bind 127.0.0.1 %s\nrequirepass %s\nappendonly yes\n' "${GW:-127.0.0.1}" "$REDIS_PASSWORD" > /etc/redis/stackgen.conf
-chown redis:redis /etc/redis/stackgen.conf && chmod 0640 /etc/redis/stackgen.conf
+GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 || true)
+PW=$(printf '%s.' "$REDIS_PASSWORD" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
+install -m 0640 -o redis -g redis /dev/null /etc/redis/stackgen.conf
+printf 'bind 127.0.0.1%s\nrequirepass "%s"\nappendonly yes\n' "${GW:+ $GW}" "${PW%.}" > /etc/redis/stackgen.conf
 grep -qx 'include /etc/redis/stackgen.conf' /etc/redis/redis.conf || echo 'include /etc/redis/stackgen.conf' >> /etc/redis/redis.conf
+mkdir -p /etc/systemd/system/redis-server.service.d
+printf '[Unit]\nAfter=docker.service\nWants=docker.service\n' > /etc/systemd/system/redis-server.service.d/stackgen.conf
+systemctl daemon-reload
 systemctl restart redis-server
 systemctl enable --now redis-server

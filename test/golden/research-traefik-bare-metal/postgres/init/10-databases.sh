@@ -4,9 +4,12 @@
 # stackgen 0.1.0.
 set -eu
 
-# A value as a psql meta-command argument: single-quoted, with ' and \ escaped.
+# A value as a psql meta-command argument: single-quoted, with ' and \ escaped, and each line
+# break written as \n: psql ends a meta-command at the end of its line, so a raw one would run the
+# rest of the value as psql input. The "." keeps a final line break from $(...).
 quoted() {
-  printf "'%s'" "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/''/g")"
+  escaped=$(printf '%s.' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/''/g" | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
+  printf "'%s'" "${escaped%.}"
 }
 
 # create_database <name> <owner> <password> [collation]
