@@ -59,7 +59,9 @@ export function startServers(options: ServeOptions) {
     return guard.handle(req, through(server, sent, req), isPage ? pages : next, !isPage);
   };
   const maxRequestBodySize = TRANSPORT_BODY_LIMIT;
-  const api = Bun.serve({ port: options.port, hostname: options.host, maxRequestBodySize, development: false, error: internalError, fetch: (req, server) => handle(req, server) });
+  // reusePort off: a second server on the same port must fail to start, not quietly take a share
+  // of the requests (keys and deploy bodies included) beside a stale or differently set one.
+  const api = Bun.serve({ port: options.port, hostname: options.host, reusePort: false, maxRequestBodySize, development: false, error: internalError, fetch: (req, server) => handle(req, server) });
   let page: ReturnType<typeof startUiPageServer> | undefined;
   let ui: Server<unknown> | undefined;
   try {
@@ -69,6 +71,7 @@ export function startServers(options: ServeOptions) {
     ui = relay && Bun.serve({
       port: options.uiPort,
       hostname: options.host,
+      reusePort: false,
       maxRequestBodySize,
       development: false,
       error: internalError,

@@ -28,7 +28,7 @@ export default defineCommand({
   args: {
     provider: { type: "string", description: `Platform: ${PROVIDER_NAMES.join(" | ")}` },
     url: { type: "string", description: "Instance URL, e.g. https://coolify.example.com" },
-    "api-key": { type: "string", description: `API token (else $${KEY_ENV}, else a hidden prompt)` },
+    "api-key": { type: "string", description: `API token (else $${KEY_ENV}, else a hidden prompt; on the command line other users can see it in ps)` },
     dir: { type: "string", description: "Stack directory", default: "." },
     update: { type: "boolean", description: "Redeploy an existing project and stack of the same name", default: false },
     json: { type: "boolean", description: "Print the deploy result as JSON on stdout", default: false },
@@ -170,6 +170,8 @@ async function resolveProvider(given: string | undefined, interactive: boolean):
 
 async function resolveApiKey(given: string | undefined, provider: ProviderName, interactive: boolean): Promise<string> {
   const fromEnv = optionalString(process.env[KEY_ENV]);
+  // A command line is readable by every user of the machine (ps, /proc) while the deploy runs.
+  if (given) log.warn(`--api-key shows the key to every user of this machine in the process list while the deploy runs; ${KEY_ENV} or the hidden prompt do not.`);
   const key = given ?? fromEnv ?? (interactive ? await askHidden(`${PROVIDERS[provider].label} API key (hidden): `) : undefined);
   if (!key) throw usageError(`No API key: pass --api-key, set ${KEY_ENV}, or run on a terminal to be asked`);
   return key;

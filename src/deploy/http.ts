@@ -45,7 +45,17 @@ export const reasonPhrase = (status: number, fallback = ""): string => REASONS[s
 
 /** Replace the secret wherever it shows up (a server may echo a header back). */
 export function redact(text: string, secret: string): string {
-  return secret.length >= 4 ? text.split(secret).join("[redacted]") : text;
+  const key = secret.trim();
+  if (key.length < 4) return text;
+  // A platform may echo the key in another form than it was sent: URL-encoded (a query string, a
+  // redirect), JSON-escaped, base64 (of the key or of the Authorization header), another case.
+  const base64 = (s: string) => Buffer.from(s).toString("base64");
+  const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), base64(key), base64(`Bearer ${key}`), base64(`:${key}`)].map((f) => f.replace(/=+$/, "")));
+  let out = text;
+  for (const form of [...forms].sort((a, b) => b.length - a.length)) {
+    out = out.replace(new RegExp(`${form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=*`, "gi"), "[redacted]");
+  }
+  return out;
 }
 
 export interface JsonClientOptions {
@@ -108,15 +118,17 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
         throw new DeployError(
           clean(head),
           res.status,
-          clean(`redirect${to ? ` to ${to}` : ""} not followed; check --url (scheme, host and port of the instance)`),
+          clean(`redirect${to ? ` to ${redirectTarget(to, url)}` : ""} not followed; check --url (scheme, host and port of the instance)`),
         );
       }
       if (res.status >= 400) {
-        const body = tryJson(text);
+        // Hidden before anything is cut short: a cut can leave most of the key, unmatched.
+        const shown = clean(text);
+        const body = tryJson(shown);
         const retryAfter = res.status === 429 ? retryAfterSeconds(res.headers.get("retry-after")) : undefined;
-        throw new DeployError(clean(head), res.status, clean(serverMessage(body, text)), body, retryAfter);
+        throw new DeployError(clean(head), res.status, serverMessage(body, shown), body, retryAfter);
       }
-      if (options.expect === "text") return text as T;
+      if (options.expect === "text") return clean(text) as T;
       if (text.trim() === "") return null as T;
       const parsed = tryJson(text);
       if (parsed === undefined) {
@@ -124,7 +136,7 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
         throw new DeployError(
           clean(`${opts.provider} API ${res.status}: expected JSON, got ${type.split(";")[0]}`),
           res.status,
-          clean(snippet(text)),
+          snippet(clean(text)),
         );
       }
       return parsed as T;
@@ -142,6 +154,16 @@ function tryJson(text: string): unknown {
     return JSON.parse(text);
   } catch {
     return undefined;
+  }
+}
+
+/** Where a redirect pointed, without its query or fragment (a login page may carry a token there). */
+function redirectTarget(location: string, from: string): string {
+  try {
+    const to = new URL(location, from);
+    return `${to.origin}${to.pathname}${to.search || to.hash ? " (query left out)" : ""}`;
+  } catch {
+    return "an address that is not a URL";
   }
 }
 

@@ -85,7 +85,9 @@ export function envForPlatform(envText: string): { text: string; settings: strin
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {
   const provider = PROVIDERS[opts.provider as ProviderName];
   if (!provider) throw usageError(`Unknown provider "${opts.provider}" (use ${PROVIDER_NAMES.join(" or ")})`);
-  if (!opts.apiKey) throw usageError(`An API key for ${provider.label} is required`);
+  // Trimmed as fetch trims a header value: the key the platform sees is the one hidden in output.
+  const apiKey = opts.apiKey.trim();
+  if (!apiKey) throw usageError(`An API key for ${provider.label} is required`);
   const baseUrl = normaliseInstanceUrl(opts.url);
   await checkInstanceAddress(baseUrl);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
@@ -94,7 +96,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (badNames.length) changes.push(`.env: ${badNames.join(", ")} not sent: a platform variable name starts with a letter or _ and holds letters, digits, _ and . (255 at most); compose cannot use other names in the compose file either`);
   const target = {
     baseUrl,
-    apiKey: opts.apiKey,
+    apiKey,
     update: opts.update === true,
     projectName: opts.projectName.trim(),
     composeYaml: yaml,
@@ -115,7 +117,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (envProblems.length) throw usageError(`${envProblems.join("; ")}. Change ${envProblems.length === 1 ? "it" : "them"} in .env and deploy again.`);
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
-  const clean = (text: string) => redact(text, opts.apiKey);
+  const clean = (text: string) => redact(text, apiKey);
   const emit = (event: DeployStep) => {
     const safe: DeployStep = event.detail === undefined ? event : { ...event, detail: clean(event.detail) };
     if (safe.status !== "running") result.steps.push(safe);
@@ -289,7 +291,7 @@ export function normaliseInstanceUrl(raw: string): string {
     url = new URL(raw.trim());
   } catch {
     // Said without the input's user part: a pasted `https://user:token@…` must not be echoed.
-    throw usageError(`"${raw.replace(/\/\/[^/@]*@/, "//***@")}" is not a URL (expected e.g. https://coolify.example.com)`);
+    throw usageError(`"${raw.replace(/\/\/.*@/, "//***@")}" is not a URL (expected e.g. https://coolify.example.com)`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);

@@ -176,7 +176,8 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; without --hot they are stopped for the copy.`);
   }
   try {
-    mkdirSync(outputDir, { recursive: true });
+    // Made private: every archive holds the stack's .env. An existing folder is left as the user set it.
+    mkdirSync(outputDir, { recursive: true, mode: 0o700 });
   } catch (e) {
     if (diskFull(e)) throw e;
     // A file where the folder should be, or a place the user may not write: their input, not our failure.

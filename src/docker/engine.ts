@@ -16,8 +16,15 @@ export function parseDockerHost(value: string | undefined): EngineEndpoint {
   const host = value && value.trim() !== "" ? value.trim() : "unix:///var/run/docker.sock";
   if (host.startsWith("unix://")) return { socket: host.slice("unix://".length), baseUrl: "http://localhost", display: host };
   if (host.startsWith("tcp://") || host.startsWith("http://")) {
-    const url = new URL(host.replace(/^tcp:/, "http:"));
-    return { baseUrl: `http://${url.host}`, display: host };
+    // Shown in messages without a user part: a password in DOCKER_HOST must not be echoed.
+    const display = host.replace(/\/\/.*@/, "//***@");
+    let url: URL;
+    try {
+      url = new URL(host.replace(/^tcp:/, "http:"));
+    } catch {
+      throw new StackgenError("USAGE_ERROR", `DOCKER_HOST "${display}" is not an address (use tcp://host:port).`, 400);
+    }
+    return { baseUrl: `http://${url.host}`, display };
   }
   throw new StackgenError("USAGE_ERROR", `DOCKER_HOST "${host}" is not supported (use unix:///path or tcp://host:port).`, 400);
 }

@@ -529,6 +529,14 @@ describe("over a real listening server", () => {
     expect((await v.json() as any).valid).toBe(true);
     const g = await fetch(`${api}/v1/generate?format=zip`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ projectName: "http", preset: "minimal" }) });
     expect(g.headers.get("content-type")).toBe("application/zip");
+    // Every form of a generation carries fresh secrets: none may be kept by a cache on the way.
+    expect(g.headers.get("cache-control")).toBe("no-store");
+    for (const format of ["", "?format=json", "?format=complete"]) {
+      const r = await fetch(`${api}/v1/generate${format}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ projectName: "http", preset: "minimal" }) });
+      expect(r.status, format).toBe(200);
+      expect(r.headers.get("cache-control"), format).toBe("no-store");
+    }
+    expect(v.headers.get("cache-control")).toBeNull();
   });
 
   test("the UI listener (when enabled) also answers /v1 routes", async () => {

@@ -13,6 +13,24 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const env = { ...process.env, NO_COLOR: "1" };
 
 describe("basics", () => {
+  test("a second server on the ports of a running one fails to start, rather than sharing its requests", async () => {
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const env = { ...process.env, PORT: String(port), UI_PORT: String(uiPort), HOST: "0.0.0.0", LOG_LEVEL: "error" };
+    const first = Bun.spawn([BUN, MAIN, "serve"], { env, stdout: "ignore", stderr: "ignore" });
+    try {
+      for (let i = 0; i < 100; i++) {
+        if ((await fetch(`http://127.0.0.1:${port}/v1/health`).catch(() => undefined))?.ok) break;
+        await Bun.sleep(50);
+      }
+      const second = await cli(["serve"], { env });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`Port ${port} on 0.0.0.0 is already in use`);
+    } finally {
+      first.kill();
+      await first.exited;
+    }
+  });
+
   test("--help lists every command; --version prints the version", async () => {
     const help = await cli(["--help"], { env });
     expectOk(help);

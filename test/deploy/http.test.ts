@@ -96,6 +96,17 @@ describe("normaliseInstanceUrl", () => {
     expect(message).toContain("//***@host:99999");
     expect(message).not.toContain("SECRETTOKEN123");
     expect(message).not.toContain("user:");
+    // A password holding / or @ is hidden whole too.
+    for (const password of ["Pa/ssW0rd", "Pa@ssW0rd"]) {
+      let said = "";
+      try {
+        normaliseInstanceUrl(`https://admin:${password}@host:99999/`);
+      } catch (e) {
+        said = (e as Error).message;
+      }
+      expect(said).toContain("not a URL");
+      expect(said).not.toContain("W0rd");
+    }
   });
 
   test("refuses link-local, unspecified and multicast addresses, where no instance runs (the cloud metadata service is one)", async () => {
@@ -224,6 +235,44 @@ describe("createJsonClient", () => {
     });
     const error = await failure(client.call("GET", "/project.all"));
     expect(error.message).toBe("Cannot reach Dokploy at http://127.0.0.1:9 (bad header value [redacted])");
+  });
+
+  test("the key is hidden in whatever form the platform echoes it, and before any text is cut short", async () => {
+    const key = "7|Zk9sQ2xvbmdTZWNyZXRUb2tlblZhbHVlWFla+/=";
+    const b64 = (t: string) => Buffer.from(t).toString("base64");
+    const echoes = [
+      `bad token ${encodeURIComponent(key)}`,
+      `header ${b64(`Bearer ${key}`)} refused`,
+      `token ${b64(key)} refused`,
+      `TOKEN ${key.toUpperCase()}`,
+      JSON.stringify({ token: key }),
+      // Long enough that a cut at 200 characters falls inside the key.
+      `${"x".repeat(180)} ${key}`,
+    ];
+    for (const echo of echoes) {
+      const client = createJsonClient({
+        provider: "Coolify", baseUrl: "http://127.0.0.1:9", headers: {}, secret: key,
+        fetch: fakeFetch(() => Response.json({ message: echo }, { status: 401 })),
+      });
+      const error = await failure(client.call("GET", "/servers"));
+      expect(error.detail, echo).toContain("[redacted]");
+      for (const part of [key.slice(2, 30), encodeURIComponent(key).slice(3, 30), b64(key).slice(0, 30), b64(`Bearer ${key}`).slice(0, 30)]) {
+        expect(error.detail!.toLowerCase(), echo).not.toContain(part.toLowerCase());
+      }
+    }
+    // A version answer that holds it (a login page), cut to 60 characters in the message.
+    const version = createJsonClient({ provider: "Coolify", baseUrl: "http://127.0.0.1:9", headers: {}, secret: key, fetch: fakeFetch(() => new Response(`unauthorized for token ${key}`)) });
+    expect(await version.call("GET", "/version", { expect: "text" })).toBe("unauthorized for token [redacted]");
+    // A redirect is named by its address, never its query (a login page may carry the token).
+    const redirected = createJsonClient({
+      provider: "Coolify", baseUrl: "http://127.0.0.1:9", headers: {}, secret: key,
+      fetch: fakeFetch(() => new Response("", { status: 302, headers: { location: "https://login.example/sso?next=/api&t=abc" } })),
+    });
+    const moved = await failure(redirected.call("GET", "/version"));
+    expect(moved.detail).toContain("https://login.example/sso (query left out)");
+    expect(moved.detail).not.toContain("t=abc");
+    // Spaces around the key do not keep it from being hidden.
+    expect(redact(`x ${key} y`, ` ${key} `)).toBe("x [redacted] y");
   });
 
   test("redact leaves text alone for very short secrets", () => {

@@ -56,6 +56,9 @@ volumes:
       first = out.file;
       expect(out.file.startsWith(backupsDir)).toBe(true);
       expect(existsSync(out.file)).toBe(true);
+      // Every archive holds .env: the folder made for them is the owner's alone, and so is each file.
+      expect(statSync(backupsDir).mode & 0o777).toBe(0o700);
+      expect(statSync(out.file).mode & 0o777).toBe(0o600);
       expect(out.volumes.map((v: any) => v.name).sort()).toEqual([`${stack.project}_data`, `${stack.project}_more`]);
       expect(out.files).toEqual(expect.arrayContaining([".env", "docker-compose.yml", "stackgen.json"]));
       expect(out.notIncluded).toEqual([]);

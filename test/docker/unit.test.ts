@@ -9,7 +9,7 @@ import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
-import { unreachableMessage } from "../../src/docker/engine.ts";
+import { parseDockerHost, unreachableMessage } from "../../src/docker/engine.ts";
 import { readiness } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
@@ -691,5 +691,8 @@ describe("engine errors", () => {
     const refused = unreachableMessage("tcp://127.0.0.1:2375", { code: "ECONNREFUSED", message: "Unable to connect. Is the computer able to access the url?" });
     expect(refused).toBe("Cannot reach the Docker engine at tcp://127.0.0.1:2375 (connection refused). Is dockerd running?");
     expect(unreachableMessage("/nowhere.sock", { code: "ENOENT", message: "whatever" })).toContain("(no socket there)");
+    // A password in DOCKER_HOST is never shown.
+    expect(parseDockerHost("tcp://user:S3cretPw@127.0.0.1:2375").display).toBe("tcp://***@127.0.0.1:2375");
+    expect(() => parseDockerHost("tcp://user:S3cret/Pw@127.0.0.1:2375")).toThrow('DOCKER_HOST "tcp://***@127.0.0.1:2375" is not an address');
   });
 });
