@@ -90,9 +90,12 @@ describe("catalog", () => {
   test("images are pinned; a floating tag only where upstream publishes nothing else, with the reason", () => {
     const unexplained: string[] = [];
     for (const s of catalog.services) {
-      const tag = s.image.includes(":") ? s.image.slice(s.image.lastIndexOf(":") + 1) : "";
-      expect(tag, `${s.id} has no tag`).not.toBe("");
-      if (/^(latest|nightly|stable|edge|main)$/.test(tag) && !s.floatingTag) unexplained.push(s.id);
+      // Sidecars too: the update pulls them like the service's own image.
+      for (const [name, image] of [[s.id, s.image], ...(s.sidecars ?? []).map((c) => [`${s.id}/${c.name}`, c.image])] as const) {
+        const tag = image.includes(":") ? image.slice(image.lastIndexOf(":") + 1) : "";
+        expect(tag, `${name} has no tag`).not.toBe("");
+        if (/^(latest|nightly|stable|edge|main)$/.test(tag) && !s.floatingTag) unexplained.push(name);
+      }
     }
     expect(unexplained).toEqual([]);
     expect(catalog.services.filter((s) => s.floatingTag).length).toBeLessThan(12);
