@@ -7,9 +7,11 @@ export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
   const proxied = hasProxy(ctx);
   const rows = allServices(ctx).map((s) => {
-    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}`).join(", ") || "internal only";
+    // A native service listens on docker0's address as well, where the containers reach it.
+    const native = ctx.nativeIds.has(s.id);
+    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}${native ? " and docker0" : ""}`).join(", ") || "internal only";
     const url = web.has(s.id) && proxied ? proxiedUrl(ctx, s.id) : "";
-    const where = ctx.nativeIds.has(s.id) ? "native (systemd)" : "container";
+    const where = native ? "native (systemd)" : "container";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
   });
   const warnings = ctx.stack.warnings.map((w) => `- **${w.code}**: ${w.message}`);
