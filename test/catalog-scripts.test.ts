@@ -436,22 +436,39 @@ describe("the bare-metal Redis config carries any password as one value", () => 
   }
 });
 
-describe("a bare-metal native script with an empty secret", () => {
-  test("stops before it installs anything, naming the variable", () => {
+describe("a bare-metal install with an empty secret", () => {
+  /** The bundle on disk, with apt-get, systemctl, docker and id stubs that record what ran. */
+  function bundleWithStubs(body: Record<string, unknown>, editEnv = (env: string) => env) {
     const root = mkdtempSync(join(tmpdir(), "stackgen-native-"));
     roots.push(root);
-    const { files } = generateBundle({ projectName: "native", services: ["redis"], deployment: "bare-metal", generateSecrets: false }, getCatalog());
+    const { files } = generateBundle({ projectName: "native", deployment: "bare-metal", ...body }, getCatalog());
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(join(root, path, ".."), { recursive: true });
-      writeFileSync(join(root, path), text);
+      writeFileSync(join(root, path), path === ".env" ? editEnv(text) : text);
     }
-    // apt-get and systemctl that only record that they ran.
     const stubs = join(root, "stubs");
     mkdirSync(stubs);
-    for (const tool of ["apt-get", "systemctl"]) writeFileSync(join(stubs, tool), `#!/bin/sh\necho ${tool} >> ${join(root, "ran")}\n`, { mode: 0o755 });
-    const r = Bun.spawnSync(["bash", join(root, "native", "redis.sh")], { env: { PATH: `${stubs}:/usr/bin:/bin` } });
+    for (const tool of ["apt-get", "systemctl", "docker"]) writeFileSync(join(stubs, tool), `#!/bin/sh\necho ${tool} >> ${join(root, "ran")}\n`, { mode: 0o755 });
+    writeFileSync(join(stubs, "id"), "#!/bin/sh\necho 0\n", { mode: 0o755 });
+    const run = (script: string) => Bun.spawnSync(["bash", join(root, script)], { env: { PATH: `${stubs}:/usr/bin:/bin` } });
+    const ran = () => (existsSync(join(root, "ran")) ? readFileSync(join(root, "ran"), "utf8").trim().split("\n") : []);
+    return { run, ran };
+  }
+
+  test("a native script stops before it installs anything, naming the variable", () => {
+    const { run, ran } = bundleWithStubs({ services: ["redis"], generateSecrets: false });
+    const r = run("native/redis.sh");
     expect(r.exitCode).toBe(1);
     expect(r.stderr.toString()).toContain("REDIS_PASSWORD is empty in .env: fill it in, then run this again");
-    expect(existsSync(join(root, "ran"))).toBe(false);
+    expect(ran()).toEqual([]);
+  });
+
+  test("install.sh checks every native script before the first package: PostgreSQL is not set up when Redis cannot be", () => {
+    const { run, ran } = bundleWithStubs({ services: ["redis", "n8n"] }, (env) => env.replace(/^REDIS_PASSWORD=.*$/m, "REDIS_PASSWORD="));
+    const r = run("install.sh");
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr.toString()).toContain("REDIS_PASSWORD is empty in .env");
+    // Only the engine checks ran: no apt-get, no systemctl.
+    expect(ran().filter((tool) => tool !== "docker")).toEqual([]);
   });
 });

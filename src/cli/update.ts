@@ -2,7 +2,7 @@
 import { defineCommand } from "citty";
 import { withStackLock } from "../docker/stack-lock.ts";
 import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
-import { dryRunUpdate, runUpdate, type UpdateResult } from "../docker/update.ts";
+import { dryRunUpdate, runUpdate, stillNamedNote, type UpdateResult } from "../docker/update.ts";
 import { INTERRUPTED_EXIT } from "../errors.ts";
 import { withDeferredInterrupts } from "./interrupt.ts";
 import { log, printJson, printText, progress } from "./output.ts";
@@ -55,7 +55,7 @@ export default defineCommand({
           (result.backup
             ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
             : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.") +
-          (r.stillNamed ?? []).map((n) => ` Your compose files still name ${n.image} for ${n.service}, which now runs ${n.restored}: put that back (docker-compose.override.yml, if you set it there), or the next \`docker compose up\` starts the failed version.`).join(""),
+          stillNamedNote(r.stillNamed),
       );
       process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {

@@ -49,10 +49,11 @@ export function redact(text: string, secret: string): string {
   if (key.length < 4) return text;
   // A platform may echo the key in another form than it was sent: URL-encoded (a query string, a
   // redirect), JSON-escaped, base64 (of the key or of the Authorization header), another case.
-  const base64 = (s: string) => Buffer.from(s).toString("base64");
-  const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), base64(key), base64(`Bearer ${key}`), base64(`:${key}`)].map((f) => f.replace(/=+$/, "")));
+  // Base64 forms without their padding (the text may cut or re-pad it); each form matched with any.
+  const base64 = (s: string) => Buffer.from(s).toString("base64").replace(/=+$/, "");
+  const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), base64(key), base64(`Bearer ${key}`), base64(`:${key}`)]);
   let out = text;
-  for (const form of [...forms].sort((a, b) => b.length - a.length)) {
+  for (const form of [...forms].filter((f) => f.length >= 4).sort((a, b) => b.length - a.length)) {
     out = out.replace(new RegExp(`${form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=*`, "gi"), "[redacted]");
   }
   return out;

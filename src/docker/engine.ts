@@ -14,10 +14,10 @@ export interface EngineEndpoint {
 /** Parse DOCKER_HOST (unix:///path or tcp://host:port). */
 export function parseDockerHost(value: string | undefined): EngineEndpoint {
   const host = value && value.trim() !== "" ? value.trim() : "unix:///var/run/docker.sock";
-  if (host.startsWith("unix://")) return { socket: host.slice("unix://".length), baseUrl: "http://localhost", display: host };
+  // Shown in messages without a user part: a password in DOCKER_HOST must not be echoed.
+  const display = host.replace(/\/\/.*@/, "//***@");
+  if (host.startsWith("unix://")) return { socket: host.slice("unix://".length), baseUrl: "http://localhost", display };
   if (host.startsWith("tcp://") || host.startsWith("http://")) {
-    // Shown in messages without a user part: a password in DOCKER_HOST must not be echoed.
-    const display = host.replace(/\/\/.*@/, "//***@");
     let url: URL;
     try {
       url = new URL(host.replace(/^tcp:/, "http:"));
@@ -26,7 +26,7 @@ export function parseDockerHost(value: string | undefined): EngineEndpoint {
     }
     return { baseUrl: `http://${url.host}`, display };
   }
-  throw new StackgenError("USAGE_ERROR", `DOCKER_HOST "${host}" is not supported (use unix:///path or tcp://host:port).`, 400);
+  throw new StackgenError("USAGE_ERROR", `DOCKER_HOST "${display}" is not supported (use unix:///path or tcp://host:port).`, 400);
 }
 
 export interface ContainerSummary {

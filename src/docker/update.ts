@@ -36,8 +36,34 @@ export interface UpdateResult {
     recovered: boolean;
     /** Services whose compose files now name another image than the one put back: they still
      *  name the failed one, which the next `docker compose up` starts. */
-    stillNamed?: { service: string; image: string; restored: string }[];
+    stillNamed?: StillNamed[];
   };
+}
+
+/** A service started again on the image it ran before, while the compose files name a new one. */
+export interface StillNamed {
+  service: string;
+  /** What the compose files name (the new, failed version). */
+  image: string;
+  /** The reference it ran under before the update: what to put back in the files. */
+  restored: string;
+  /** Set when that reference names another image by now: the tag of stackgen's it runs under. */
+  runsAs?: string;
+}
+
+/** " Your compose files still name …" for each such service ("" for none). */
+export const stillNamedNote = (entries: readonly StillNamed[] = []): string =>
+  entries.map((n) => ` Your compose files still name ${n.image} for ${n.service}, which runs its previous image again${n.runsAs ? ` (as ${n.runsAs}: ${n.restored} names another image by now)` : ""}: put ${n.restored} back (docker-compose.override.yml, if you set it there), or the next \`docker compose up\` starts the failed version.`).join("");
+
+/** Every service the `running` ones depend on, directly or not. */
+function dependenciesOf(running: ReadonlySet<string>, model: ComposeModel): Set<string> {
+  const dependsOn = new Map(model.services.map((s) => [s.name, s.dependsOn]));
+  const out = new Set<string>();
+  const visit = (name: string) => {
+    for (const dep of dependsOn.get(name) ?? []) if (!out.has(dep)) { out.add(dep); visit(dep); }
+  };
+  for (const name of running) visit(name);
+  return out;
 }
 
 const sameRepo = (a: string, b: string) => {
@@ -263,26 +289,32 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       opts.progress("Every image is up to date; nothing restarted");
       return result;
     }
-    const stopped = model.services.map((s) => s.name).filter((name) => !running.has(name));
+    // Compose starts what a running service depends on along with it: those do not stay stopped.
+    const needed = dependenciesOf(running, model);
+    const stopped = model.services.map((s) => s.name).filter((name) => !running.has(name) && !needed.has(name));
     if (!changed.some((c) => running.has(c.service))) {
       opts.progress(`Only services that are not running have new images (${changed.map((c) => c.service).join(", ")}): they start on them when you start them; nothing restarted`);
       return result;
     }
     if (stopped.length) opts.progress(`Leaving ${stopped.join(", ")} stopped, as before the update`);
+    const startedAsNeeded = [...needed].filter((name) => !running.has(name)).sort();
+    if (startedAsNeeded.length) opts.progress(`Starting ${startedAsNeeded.join(", ")} too: services that run depend on ${startedAsNeeded.length === 1 ? "it" : "them"}`);
 
     /** Start the stopped stack again on the images it ran: tags put back, and a service whose
      *  compose files name a new tag started on the reference it ran under, given to compose in
      *  a file of our own on top of the user's (their files are left as they are). */
     const startOnPrevious = async () => {
       await retag(engine, changed);
-      const restored = new Map<string, string>();
+      const names = new Map<string, string>();
+      const stillNamed: StillNamed[] = [];
       for (const c of changed.filter((c) => c.ranImage && imageBefore(c))) {
         const name = await nameOfImageBefore(engine, stack.project, c);
         if (name === rollbackTag(stack.project, c.service)) keptRollbackTags.add(name);
-        restored.set(c.service, name);
+        names.set(c.service, name);
+        stillNamed.push({ service: c.service, image: c.image, restored: c.ranImage!, ...(name !== c.ranImage ? { runsAs: name } : {}) });
       }
-      const again = await withImagesNamed(compose, restored, (previous) => startInOrder(engine, stack, previous, layers, opts));
-      return { again, restored };
+      const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, layers, opts));
+      return { again, stillNamed };
     };
 
     // 3. Stop all, start layer by layer, wait for health. Interrupted before that: nothing stops.
@@ -298,12 +330,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");
-        const { again } = await startOnPrevious();
-        if (opts.signal?.aborted) throw interruptedError(`Interrupted before the new images started; the stack was started again on its previous images${again ? `, but is not healthy: ${again}` : ""}.`);
-        throw failure(
-          "BACKUP_FAILED",
-          `The pre-update backup failed (${(e as Error).message}), so nothing was updated; the stack was started again on its previous images${again ? `, but is not healthy: ${again}` : ""}.`,
-        );
+        const { again, stillNamed } = await startOnPrevious();
+        const after = `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}`;
+        if (opts.signal?.aborted) throw interruptedError(`Interrupted before the new images started; the stack was started again on its previous images${after}`);
+        throw failure("BACKUP_FAILED", `The pre-update backup failed (${(e as Error).message}), so nothing was updated; the stack was started again on its previous images${after}`);
       }
     }
     const order = layers.flat();
@@ -314,12 +344,12 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // 4. Roll back: the previous images, then the same ordered start.
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
     await compose.stop();
-    const { again, restored } = await startOnPrevious();
+    const { again, stillNamed } = await startOnPrevious();
     result.rolledBack = {
       services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,
       recovered: again === undefined,
-      ...(restored.size ? { stillNamed: [...restored].map(([service, name]) => ({ service, image: changed.find((c) => c.service === service)!.image, restored: name })) } : {}),
+      ...(stillNamed.length ? { stillNamed } : {}),
     };
     if (again) opts.progress(`After the rollback the stack is still not healthy: ${again}`);
     return result;

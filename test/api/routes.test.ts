@@ -531,7 +531,7 @@ describe("over a real listening server", () => {
     expect(g.headers.get("content-type")).toBe("application/zip");
     // Every form of a generation carries fresh secrets: none may be kept by a cache on the way.
     expect(g.headers.get("cache-control")).toBe("no-store");
-    for (const format of ["", "?format=json", "?format=complete"]) {
+    for (const format of ["", "?format=json", "?format=complete", "/", "/?format=complete"]) {
       const r = await fetch(`${api}/v1/generate${format}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ projectName: "http", preset: "minimal" }) });
       expect(r.status, format).toBe(200);
       expect(r.headers.get("cache-control"), format).toBe("no-store");

@@ -277,6 +277,9 @@ describe("createJsonClient", () => {
 
   test("redact leaves text alone for very short secrets", () => {
     expect(redact("abc abc", "abc")).toBe("abc abc");
+    // Padding is not part of what is matched, and never shortens a form below 4 characters.
+    expect(redact("Dokploy API 401: Unauthorized", "====")).toBe("Dokploy API 401: Unauthorized");
+    expect(redact("about ab and AB", "ab==")).toBe("about ab and AB");
     expect(redact("x-long-secret-x", "long-secret")).toBe("x-[redacted]-x");
   });
 });

@@ -694,5 +694,6 @@ describe("engine errors", () => {
     // A password in DOCKER_HOST is never shown.
     expect(parseDockerHost("tcp://user:S3cretPw@127.0.0.1:2375").display).toBe("tcp://***@127.0.0.1:2375");
     expect(() => parseDockerHost("tcp://user:S3cret/Pw@127.0.0.1:2375")).toThrow('DOCKER_HOST "tcp://***@127.0.0.1:2375" is not an address');
+    expect(() => parseDockerHost("ssh://admin:s3cret@host")).toThrow('DOCKER_HOST "ssh://***@host" is not supported');
   });
 });

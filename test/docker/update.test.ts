@@ -512,7 +512,7 @@ services:
       expect(failed.code).toBe(1);
       const out = JSON.parse(failed.stdout);
       expect(out.rolledBack).toMatchObject({ services: ["app"], recovered: true, stillNamed: [{ service: "app", image: v3, restored: v2 }] });
-      expect(failed.stderr).toContain(`Your compose files still name ${v3} for app, which now runs ${v2}`);
+      expect(failed.stderr).toContain(`Your compose files still name ${v3} for app, which runs its previous image again: put ${v2} back`);
       // The old version runs under its own name; the new tag is still the registry's broken image.
       const app = await stack.container("app");
       expect(app.Config.Image).toBe(v2);

@@ -119,7 +119,7 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
     const headers: Record<string, string> = { "x-content-type-options": "nosniff", "x-frame-options": "DENY", "x-request-id": id };
     addCorsHeaders(headers, config.corsOrigins, request.headers.get("origin"));
     // A generation answers with fresh secrets: no cache or proxy on the way may keep a copy.
-    if (path === "/v1/generate") headers["cache-control"] = "no-store";
+    if (bucketOf(request.method, path) === "generate") headers["cache-control"] = "no-store";
     const address = clientAddressOf(request, config.trustProxy, server);
     // Only the deploy relay asks who called (a WeakMap entry per request would cost every request).
     // It wants the socket's own peer: forwarded addresses are the caller's word.

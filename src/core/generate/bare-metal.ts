@@ -38,6 +38,8 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
       `# ${s.name}: native install from Debian packages.`,
       ...envLoader(variablesUsed(ctx, [...install, initScript].join("\n"))),
       ...requireSecrets(ctx, variablesUsed(ctx, [...install, initScript].join("\n"))),
+      '# install.sh runs every script with --check first: nothing is installed unless all can be.',
+      '[ "${1:-}" != "--check" ] || exit 0',
       ...install,
     ];
     files[`native/${s.id}.sh`] = lines.join("\n") + "\n";
@@ -51,6 +53,7 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
     "# Checked before anything is installed: the native services listen on docker0, which the engine makes.",
     "docker info >/dev/null 2>&1 || { echo 'The Docker engine is not running: start it (systemctl start docker), then run this again' >&2; exit 1; }",
     "docker compose version >/dev/null 2>&1 || { echo 'Docker Compose v2 is required (the docker-compose-plugin package)' >&2; exit 1; }",
+    ...natives.map((s) => `bash ./native/${s.id}.sh --check`),
     "apt-get update",
     ...natives.map((s) => `echo '==> ${s.name} (native)'\nbash ./native/${s.id}.sh`),
     "echo '==> containers'",

@@ -9,6 +9,8 @@ command -v docker >/dev/null || { echo 'Docker is required for the container ser
 # Checked before anything is installed: the native services listen on docker0, which the engine makes.
 docker info >/dev/null 2>&1 || { echo 'The Docker engine is not running: start it (systemctl start docker), then run this again' >&2; exit 1; }
 docker compose version >/dev/null 2>&1 || { echo 'Docker Compose v2 is required (the docker-compose-plugin package)' >&2; exit 1; }
+bash ./native/postgresql.sh --check
+bash ./native/redis.sh --check
 apt-get update
 echo '==> PostgreSQL (native)'
 bash ./native/postgresql.sh

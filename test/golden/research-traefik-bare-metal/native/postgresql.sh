@@ -35,6 +35,8 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < ./.env
 [ -n "${POSTGRESQL_AGENT_PASSWORD:-}" ] || { echo "POSTGRESQL_AGENT_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
 [ -n "${POSTGRESQL_PASSWORD:-}" ] || { echo "POSTGRESQL_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
+# install.sh runs every script with --check first: nothing is installed unless all can be.
+[ "${1:-}" != "--check" ] || exit 0
 apt-get install -y --no-install-recommends postgresql
 GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 || true)
 CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
