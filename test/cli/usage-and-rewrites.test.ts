@@ -188,6 +188,19 @@ describe("regenerating into an existing bundle", () => {
     expect(compose.message).toContain("belong in docker-compose.override.yml");
   });
 
+  test("a folder holding a compose file of the user's own is refused as such, not as an edit", async () => {
+    const dir = at("theirs");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "docker-compose.yml"), "services:\n  mine:\n    image: busybox\n");
+    const r = await cli(["generate", "--name", "theirs", "--services", "redis", "--dir", dir, "--json"], { env });
+    expect(r.code).toBe(1);
+    const error = jsonError(r.stdout);
+    expect(error.code).toBe("EDITED_FILES");
+    expect(error.message).toContain("were not written by stackgen (no stackgen.json there records them): docker-compose.yml");
+    expect(error.message).not.toContain("changed since they were generated");
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("mine:");
+  });
+
   test("a symlinked folder leading outside is refused before any file is written", async () => {
     const dir = at("linked");
     const outside = at("outside");
