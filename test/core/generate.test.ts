@@ -598,6 +598,21 @@ describe("input fields take effect", () => {
     expect(composeOf(g.files).services.core.volumes).toContain("./skills:/home/node/.openclaw/skills:ro");
   });
 
+  test("every $VARIABLE a skill's calls read from the gateway is one the gateway is given", () => {
+    // The variables of the gateway in a bundle of these services, and what their skills use.
+    const g = gen({ services: ["code-server", "lasuite-meet-frontend", "n8n", "open-webui"], skillPacks: ["devops", "ai-playground"] });
+    const coreEnv = composeOf(g.files).services.core.environment as Record<string, string>;
+    for (const [skill, name] of [["code-server", "CODE_SERVER_PUBLIC_URL"], ["lasuite-meet-frontend", "LASUITE_MEET_PUBLIC_URL"], ["devops-workflow", "N8N_API_KEY"], ["ai-playground-workflow", "OPEN_WEBUI_API_KEY"]]) {
+      expect(g.files[`skills/${skill}/SKILL.md`], skill).toContain(`$${name}`);
+      expect(coreEnv[name], name).toBeDefined();
+    }
+    // No skill builds a link from a $DOMAIN nobody sets.
+    for (const [path, text] of Object.entries(g.files)) if (path.startsWith("skills/")) expect(text, path).not.toContain("$DOMAIN");
+    // The index says which clients besides curl the calls need, and that docker compose calls are the host's.
+    expect(g.files["skills/README.md"]).toContain("Besides curl, the calls in these skills use `jq`");
+    expect(g.files["skills/README.md"]).toContain("the gateway has no Docker access");
+  });
+
   test("bare-metal writes install scripts; native services leave compose and are reached through host-gateway", () => {
     const g = gen({ services: ["redis", "n8n"], deployment: "bare-metal" });
     expect(g.files["install.sh"]).toContain("bash ./native/redis.sh");
