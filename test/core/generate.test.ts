@@ -285,6 +285,7 @@ describe("input fields take effect", () => {
       expect(seen["/ha"]).toBeNull();
       expect(seen["/core"]).toBe("127.0.0.1");
       expect(realIp["/core"]).toBe("127.0.0.1");
+      expect(realIp["/ha"]).toBe("127.0.0.1");
     } finally {
       caddy.kill();
       await caddy.exited;
@@ -324,7 +325,11 @@ describe("input fields take effect", () => {
     const traefik = gen({ services: ["n8n"], proxy: "traefik", domain: "lab.home.arpa" });
     const staticConfig = parseYaml(traefik.files["traefik/traefik.yml"]);
     expect(staticConfig.certificatesResolvers).toBeUndefined();
-    expect(staticConfig.entryPoints.websecure).toEqual({ address: ":443" });
+    expect(staticConfig.entryPoints.websecure).toMatchObject({ address: ":443" });
+    // Uploads longer than Traefik's 60 s default read timeout (since 2.11.2) are not cut off.
+    for (const entry of ["web", "websecure"]) expect(staticConfig.entryPoints[entry].transport.respondingTimeouts.readTimeout).toBe("1h");
+    // Only this stack's containers are routed: another stack's labels on the engine are not read.
+    expect(staticConfig.providers.docker.constraints).toBe("Label(`com.docker.compose.project`,`t`)");
     const labels = composeOf(traefik.files).services.n8n?.labels as Record<string, string>;
     expect(labels["traefik.http.routers.n8n.tls"]).toBe("true");
     expect(labels["traefik.http.routers.n8n.entrypoints"]).toBe("websecure");

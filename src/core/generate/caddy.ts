@@ -12,7 +12,7 @@ export function caddyFile(ctx: GenContext): FileMap {
       // Caddy sends X-Forwarded-For; X-Real-IP (which Traefik sends too) is what several apps
       // read the client from (Vaultwarden's login limits), so both proxies give it.
       const proxy = w.dropForwardedFor
-        ? `reverse_proxy ${w.id}:${w.port} {\n\t\t# ${w.name} refuses forwarded requests until told to trust its proxy.\n\t\theader_up -X-Forwarded-For\n\t}`
+        ? `reverse_proxy ${w.id}:${w.port} {\n\t\t# ${w.name} refuses forwarded requests until told to trust its proxy.\n\t\theader_up -X-Forwarded-For\n\t\theader_up X-Real-IP {remote_host}\n\t}`
         : `reverse_proxy ${w.id}:${w.port} {\n\t\theader_up X-Real-IP {remote_host}\n\t}`;
       return `# ${w.name}\n${address} {\n\tencode zstd gzip\n\t${proxy}\n}`;
     });

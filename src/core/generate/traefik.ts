@@ -7,18 +7,25 @@ import { NETWORK } from "./compose.ts";
 
 export function traefikFiles(ctx: GenContext): FileMap {
   if (!has(ctx, "traefik")) return {};
+  // Traefik stops reading a request after 60 s by default (since 2.11.2), body included: large
+  // uploads (Immich videos, Nextcloud files, a git push over HTTP) would be cut off, where Caddy
+  // lets them finish.
+  const transport = { respondingTimeouts: { readTimeout: "1h" } };
   const staticConfig = {
     entryPoints: {
       web: {
         address: ":80",
+        transport,
         ...(ctx.domain ? { http: { redirections: { entryPoint: { to: "websecure", scheme: "https" } } } } : {}),
       },
-      ...(ctx.domain ? { websecure: { address: ":443" } } : {}),
+      ...(ctx.domain ? { websecure: { address: ":443", transport } } : {}),
       // Dashboard, API and Prometheus metrics; published on 127.0.0.1 only.
       traefik: { address: ":8080" },
     },
     providers: {
-      docker: { exposedByDefault: false, network: `${ctx.projectName}_${NETWORK}` },
+      // Only this stack's containers: another stack's labels on the same engine would merge with,
+      // or knock out, routers of the same name here.
+      docker: { exposedByDefault: false, network: `${ctx.projectName}_${NETWORK}`, constraints: `Label(\`com.docker.compose.project\`,\`${ctx.projectName}\`)` },
       file: { directory: "/etc/traefik/dynamic", watch: true },
     },
     // A private domain gets Traefik's own self-signed certificate: no resolver could obtain one.
