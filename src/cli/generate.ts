@@ -80,15 +80,17 @@ export default defineCommand({
     const overrideHint = edited.includes("docker-compose.yml")
       ? " Your own changes to docker-compose.yml belong in docker-compose.override.yml: docker compose and stackgen update, backup and restore load it, and generate never writes it (deploy sends docker-compose.yml alone)."
       : "";
-    // A file no stackgen.json records was not written by stackgen (a folder with compose files of
-    // the user's own), which "changed since generated" would misname.
-    const notOurs = plan.filter((f) => f.action === "skip-edited" && f.notOurs).map((f) => f.path);
-    const changedSince = edited.filter((path) => !notOurs.includes(path));
+    // A file no stackgen.json records is not one "changed since it was generated": in a folder
+    // without one (compose files of the user's own) stackgen never wrote it.
+    const unrecorded = (kind: string) => plan.filter((f) => f.action === "skip-edited" && f.unrecorded === kind).map((f) => f.path);
+    const [notOurs, notInRecord] = [unrecorded("no-record"), unrecorded("not-in-record")];
+    const changedSince = edited.filter((path) => !notOurs.includes(path) && !notInRecord.includes(path));
     const refusal = edited.length
       ? failure("EDITED_FILES", [
           changedSince.length ? `These files were changed since they were generated and would be overwritten: ${changedSince.join(", ")}.` : "",
-          notOurs.length ? `These files are already in ${dir} and were not written by stackgen (no stackgen.json there records them): ${notOurs.join(", ")}.` : "",
-          `${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them, or choose another --dir.${overrideHint}`,
+          notOurs.length ? `These files are already in ${dir} and were not written by stackgen (there is no stackgen.json): ${notOurs.join(", ")}.` : "",
+          notInRecord.length ? `These files are in ${dir} but not recorded by its stackgen.json (left from an earlier generation, or added by you), and would be overwritten: ${notInRecord.join(", ")}.` : "",
+          `${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them${notOurs.length ? ", or choose another --dir" : ""}.${overrideHint}`,
         ].filter(Boolean).join(" "))
       : undefined;
 

@@ -33,8 +33,9 @@ export interface PlannedFile {
   filledSecrets?: string[];
   /** stackgen.json only: top-level keys the old file has (added by hand) that the new one lacks. */
   droppedKeys?: string[];
-  /** An edited file no stackgen.json of this folder records: not one stackgen wrote. */
-  notOurs?: boolean;
+  /** A differing file the folder's stackgen.json does not record: there is none (the folder is
+   *  not a bundle), or it lacks the file (left from an earlier generation, or the user's). */
+  unrecorded?: "no-record" | "not-in-record";
 }
 
 /** Keys of the old stackgen.json that the new one lacks: it is rewritten on every run, so what a
@@ -130,7 +131,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     // Edited, but this generation makes the file as the last one did: nothing of ours to bring
     // in, so the edit simply stays (only a file we would change has to be refused).
     else if (!force && recorded[path] === sha256(content)) plan.push({ path, action: "keep-edited", content: "" });
-    else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content, ...(recorded[path] === undefined ? { notOurs: true } : {}) });
+    else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content, ...(recorded[path] === undefined ? { unrecorded: oldConfigText === undefined ? "no-record" : "not-in-record" } : {}) });
   }
   // Files the previous generation wrote that this one does not make. stackgen.json may be edited
   // by hand: only a plain relative path as a generation writes it counts, and anything else in it

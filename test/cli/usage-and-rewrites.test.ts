@@ -196,9 +196,19 @@ describe("regenerating into an existing bundle", () => {
     expect(r.code).toBe(1);
     const error = jsonError(r.stdout);
     expect(error.code).toBe("EDITED_FILES");
-    expect(error.message).toContain("were not written by stackgen (no stackgen.json there records them): docker-compose.yml");
+    expect(error.message).toContain("were not written by stackgen (there is no stackgen.json): docker-compose.yml");
     expect(error.message).not.toContain("changed since they were generated");
     expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("mine:");
+
+    // In a bundle, an edited file its stackgen.json no longer records (kept when Traefik was
+    // dropped) is named as such, not as foreign to stackgen.
+    const bundle = at("dropped-proxy");
+    expectOk(await cli(["generate", "--name", "dp", "--services", "n8n", "--proxy", "traefik", "--dir", bundle], { env }));
+    writeFileSync(join(bundle, "traefik", "traefik.yml"), readFileSync(join(bundle, "traefik", "traefik.yml"), "utf8") + "# mine\n");
+    expectOk(await cli(["generate", "--name", "dp", "--services", "n8n", "--proxy", "caddy", "--dir", bundle], { env }));
+    const back = jsonError((await cli(["generate", "--name", "dp", "--services", "n8n", "--proxy", "traefik", "--dir", bundle, "--json"], { env })).stdout);
+    expect(back.message).toContain("not recorded by its stackgen.json (left from an earlier generation, or added by you), and would be overwritten: traefik/traefik.yml");
+    expect(back.message).not.toContain("not written by stackgen");
   });
 
   test("a symlinked folder leading outside is refused before any file is written", async () => {

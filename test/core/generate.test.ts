@@ -329,7 +329,11 @@ describe("input fields take effect", () => {
     // Uploads longer than Traefik's 60 s default read timeout (since 2.11.2) are not cut off.
     for (const entry of ["web", "websecure"]) expect(staticConfig.entryPoints[entry].transport.respondingTimeouts.readTimeout).toBe("1h");
     // Only this stack's containers are routed: another stack's labels on the engine are not read.
-    expect(staticConfig.providers.docker.constraints).toBe("Label(`com.docker.compose.project`,`t`)");
+    expect(staticConfig.providers.docker.constraints).toBe("Label(`dev.stackgen.project`,`t`) || Label(`com.docker.compose.project`,`t`)");
+    // Every routed service carries the stack's own label, whatever project name compose runs it under.
+    const routed = Object.entries(composeOf(traefik.files).services as Record<string, { labels?: Record<string, string> }>).filter(([, svc]) => svc.labels?.["traefik.enable"] === "true");
+    expect(routed.map(([name]) => name)).toContain("n8n");
+    for (const [name, svc] of routed) expect(svc.labels!["dev.stackgen.project"], name).toBe("t");
     const labels = composeOf(traefik.files).services.n8n?.labels as Record<string, string>;
     expect(labels["traefik.http.routers.n8n.tls"]).toBe("true");
     expect(labels["traefik.http.routers.n8n.entrypoints"]).toBe("websecure");
@@ -616,6 +620,12 @@ describe("input fields take effect", () => {
     // The index says which clients besides curl the calls need, and that docker compose calls are the host's.
     expect(g.files["skills/README.md"]).toContain("Besides curl, the calls in these skills use `jq`");
     expect(g.files["skills/README.md"]).toContain("the gateway has no Docker access");
+    // Each note stands on its own: a skill with docker compose calls only still gets the host note,
+    // and a client after a variable prefix on a continuation line counts.
+    const ffmpeg = gen({ services: ["ffmpeg"] }).files["skills/README.md"]!;
+    expect(ffmpeg).toContain("the gateway has no Docker access");
+    expect(ffmpeg).not.toContain("Besides curl");
+    expect(gen({ services: ["minio"] }).files["skills/README.md"]).toContain("use `mc`, `aws`");
   });
 
   test("bare-metal writes install scripts; native services leave compose and are reached through host-gateway", () => {

@@ -14,18 +14,26 @@ export function skillFiles(ctx: GenContext): FileMap {
   const ids = skillIds(ctx);
   for (const id of ids) files[`skills/${id}/SKILL.md`] = ctx.catalog.skills.get(id)!.markdown;
   const index = ids.map((id) => `- [${id}](${id}/SKILL.md): ${ctx.catalog.skills.get(id)!.description}`);
-  const tools = toolsUsed(ids.map((id) => ctx.catalog.skills.get(id)!.markdown));
-  const toolsNote = tools.length
-    ? `\n\nBesides curl, the calls in these skills use ${tools.map((t) => `\`${t}\``).join(", ")}. The gateway's image may lack them: add them to an image of your own (CORE_IMAGE in .env), or run those calls where the tools are. Calls written as \`docker compose …\` run on the host, from the bundle directory: the gateway has no Docker access.`
-    : "";
-  files["skills/README.md"] = `# Skills of ${ctx.projectName}\n\nThe gateway reads these from /home/node/.openclaw/skills.${toolsNote}\n\n${index.join("\n") || "No skills for this selection."}\n`;
+  const markdowns = ids.map((id) => ctx.catalog.skills.get(id)!.markdown);
+  const tools = toolsUsed(markdowns);
+  const notes = [
+    tools.length ? `Besides curl, the calls in these skills use ${tools.map((t) => `\`${t}\``).join(", ")}. The gateway's image may lack them: add them to an image of your own (CORE_IMAGE in .env), or run those calls where the tools are.` : "",
+    markdowns.some((md) => HOST_CALL.test(md)) ? "Calls written as `docker compose …` run on the host, from the bundle directory: the gateway has no Docker access." : "",
+  ].filter(Boolean);
+  files["skills/README.md"] = `# Skills of ${ctx.projectName}\n\nThe gateway reads these from /home/node/.openclaw/skills.${notes.length ? `\n\n${notes.join(" ")}` : ""}\n\n${index.join("\n") || "No skills for this selection."}\n`;
   return files;
 }
 
-/** Command-line clients the skills call besides curl (a tool at the start of a command line or after a pipe). */
+/** Command-line clients the skills call besides curl. */
 const CLIENT_TOOLS = ["jq", "psql", "redis-cli", "valkey-cli", "mc", "aws", "bw", "lk"];
+/** A call made with docker compose: the host's, not the gateway's. */
+const HOST_CALL = /^\s*docker compose /m;
 
+/** The CLIENT_TOOLS the shell blocks of `markdowns` run, outside docker compose lines: as a
+ *  command (line start, after a pipe, `;`, `&&`, `$(`, `do`, `then`, `xargs`, variable prefixes). */
 function toolsUsed(markdowns: string[]): string[] {
-  const text = markdowns.join("\n");
-  return CLIENT_TOOLS.filter((tool) => new RegExp(`(^|[|;&(]\\s*|\\$\\()${tool.replace("-", "\\-")}\\s`, "m").test(text));
+  const code = markdowns.flatMap((md) => [...md.matchAll(/```(?:sh|bash|shell)?\n([\s\S]*?)```/g)].map((m) => m[1]!));
+  const text = code.join("\n").split("\n").filter((line) => !HOST_CALL.test(line)).join("\n");
+  const escape = (tool: string) => tool.replace(/[-]/g, "\\-");
+  return CLIENT_TOOLS.filter((tool) => new RegExp(`(^|[|;&(]|\\$\\(|\\b(?:do|then|xargs)\\b)\\s*(?:[A-Z_][A-Z0-9_]*=\\S*\\s+)*${escape(tool)}(\\s|$)`, "m").test(text));
 }

@@ -24,8 +24,14 @@ export function traefikFiles(ctx: GenContext): FileMap {
     },
     providers: {
       // Only this stack's containers: another stack's labels on the same engine would merge with,
-      // or knock out, routers of the same name here.
-      docker: { exposedByDefault: false, network: `${ctx.projectName}_${NETWORK}`, constraints: `Label(\`com.docker.compose.project\`,\`${ctx.projectName}\`)` },
+      // or knock out, routers of the same name here. Ours carry the stack's own label (whatever
+      // project name compose runs them under); the compose label admits the user's own services
+      // of the override file.
+      docker: {
+        exposedByDefault: false,
+        network: `${ctx.projectName}_${NETWORK}`,
+        constraints: `Label(\`dev.stackgen.project\`,\`${ctx.projectName}\`) || Label(\`com.docker.compose.project\`,\`${ctx.projectName}\`)`,
+      },
       file: { directory: "/etc/traefik/dynamic", watch: true },
     },
     // A private domain gets Traefik's own self-signed certificate: no resolver could obtain one.
