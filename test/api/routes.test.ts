@@ -203,6 +203,14 @@ describe("OpenAPI document", () => {
     expect(Object.keys(body("/v1/generate").properties)).toEqual(expect.arrayContaining(["projectName", "services", "preset"]));
     expect(Object.keys(body("/v1/validate").properties)).toEqual(expect.arrayContaining(["services", "skillPacks", "preset"]));
     expect(Object.keys(body("/v1/deploy").properties)).toEqual(expect.arrayContaining(["provider", "url", "apiKey", "input", "complete"]));
+    // Each carries an example the docs' "Try it out" sends: valid by its schema, and taken by the server.
+    const ajv = new Ajv2020({ strict: false });
+    for (const { path, op } of posts) {
+      const example = op.requestBody.content["application/json"].example;
+      const check = ajv.compile(deref(doc, op.requestBody.content["application/json"].schema));
+      expect(check(example), `${path} ${ajv.errorsText(check.errors)}`).toBe(true);
+      if (path !== "/v1/deploy") expect((await call("POST", path, example)).status, path).toBe(200);
+    }
   });
 
   test("generate's and validate's bodies are documented in both forms the server takes: the input, or a complete export posted back", async () => {

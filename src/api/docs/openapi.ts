@@ -72,6 +72,14 @@ function orCompleteExport(body: Json): Json {
   };
 }
 
+/** Bodies the server takes, shown by the docs' "Try it out" (without one it builds a body from the
+ *  schema, which the server refuses: a configVersion of 0, a formatVersion "string"). */
+const REQUEST_EXAMPLES: Record<string, unknown> = {
+  "post /v1/validate": { services: ["n8n", "redis"], skillPacks: ["research"], proxy: "caddy" },
+  "post /v1/generate": { projectName: "demo", services: ["n8n"], proxy: "caddy", domain: "example.com" },
+  "post /v1/deploy": { provider: "coolify", url: "https://coolify.example.com", apiKey: "<the platform's API token>", input: { projectName: "demo", services: ["n8n"] } },
+};
+
 /** The generated document with request bodies, the guard's answers and headers filled in. */
 export function completeDocument(generated: Json, routes: readonly Route[]): Json {
   const doc: Json = JSON.parse(JSON.stringify(generated));
@@ -82,7 +90,8 @@ export function completeDocument(generated: Json, routes: readonly Route[]): Jso
       const body = bodies.get(`${method} ${path}`);
       if (op.requestBody && body && !Object.keys(op.requestBody.content ?? {}).length) {
         const schema = unwrapSchema(body, undefined, "input", version) as Json;
-        op.requestBody.content = { "application/json": { schema: op[ACCEPTS_EXPORT] ? orCompleteExport(schema) : schema } };
+        const example = REQUEST_EXAMPLES[`${method} ${path}`];
+        op.requestBody.content = { "application/json": { schema: op[ACCEPTS_EXPORT] ? orCompleteExport(schema) : schema, ...(example ? { example } : {}) } };
       }
       op.responses = { ...guardResponses(path, op.requestBody !== undefined), ...op.responses };
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {

@@ -69,12 +69,16 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
     detail: {
       [ACCEPTS_EXPORT]: true,
       summary: "Generate a stack bundle",
-      description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). A conflicting selection is 409 CONFLICT_ERROR.",
+      description: "Returns the bundle's files as JSON, as a complete document (for export/import) or as a ZIP archive (`format=zip` or `Accept: application/zip`). Something must be selected (a service, a skill pack or a preset), else 400 VALIDATION_ERROR. A conflicting selection is 409 CONFLICT_ERROR.",
       tags: ["stacks"],
       // Declared here rather than as a response schema: Elysia would strip one of the two JSON shapes.
       responses: {
         200: {
-          description: "The bundle: files + metadata (json), the complete export document (complete) or a ZIP archive (zip)",
+          description: "The bundle: files + metadata (json), the complete export document (complete) or a ZIP archive (zip). The shape follows `format` (a complete document also fits the json shape).",
+          headers: {
+            "Content-Disposition": { description: "ZIP only: `attachment; filename=\"<projectName>.zip\"`", schema: { type: "string" } },
+            "Cache-Control": { description: "`no-store`: every answer carries fresh secrets", schema: { type: "string" } },
+          },
           content: {
             "application/json": { schema: Type.Union([GenerateJsonResponse, CompleteDocument]) },
             "application/zip": { schema: { type: "string", format: "binary" } },
