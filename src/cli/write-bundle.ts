@@ -38,17 +38,12 @@ export interface PlannedFile {
   unrecorded?: "no-record" | "not-in-record";
 }
 
-/** Keys of the old stackgen.json that the new one lacks: it is rewritten on every run, so what a
- *  user added to it by hand is lost, and said so. Unreadable old text: nothing to name. */
-function droppedKeys(oldText: string, newText: string): string[] {
-  try {
-    const before = JSON.parse(oldText);
-    const after = JSON.parse(newText);
-    if (typeof before !== "object" || before === null || Array.isArray(before)) return [];
-    return Object.keys(before).filter((k) => !(k in after));
-  } catch {
-    return [];
-  }
+/** Keys of the old stackgen.json (as parsed) that the new one lacks: it is rewritten on every run,
+ *  so what a user added to it by hand is lost, and said so. Not an object: nothing to name. */
+function droppedKeys(before: unknown, newText: string): string[] {
+  if (typeof before !== "object" || before === null || Array.isArray(before)) return [];
+  const after = JSON.parse(newText) as Record<string, unknown>;
+  return Object.keys(before).filter((k) => !(k in after));
 }
 
 async function readIfExists(path: string): Promise<string | undefined> {
@@ -108,8 +103,10 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
   await checkRoot(root);
   const realRoot = await realExisting(root);
   const oldConfigText = await readIfExists(join(root, CONFIG_FILE)).catch(() => undefined);
-  let recorded: Record<string, string> = {};
-  try { recorded = oldConfigText ? JSON.parse(oldConfigText).files ?? {} : {}; } catch { recorded = {}; }
+  // Parsed once: its file hashes tell edits apart, its keys what a new one drops.
+  let oldConfig: unknown;
+  try { oldConfig = oldConfigText ? JSON.parse(oldConfigText) : undefined; } catch { oldConfig = undefined; }
+  const recorded: Record<string, string> = (oldConfig as { files?: Record<string, string> } | undefined)?.files ?? {};
   const plan: PlannedFile[] = [];
   for (const [path, content] of Object.entries(files)) {
     const target = insideDir(root, path);
@@ -125,7 +122,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     }
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE) {
-      const dropped = droppedKeys(existing, content);
+      const dropped = droppedKeys(oldConfig, content);
       plan.push({ path, action: "update", content, ...(dropped.length ? { droppedKeys: dropped } : {}) });
     } else if (recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     // Edited, but this generation makes the file as the last one did: nothing of ours to bring

@@ -79,16 +79,16 @@ function dokployLine(s: DotenvStatement, value = s.value): string {
  */
 export function dokployEnvText(composeText: string, replace?: (s: DotenvStatement) => { line: string } | { value: string } | undefined): string {
   const statements = scanDotenv(composeText).filter((s) => s.closed);
-  const replaced = replace ? statements.map(replace) : [];
-  if (replaced.every((r) => r === undefined) && readAlike(composeText)) return composeText;
+  const replaced = new Map(statements.map((s) => [s, replace?.(s)]));
+  if ([...replaced.values()].every((r) => r === undefined) && readAlike(composeText)) return composeText;
   const text = dotenvText(statements, (s) => {
-    const r = replaced[statements.indexOf(s)];
+    const r = replaced.get(s);
     return r && "line" in r ? r.line : dokployLine(s, r?.value);
   });
   // Each line reads back alone; this holds the whole text to it (a line must not run into the next).
   const read = dokployEntries(text);
-  const misread = statements.filter((s, i) => {
-    const r = replaced[i];
+  const misread = statements.filter((s) => {
+    const r = replaced.get(s);
     return !(r && "line" in r) && read.get(s.key)?.value !== (r?.value ?? s.value);
   });
   const last = new Map(statements.map((s) => [s.key, s]));

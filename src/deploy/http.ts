@@ -43,20 +43,19 @@ const REASONS: Record<number, string> = {
 
 export const reasonPhrase = (status: number, fallback = ""): string => REASONS[status] ?? (fallback || "Error");
 
-/** Replace the secret wherever it shows up (a server may echo a header back). */
-export function redact(text: string, secret: string): string {
+/** A function that replaces the secret wherever it shows up (a server may echo a header back);
+ *  its patterns are built once, for every text of a deployment. */
+export function redactor(secret: string): (text: string) => string {
   const key = secret.trim();
-  if (key.length < 4) return text;
+  if (key.length < 4) return (text) => text;
   // A platform may echo the key in another form than it was sent: URL-encoded (a query string, a
   // redirect), JSON-escaped, base64 (of the key or of the Authorization header), another case.
   // Base64 forms without their padding (the text may cut or re-pad it); each form matched with any.
   const base64 = (s: string) => Buffer.from(s).toString("base64").replace(/=+$/, "");
   const forms = new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), base64(key), base64(`Bearer ${key}`), base64(`:${key}`)]);
-  let out = text;
-  for (const form of [...forms].filter((f) => f.length >= 4).sort((a, b) => b.length - a.length)) {
-    out = out.replace(new RegExp(`${form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=*`, "gi"), "[redacted]");
-  }
-  return out;
+  const patterns = [...forms].filter((f) => f.length >= 4).sort((a, b) => b.length - a.length)
+    .map((form) => new RegExp(`${form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}=*`, "gi"));
+  return (text) => patterns.reduce((out, pattern) => out.replace(pattern, "[redacted]"), text);
 }
 
 export interface JsonClientOptions {
@@ -86,7 +85,7 @@ export interface JsonClient {
 export function createJsonClient(opts: JsonClientOptions): JsonClient {
   const doFetch: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const clean = (s: string) => redact(s, opts.secret);
+  const clean = redactor(opts.secret);
 
   return {
     async call<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {

@@ -8,7 +8,7 @@ import { usageError } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
-import { redact } from "./http.ts";
+import { redactor } from "./http.ts";
 import { dotenvText, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
@@ -117,7 +117,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (envProblems.length) throw usageError(`${envProblems.join("; ")}. Change ${envProblems.length === 1 ? "it" : "them"} in .env and deploy again.`);
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
-  const clean = (text: string) => redact(text, apiKey);
+  const clean = redactor(apiKey);
   const emit = (event: DeployStep) => {
     const safe: DeployStep = event.detail === undefined ? event : { ...event, detail: clean(event.detail) };
     if (safe.status !== "running") result.steps.push(safe);

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { compareVersions, createJsonClient, DeployError, parseVersion, redact } from "../../src/deploy/http.ts";
+import { compareVersions, createJsonClient, DeployError, parseVersion, redactor } from "../../src/deploy/http.ts";
+
+const redact = (text: string, secret: string) => redactor(secret)(text);
 import { mergeEnv } from "../../src/core/env-merge.ts";
 import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear, envForPlatform } from "../../src/deploy/index.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
@@ -275,7 +277,7 @@ describe("createJsonClient", () => {
     expect(redact(`x ${key} y`, ` ${key} `)).toBe("x [redacted] y");
   });
 
-  test("redact leaves text alone for very short secrets", () => {
+  test("the redactor leaves text alone for very short secrets", () => {
     expect(redact("abc abc", "abc")).toBe("abc abc");
     // Padding is not part of what is matched, and never shortens a form below 4 characters.
     expect(redact("Dokploy API 401: Unauthorized", "====")).toBe("Dokploy API 401: Unauthorized");

@@ -33,11 +33,12 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
       );
     }
     const initScript = withInit ? rendered[POSTGRES_INIT_SCRIPT] ?? "" : "";
+    const needed = variablesUsed(ctx, [...install, initScript].join("\n"));
     const lines = [
       HEADER(ctx).replace('cd "$(dirname "$0")"', 'cd "$(dirname "$0")/.."'),
       `# ${s.name}: native install from Debian packages.`,
-      ...envLoader(variablesUsed(ctx, [...install, initScript].join("\n"))),
-      ...requireSecrets(ctx, variablesUsed(ctx, [...install, initScript].join("\n"))),
+      ...envLoader(needed),
+      ...requireSecrets(ctx, needed),
       '# install.sh runs every script with --check first: nothing is installed unless all can be.',
       '[ "${1:-}" != "--check" ] || exit 0',
       ...install,
