@@ -66,26 +66,22 @@ function dependenciesOf(running: ReadonlySet<string>, model: ComposeModel): Set<
   return out;
 }
 
-const sameRepo = (a: string, b: string) => {
+/** Whether two references name the same repository, or (`exact`) the same tag or digest of it
+ *  too (`redis` is `docker.io/library/redis:latest`). */
+const sameName = (a: string, b: string, exact = false) => {
   const x = parseImageRef(a);
   const y = parseImageRef(b);
-  return x.registry === y.registry && x.repository === y.repository;
+  return x.registry === y.registry && x.repository === y.repository && (!exact || (x.tag === y.tag && x.digest === y.digest));
 };
 
 /** The registry digest of a local image for `ref`'s repository; the image id when it has none. */
 export function digestOf(image: ImageInspect | undefined, ref: string): string {
   if (!image) return "";
   const digests = image.RepoDigests ?? [];
-  const match = digests.find((d) => sameRepo(d.split("@")[0], ref)) ?? digests[0];
+  const match = digests.find((d) => sameName(d.split("@")[0], ref)) ?? digests[0];
   return match ? match.slice(match.indexOf("@") + 1) : image.Id;
 }
 
-/** Whether two references name the same image (`redis` is `docker.io/library/redis:latest`). */
-const sameRef = (a: string, b: string) => {
-  const x = parseImageRef(a);
-  const y = parseImageRef(b);
-  return x.registry === y.registry && x.repository === y.repository && x.tag === y.tag && x.digest === y.digest;
-};
 
 /** "repo:tag" split for re-tagging; undefined for digest-pinned references. */
 export function splitTag(ref: string): { repo: string; tag: string } | undefined {
@@ -139,7 +135,7 @@ async function currentImages(engine: Engine, containers: ContainerSummary[], mod
     const ranImage = container ? (await engine.inspectContainer(container.Id)).Config.Image : undefined;
     out.push({
       service: svc.name, image: svc.image, currentId, current: currentId ? await engine.inspectImage(currentId) : undefined,
-      ...(localId ? { localId } : {}), ...(ranImage && !sameRef(ranImage, svc.image) ? { ranImage } : {}),
+      ...(localId ? { localId } : {}), ...(ranImage && !sameName(ranImage, svc.image, true) ? { ranImage } : {}),
     });
   }
   return out;
