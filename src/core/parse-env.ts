@@ -145,13 +145,16 @@ export function scanDotenv(text: string): DotenvStatement[] {
   return out;
 }
 
-/** The variables of a dotenv text, as compose reads it; a later assignment of a key wins. A value
- *  whose quote never closes (Compose refuses the file) is left out. */
-export function parseEnvText(text: string): EnvVar[] {
+/** The values of a dotenv text by name, as compose reads it; a later assignment of a key wins. A
+ *  value whose quote never closes (Compose refuses the file) is left out. */
+export function envValues(text: string): Map<string, string> {
   const vars = new Map<string, string>();
   for (const s of scanDotenv(text)) if (s.closed) vars.set(s.key, s.value);
-  return [...vars].map(([key, value]) => ({ key, value }));
+  return vars;
 }
+
+/** The same variables as a list, in the order they are first set. */
+export const parseEnvText = (text: string): EnvVar[] => [...envValues(text)].map(([key, value]) => ({ key, value }));
 
 /** Dotenv text of the statements: each one's comments, then its assignment on a line of its own,
  *  by default `KEY=<raw>` (which every dotenv reader reads as the statement was read). */

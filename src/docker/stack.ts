@@ -5,7 +5,7 @@ import { basename, join, resolve } from "node:path";
 import YAML, { YAMLMap, YAMLSeq, type CollectionTag, type ScalarTag } from "yaml";
 import { StackgenError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
-import { parseEnvText } from "../core/parse-env.ts";
+import { envValues } from "../core/parse-env.ts";
 
 export interface Stack {
   dir: string;
@@ -85,7 +85,7 @@ export function composeSettings(dir: string, env: Record<string, string | undefi
   let fromFile = new Map<string, string>();
   if (existsSync(envFile) && statSync(envFile).isFile()) {
     try {
-      fromFile = new Map(parseEnvText(readFileSync(envFile, "utf8")).map((v) => [v.key, v.value]));
+      fromFile = envValues(readFileSync(envFile, "utf8"));
     } catch {
       // An unreadable .env is doctor's business; compose settings then come from the environment only.
     }

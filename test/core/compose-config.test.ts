@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { fixedSecrets } from "../../src/core/generate/secrets.ts";
-import { parseEnvText } from "../../src/core/parse-env.ts";
+import { envValues, parseEnvText } from "../../src/core/parse-env.ts";
 import { envValue } from "../../src/core/generate/env.ts";
 import { IN_CI, run } from "../support/tools.ts";
 
@@ -93,7 +93,7 @@ describe("dotenv as Compose reads it", () => {
     const dir = mkdtempSync(join(tmpdir(), "stackgen-dotenv-"));
     try {
       for (const text of texts) {
-        const ours = new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+        const ours = envValues(text);
         const keys = [...ours.keys()];
         // A service that echoes every key back through interpolation, with a marker for unset.
         const environment = Object.fromEntries([..."ABCDEF"].map((k) => [k, `\${${k}-unset}`]));

@@ -1,7 +1,7 @@
 // Regenerating `.env` over the user's: their values stay, new variables arrive, nothing is lost.
 import { describe, expect, test } from "bun:test";
 import { mergeEnv, parseEnvValues } from "../../src/core/env-merge.ts";
-import { parseEnvText } from "../../src/core/parse-env.ts";
+import { envValues } from "../../src/core/parse-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
 const generated = ["# header", "DB_PASSWORD=fresh-secret-0123456789abcdefghijkl", "API_TOKEN=fresh-token-0123456789abcdefghijklm", "SITE_URL=http://localhost:8080", "NEW_SETTING=on", ""].join("\n");
@@ -54,7 +54,7 @@ describe("mergeEnv", () => {
     const hostile = "CORE_VERSION='latest\\'\nCORE_IMAGE=x' COMPOSE_PROJECT_NAME=hijacked\n";
     const merged = mergeEnv(hostile, generated, new Set(), [], { keepExtra: false });
     expect(merged.extra).toEqual(["COMPOSE_PROJECT_NAME"]);
-    const read = new Map(parseEnvText(merged.text).map((v) => [v.key, v.value]));
+    const read = envValues(merged.text);
     expect(read.has("COMPOSE_PROJECT_NAME")).toBe(false);
     // The odd value is kept whole, as Compose reads it, and ends before anything else begins.
     expect(read.get("CORE_VERSION")).toBe("latest'\nCORE_IMAGE=x");

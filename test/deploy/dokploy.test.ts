@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
-import { deployBundle, parseEnvText, type DeployOptions } from "../../src/deploy/index.ts";
+import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
+import { envValues } from "../../src/core/parse-env.ts";
 import { DokployFake, dokployContainerEnv } from "./fakes/dokploy-fake.ts";
 import { COMPOSE, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
@@ -10,7 +11,6 @@ const options = (fake: DokployFake, overrides: Partial<DeployOptions> = {}) => f
 
 /** What the containers of the fake's (only) compose stack get from its env text. */
 const envOf = (fake: DokployFake) => dokployContainerEnv(fake.composes[0]!.env!);
-const composeReading = (text: string) => new Map(parseEnvText(text).map((v) => [v.key, v.value]));
 
 /** Values compose and Dokploy's dotenv reader read differently when sent as written. */
 const AWKWARD_ENV = [
@@ -177,7 +177,7 @@ describe("Dokploy deployer against a spec-validating fake", () => {
   });
 
   test("values reach the containers as compose reads the bundle's .env, however Dokploy's reader differs", async () => {
-    const want = composeReading(AWKWARD_ENV);
+    const want = envValues(AWKWARD_ENV);
     expect(want.get("BACKSLASH")).toBe("C:\\share\\x");
     expect(want.get("DOLLAR")).toBe("it's $5");
     expect(want.get("DOUBLED")).toBe("pa$word");

@@ -4,6 +4,7 @@ import { compareVersions, createJsonClient, DeployError, parseVersion, redactor 
 const redact = (text: string, secret: string) => redactor(secret)(text);
 import { mergeEnv } from "../../src/core/env-merge.ts";
 import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, parseEnvText, pinnedFetch, sendsKeyInClear, envForPlatform } from "../../src/deploy/index.ts";
+import { envValues } from "../../src/core/parse-env.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
 
@@ -300,18 +301,18 @@ describe("envTextForUpdate", () => {
   test("values put back or carried over read back unchanged, however they are written", () => {
     const awkward = ["plain-Value_1", "with space", "it's", 'a "quoted" $HOME', "two\nlines", "back\\slash"];
     const platform = awkward.map((v, i) => `K${i}=${JSON.stringify(v)}`).join("\n").replace(/\\\\/g, "\\\\");
-    const stored = new Map(parseEnvText(platform).map((v) => [v.key, v.value]));
+    const stored = envValues(platform);
     // Kept (the bundle has the key, fresh) and carried (only the platform has it).
     const ours = "# ours\nK0=new\nK1=new\nK2=new\nOURS=1\n";
     const { text, kept, carried } = envTextForUpdate(ours, platform, true);
     expect(kept).toEqual(["K0", "K1", "K2"]);
     expect(carried).toEqual(["K3", "K4", "K5"]);
-    const after = new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+    const after = envValues(text);
     for (const [key, value] of stored) expect(after.get(key)).toBe(value);
     expect(after.get("OURS")).toBe("1");
     expect(text.startsWith("# ours\n")).toBe(true);
     // Without keeping, the bundle's values win and the platform-only ones are still carried.
-    const mine = new Map(parseEnvText(envTextForUpdate(ours, platform, false).text).map((v) => [v.key, v.value]));
+    const mine = envValues(envTextForUpdate(ours, platform, false).text);
     expect(mine.get("K0")).toBe("new");
     expect(mine.get("K5")).toBe(stored.get("K5"));
   });
@@ -325,7 +326,7 @@ describe("a signed API key on an update that keeps the platform's secret", () =>
   test("Dokploy: the key goes in signed with the secret the platform keeps", () => {
     const { text, kept } = envTextForUpdate(fresh, `SB_JWT_SECRET="old 'secret'"\n`, true, derived);
     expect(kept).toEqual(["SB_JWT_SECRET"]);
-    const after = new Map(parseEnvText(text).map((v) => [v.key, v.value]));
+    const after = envValues(text);
     expect(after.get("SB_JWT_SECRET")).toBe("old 'secret'");
     expect(after.get("SB_ANON_KEY")).toBe(signedWithOld);
     // Both on the platform: both stay as they are.

@@ -1,7 +1,7 @@
 // .env (real values, mode 0600) and .env.example (no secret values), grouped and commented per service.
 import type { EnvVariable, FileMap, GenContext } from "./context.ts";
 import type { CatalogService } from "../../schema/catalog.ts";
-import { parseEnvText } from "../parse-env.ts";
+import { envValues } from "../parse-env.ts";
 
 /** Quote a value only when dotenv/compose would otherwise read it differently. */
 export function envValue(value: string): string {
@@ -51,6 +51,6 @@ export function envExampleFile(ctx: GenContext): FileMap {
 /** Variables a service does not start (or cannot do its job) without, still empty in `envText`:
  *  what the user must fill in before the first start (catalog `beforeStart`). */
 export function valuesToFill(services: readonly CatalogService[], envText: string): { name: string; service: string }[] {
-  const values = new Map(parseEnvText(envText).map((v) => [v.key, v.value]));
+  const values = envValues(envText);
   return services.flatMap((s) => (s.variables ?? []).filter((v) => v.beforeStart && !values.get(v.name)?.trim()).map((v) => ({ name: v.name, service: s.name })));
 }

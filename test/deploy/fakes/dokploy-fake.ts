@@ -4,7 +4,7 @@
 // models the version differences that matter (research §3).
 import { join } from "node:path";
 import { randomId, SpecFake, type ProviderRules, type Reply, type RequestContext } from "./spec-fake.ts";
-import { parseEnvText } from "../../../src/core/parse-env.ts";
+import { envValues } from "../../../src/core/parse-env.ts";
 
 export const DOKPLOY_SPEC = join(import.meta.dir, "..", "..", "reference", "dokploy-openapi.json");
 
@@ -29,7 +29,7 @@ export function dokployContainerEnv(text: string): Map<string, string> {
     if (value.includes("${{")) throw new Error(`Dokploy would fail the deployment: ${key} references \${{…}}`);
     return `${key}="${value.replace(/[\\"$]/g, (c) => `\\${c}`)}"`;
   });
-  return new Map(parseEnvText(written.join("\n")).map((v) => [v.key, v.value]));
+  return envValues(written.join("\n"));
 }
 
 export interface DokployComposeRow {
