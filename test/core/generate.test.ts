@@ -545,6 +545,20 @@ describe("input fields take effect", () => {
     expect(ports({ domain: "example.com" }).n8n.ports).toEqual(["5678:5678"]);
   });
 
+  test("Caddy serving HTTPS publishes UDP 443 too: it offers HTTP/3 there, and browsers try it", () => {
+    const proxyPorts = (body: Record<string, unknown>) => composeOf(gen({ services: ["n8n"], ...body }).files).services;
+    for (const domain of ["example.com", "home.lan"]) {
+      const g = gen({ services: ["n8n"], proxy: "caddy", domain });
+      expect(composeOf(g.files).services.caddy.ports).toEqual(["80:80", "443:443", "443:443/udp"]);
+      expect(g.files["README.md"]).toContain("| Caddy | `caddy` | container | 80, 443, 443/udp |");
+    }
+    // Plain HTTP on *.localhost has no HTTP/3; Traefik does not turn it on.
+    expect(proxyPorts({ proxy: "caddy" }).caddy.ports).toEqual(["80:80", "443:443"]);
+    expect(proxyPorts({ proxy: "traefik", domain: "example.com" }).traefik.ports).not.toContain("443:443/udp");
+    // Other UDP ports say so in the README's table as well.
+    expect(gen({ services: ["livekit"] }).files["README.md"]).toMatch(/\| `livekit` \|[^\n]*7882\/udp/);
+  });
+
   test("depends_on waits for healthy dependencies", () => {
     const c = composeOf(gen({ services: ["n8n"] }).files);
     expect(c.services.n8n.depends_on).toEqual({ postgresql: { condition: "service_healthy" } });

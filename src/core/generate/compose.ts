@@ -2,7 +2,7 @@
 // network, named volumes, health-gated depends_on. Emitted through the `yaml` library.
 import { Scalar, stringify } from "yaml";
 import type { CatalogService, HealthCheck, Sidecar } from "../../schema/catalog.ts";
-import { allServices, hasPrivateDomain, hasProxy, hostnameOf, publishedOnLoopback, webServices, type FileMap, type GenContext } from "./context.ts";
+import { allServices, hasPrivateDomain, hasProxy, hostnameOf, publishedOnLoopback, publishedPorts, webServices, type FileMap, type GenContext } from "./context.ts";
 import { CORE_CONFIG_TARGET } from "./core-gateway.ts";
 import { isDatabase } from "../databases.ts";
 import { bundleMounts, DOCKER_SOCKET, needsPostgresInit, POSTGRES_INIT_TARGET } from "./mounts.ts";
@@ -142,7 +142,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     for (const m of mounts.get(s.id) ?? []) vols.push(`${m.source}:${m.target}${m.readOnly ? ":ro" : ""}`);
     if (s.id === "traefik" && !s.volumes.some((v) => v.source === DOCKER_SOCKET)) vols.push(`${DOCKER_SOCKET}:${DOCKER_SOCKET}:ro`);
 
-    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) =>
+    const ports = publishedPorts(ctx, s.id).map((p) =>
       quoted(`${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`));
 
     const labels: Record<string, string> = { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, ...watched(s.category, s.image) };

@@ -1,7 +1,7 @@
 // What every artifact generator receives: the resolved stack plus the generation options.
 import type { Catalog } from "../../catalog/index.ts";
 import type { CatalogService, Platform, Port, Variable } from "../../schema/catalog.ts";
-import type { ResolvedStack } from "../resolve.ts";
+import type { ResolvedPort, ResolvedStack } from "../resolve.ts";
 import type { SecretSource } from "./secrets.ts";
 
 export type FileMap = Record<string, string>;
@@ -49,6 +49,14 @@ export function webServices(ctx: GenContext): { id: string; name: string; port: 
       const web = s.ports.find((p) => p.web);
       return web ? [{ id: s.id, name: s.name, port: web.container, dropForwardedFor: web.dropForwardedFor === true }] : [];
     });
+}
+
+/** Host ports a service publishes. Caddy also gets UDP 443 once it serves HTTPS: it answers HTTP/3
+ *  there and tells browsers so (Alt-Svc), and they would otherwise try a port nobody published. */
+export function publishedPorts(ctx: GenContext, id: string): ResolvedPort[] {
+  const ports = ctx.stack.ports.get(id) ?? [];
+  const https = id === "caddy" && ctx.domain !== undefined ? ports.find((p) => p.container === 443 && p.protocol !== "udp") : undefined;
+  return https ? [...ports, { ...https, protocol: "udp", description: "HTTP/3 (QUIC)" }] : ports;
 }
 
 /** Whether the stack has a reverse proxy (its Caddyfile or Traefik config routes the web services). */

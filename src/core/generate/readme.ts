@@ -1,6 +1,6 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
-import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, publishedOnLoopback, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
+import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, publishedOnLoopback, publishedPorts, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
 import { CORE_CONFIG } from "./core-gateway.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
@@ -9,7 +9,7 @@ export function readmeFile(ctx: GenContext): FileMap {
   const rows = allServices(ctx).map((s) => {
     // A native service listens on docker0's address as well, where the containers reach it.
     const native = ctx.nativeIds.has(s.id);
-    const ports = (ctx.stack.ports.get(s.id) ?? []).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}${native ? " and docker0" : ""}`).join(", ") || "internal only";
+    const ports = publishedPorts(ctx, s.id).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}${p.protocol === "udp" ? "/udp" : ""}${native ? " and docker0" : ""}`).join(", ") || "internal only";
     const url = web.has(s.id) && proxied ? proxiedUrl(ctx, s.id) : "";
     const where = native ? "native (systemd)" : "container";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
