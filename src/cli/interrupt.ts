@@ -24,15 +24,23 @@ export function endOnLostOutput(serving: boolean): void {
   }
 }
 
-/** Runs `work` with the signals deferred; `work` gets a signal that is aborted on the first one. */
-export async function withDeferredInterrupts<T>(what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** Runs `work` with the signals deferred; `work` gets a signal that is aborted on the first one.
+ *  `onQuit` runs when a second Ctrl-C quits at once: it cleans up what it can and says how to
+ *  recover, where "start it again" would be wrong (a half-done restore). */
+export async function withDeferredInterrupts<T>(what: string, work: (signal: AbortSignal) => Promise<T>, onQuit?: () => string | undefined): Promise<T> {
   const controller = new AbortController();
   const onSignal = (name: string) => {
     // Only a person pressing Ctrl-C again quits at once: a closing terminal sends SIGHUP twice
     // (the kernel and the shell), and a supervisor may repeat SIGTERM before it kills.
     if (controller.signal.aborted) {
       if (name !== "SIGINT") return;
-      log.error("SIGINT again: quitting now; the stack may be left stopped (docker compose up -d starts it).");
+      let note: string | undefined;
+      try {
+        note = onQuit?.();
+      } catch {
+        // quitting anyway
+      }
+      log.error(`SIGINT again: quitting now; ${note ?? "the stack may be left stopped (docker compose up -d starts it)."}`);
       process.exit(INTERRUPTED_EXIT);
     }
     log.warn(`${name}: stopping ${what} at the next safe point; the stack is not left stopped. Press Ctrl-C again to quit at once.`);

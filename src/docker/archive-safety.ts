@@ -7,10 +7,12 @@ import type { TarEntry } from "./tar.ts";
 /** What the checks read of a member: a volume may hold millions, so nothing more is kept. */
 export type MemberName = Pick<TarEntry, "name" | "type" | "linkname">;
 
-/** Split a member path into clean components, or explain why it is unsafe. */
-export function safeComponents(path: string): { parts: string[] } | { error: string } {
+/** Split a member path into clean components, or explain why it is unsafe. A backslash is an
+ *  ordinary character in a Linux file name (and volume contents may hold one: `volume`); in the
+ *  bundle's own files it can only be a Windows path. */
+export function safeComponents(path: string, volume = false): { parts: string[] } | { error: string } {
   if (path.includes("\0")) return { error: "contains a NUL byte" };
-  if (path.includes("\\")) return { error: "contains a backslash" };
+  if (!volume && path.includes("\\")) return { error: "contains a backslash" };
   if (path.startsWith("/")) return { error: "is an absolute path" };
   if (/^[A-Za-z]:/.test(path)) return { error: "is an absolute path" };
   const parts = path.split("/").filter((p) => p !== "" && p !== ".");
@@ -19,16 +21,18 @@ export function safeComponents(path: string): { parts: string[] } | { error: str
 }
 
 export interface MemberPolicy {
-  /** Allow symlinks (any target: they are not followed) and hardlinks (to a member inside). Volume
-   *  contents need them; the outer archive does not. */
-  allowLinks: boolean;
+  /** Volume contents: they keep whatever a Linux file system holds, so symlinks (any target: they
+   *  are not followed), hardlinks (to a member inside), device nodes (the engine makes them again,
+   *  and a container may not open them without being granted the device) and backslashes in names.
+   *  The outer archive holds none of these. */
+  volume: boolean;
   /** Every member must be this directory or lie below it (e.g. the volume's own top folder). */
   root?: string;
 }
 
 /** Check one member; returns a reason when it must be rejected. */
 export function checkMember(entry: MemberName, policy: MemberPolicy): string | undefined {
-  const comps = safeComponents(entry.name);
+  const comps = safeComponents(entry.name, policy.volume);
   if ("error" in comps) return `member "${entry.name}" ${comps.error}`;
   if (comps.parts.length === 0 && entry.type !== "dir") return `member "${entry.name}" has an empty name`;
   if (policy.root !== undefined && comps.parts.length > 0 && comps.parts[0] !== policy.root) {
@@ -39,13 +43,16 @@ export function checkMember(entry: MemberName, policy: MemberPolicy): string | u
     case "dir":
     case "fifo":
       return undefined;
+    case "char":
+    case "block":
+      return policy.volume ? undefined : `member "${entry.name}" is a device node`;
     case "symlink":
-      if (!policy.allowLinks) return `member "${entry.name}" is a link`;
+      if (!policy.volume) return `member "${entry.name}" is a link`;
       if (entry.linkname.includes("\0")) return `symlink "${entry.name}" target contains a NUL byte`;
       return undefined;
     case "hardlink": {
-      if (!policy.allowLinks) return `member "${entry.name}" is a link`;
-      const target = safeComponents(entry.linkname);
+      if (!policy.volume) return `member "${entry.name}" is a link`;
+      const target = safeComponents(entry.linkname, true);
       if ("error" in target) return `hardlink "${entry.name}" target ${target.error}`;
       if (policy.root !== undefined && target.parts[0] !== policy.root) return `hardlink "${entry.name}" points outside "${policy.root}/"`;
       return undefined;
@@ -76,14 +83,14 @@ export class MemberChecker {
   constructor(private readonly policy: MemberPolicy) {}
 
   add(entry: MemberName): void {
-    const comps = safeComponents(entry.name);
+    const comps = safeComponents(entry.name, this.policy.volume);
     const parts = "parts" in comps ? comps.parts : [];
     const path = parts.join("/");
     const problem = checkMember(entry, this.policy) ?? this.underSymlink(entry.name, parts) ?? (entry.type === "hardlink" ? this.underSymlink(entry.linkname) : undefined);
     if (problem) this.problems.push(problem);
     else if (entry.type === "hardlink") {
       // A hardlink may only point at a member that came before it.
-      const target = (safeComponents(entry.linkname) as { parts: string[] }).parts.join("/");
+      const target = (safeComponents(entry.linkname, this.policy.volume) as { parts: string[] }).parts.join("/");
       if (!this.seen.has(nameKey(target))) this.problems.push(`hardlink "${entry.name}" points at "${entry.linkname}", which is not in the archive before it`);
     }
     if (entry.type === "symlink" && parts.length > 0) {
@@ -102,7 +109,7 @@ export class MemberChecker {
   /** Whether a path (its components, when already split) lies under a symlink seen so far. */
   private underSymlink(name: string, known?: string[]): string | undefined {
     if (this.symlinks.size === 0) return undefined;
-    const comps = known ? { parts: known } : safeComponents(name);
+    const comps = known ? { parts: known } : safeComponents(name, this.policy.volume);
     if (!("parts" in comps)) return undefined;
     for (let i = 1; i < comps.parts.length; i++) {
       const parent = comps.parts.slice(0, i).join("/");

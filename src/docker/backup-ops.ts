@@ -13,6 +13,7 @@ import {
   MAX_CONFIG_BYTES,
   readFileBytes,
   readVolumes,
+  VolumeCopyFailed,
   stackVolumes,
   verifyBackupFile,
   writeArchive,
@@ -193,7 +194,17 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     // A backup without the stack's compose files could not bring it back (say on a new machine):
     // found out before anything stops. One that is a link is not the stack's to copy (links are
     // never followed) and is named as left out instead.
-    const configPaths = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work));
+    const found: string[] = [];
+    const configPaths = bundleFiles(stack.dir, leftOutOfConfig(stack.dir, outputDir, work), found);
+    // A compose file that is a link is named above already.
+    const skipped = found.filter((entry) => !stack.composeFiles.includes(join(stack.dir, entry.slice(0, entry.lastIndexOf(" (")))));
+    // Only regular files of the stack directory are copied (as plain files: data bind-mounted
+    // from there keeps contents and modes, not owners or times; the README says so).
+    if (skipped.length) {
+      const shown = skipped.length > 5 ? [...skipped.slice(0, 5), `and ${skipped.length - 5} more`] : skipped;
+      say(`Not in the backup, in ${stack.dir} (only its regular files are copied; data that needs more belongs in a named volume): ${shown.join("; ")}`);
+      notIncluded.push(...skipped);
+    }
     const missing = stack.composeFiles.filter((f) => isWithin(stack.dir, f) && lstatSync(f, { throwIfNoEntry: false })?.isFile() && !configPaths.some((path) => join(stack.dir, path) === f));
     if (missing.length) throw failure("BACKUP_FAILED", `The stack's ${missing.join(", ")} would not be in the backup. No backup was written.`);
     const oversized = oversizedConfig(stack.dir, configPaths);
@@ -206,7 +217,11 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     }
     try {
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
-      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal);
+      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal).catch((e) => {
+        if (!(e instanceof VolumeCopyFailed)) throw e;
+        const retry = !e.cut || stop || running.length === 0 ? "" : opts.kind ? " Stop the stack (docker compose stop), then run the command again." : " Run it again, or without --hot so the services are stopped for the copy.";
+        throw failure("BACKUP_FAILED", `No backup was written: ${e.message}.${retry}`);
+      });
       // Read while the services are still stopped: data bind-mounted from the stack directory
       // is part of the copy too, and a service writes it again as soon as it starts.
       files = configPaths.map((path) => {
@@ -543,6 +558,8 @@ export interface RestoreOptions {
   /** Aborted on Ctrl-C: before the first volume is replaced the stack runs again as it was;
    *  after, the safety backup is put back, as for a failed restore. */
   signal?: AbortSignal;
+  /** Told where the safety backup is as soon as it is written. */
+  onSafetyBackup?: (file: string) => void;
 }
 
 export interface RestoreResult {
@@ -621,6 +638,7 @@ export async function restoreBackup(
     // orphan still holding data): otherwise the restore would destroy what nothing else holds.
     const replaced = backup.volumes.map(({ name, key }) => ({ name, key }));
     safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", alsoVolumes: replaced, progress: say, signal: opts.signal });
+    opts.onSafetyBackup?.(safety.file);
     opts.signal?.throwIfAborted();
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.

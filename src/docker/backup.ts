@@ -5,7 +5,7 @@
 // Volume contents are streamed, never held in memory: engine -> work file -> archive when
 // creating; archive -> checks (and a work file for a restore) -> engine when restoring. Only
 // config files and tar headers are kept in memory.
-import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, statfsSync, writeSync } from "node:fs";
+import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -48,20 +48,30 @@ const SKIP_DIRS = new Set(["backups", ".git", "node_modules"]);
 /** Nor is the lock of the command at work (stack-lock.ts). */
 const SKIP_FILES = new Set([LOCK_FILE]);
 
-/** The bundle's own files (relative paths), without backups or symlinks. */
-export function bundleFiles(dir: string, exclude: string[] = []): string[] {
+/** The bundle's own files (relative paths), without backups or symlinks. With `skipped`, what
+ *  else the stack directory holds that a backup does not keep (links, FIFOs, sockets, empty
+ *  folders) is added to it: data bind-mounted from there may hold such entries. */
+export function bundleFiles(dir: string, exclude: string[] = [], skipped?: string[]): string[] {
   const excluded = exclude.map((p) => resolve(p));
   const out: string[] = [];
-  const walk = (abs: string) => {
+  const walk = (abs: string): boolean => {
+    let any = false;
     for (const name of readdirSync(abs).sort()) {
       const path = join(abs, name);
       if (excluded.some((e) => isWithin(e, path))) continue;
       const st = lstatSync(path);
+      const rel = relative(dir, path).split(sep).join("/");
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
-        walk(path);
-      } else if (st.isFile() && !(abs === dir && SKIP_FILES.has(name))) out.push(relative(dir, path).split(sep).join("/"));
+        if (walk(path)) any = true;
+        else skipped?.push(`${rel}/ (an empty folder)`);
+      } else if (st.isFile()) {
+        if (abs === dir && SKIP_FILES.has(name)) continue;
+        out.push(rel);
+        any = true;
+      } else skipped?.push(`${rel} (${st.isSymbolicLink() ? "a symbolic link" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device node"})`);
     }
+    return any;
   };
   walk(dir);
   return out;
@@ -91,7 +101,7 @@ async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uin
 }
 
 /** Write every chunk of `source` to a new file `path` (owner-only), hashing on the way. */
-async function streamToFile(source: ReadableStream<Uint8Array>, path: string, signal?: AbortSignal): Promise<{ size: number; sha256: string }> {
+async function streamToFile(source: ReadableStream<Uint8Array>, path: string, signal?: AbortSignal, tap?: (chunk: Uint8Array) => void): Promise<{ size: number; sha256: string }> {
   const fd = openSync(path, "wx", 0o600);
   const hasher = new Bun.CryptoHasher("sha256");
   let size = 0;
@@ -100,12 +110,66 @@ async function streamToFile(source: ReadableStream<Uint8Array>, path: string, si
       signal?.throwIfAborted();
       writeAll(fd, chunk);
       hasher.update(chunk);
+      tap?.(chunk);
       size += chunk.length;
     }
   } finally {
     closeSync(fd);
   }
   return { size, sha256: hasher.digest("hex") };
+}
+
+/**
+ * Reads a volume's tar as the engine sends it, with the checks a restore makes, so that a backup
+ * is never written that restore would refuse. The engine ends its stream early, without the
+ * end-of-archive marker, when a file changes size while it is read (a service still writing,
+ * as with --hot): such a copy lacks every file after that one.
+ */
+class VolumeTarCheck {
+  private readonly checker: MemberChecker;
+  private readonly parser: TarParser;
+  private error: string | undefined;
+
+  constructor(volume: string) {
+    const checker = (this.checker = new MemberChecker({ volume: true, root: volume }));
+    this.parser = new TarParser((h) => {
+      checker.add(h);
+      return undefined;
+    });
+  }
+
+  push(chunk: Uint8Array): void {
+    if (this.error !== undefined) return;
+    try {
+      this.parser.push(chunk);
+    } catch (e) {
+      this.error = (e as Error).message;
+    }
+  }
+
+  /** After the last chunk: "cut" for a copy that ended early, or what restore would refuse. */
+  result(): { cut: true } | { cut: false; problems: string[] } {
+    if (this.error === undefined) {
+      try {
+        this.parser.end();
+      } catch (e) {
+        this.error = (e as Error).message;
+      }
+    }
+    if (this.error === undefined && !this.parser.complete) return { cut: true };
+    if (this.error === "Truncated tar archive") return { cut: true };
+    return { cut: false, problems: this.error !== undefined ? [`not a readable tar (${this.error})`] : this.checker.problems };
+  }
+}
+
+/** Copies of a volume that ended early are made again this many times in all. */
+const VOLUME_COPY_ATTEMPTS = 3;
+
+export class VolumeCopyFailed extends Error {
+  /** The copy ended early (a file changed size while it was read), rather than holding what restore refuses. */
+  constructor(message: string, readonly cut: boolean) {
+    super(message);
+  }
 }
 
 function writeAll(fd: number, chunk: Uint8Array): void {
@@ -123,9 +187,20 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
   try {
     const out: VolumeFile[] = [];
     for (const [i, v] of volumes.entries()) {
-      signal?.throwIfAborted();
       const path = join(workDir, `volume-${i}.tar`);
-      out.push({ ...v, path, ...(await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path, signal)) });
+      for (let attempt = 1; ; attempt++) {
+        signal?.throwIfAborted();
+        const check = new VolumeTarCheck(v.name);
+        const written = await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path, signal, (chunk) => check.push(chunk));
+        const result = check.result();
+        if (!result.cut && result.problems.length === 0) {
+          out.push({ ...v, path, ...written });
+          break;
+        }
+        rmSync(path, { force: true });
+        if (!result.cut) throw new VolumeCopyFailed(`volume ${v.name} holds what a restore could not put back: ${result.problems.slice(0, 3).join("; ")}${result.problems.length > 3 ? ` (and ${result.problems.length - 3} more)` : ""}`, false);
+        if (attempt === VOLUME_COPY_ATTEMPTS) throw new VolumeCopyFailed(`the engine's copy of volume ${v.name} ended early ${VOLUME_COPY_ATTEMPTS} times (a file changed size while it was read: a service is still writing there)`, true);
+      }
     }
     return out;
   } finally {
@@ -311,7 +386,7 @@ async function readArchive(file: string, extractDir: string | undefined) {
     let inner: TarParser | undefined;
     let fd: number | undefined;
     if (header.name.startsWith("volumes/")) {
-      const checker = new MemberChecker({ allowLinks: true, root: volumeNameOf(header.name) });
+      const checker = new MemberChecker({ volume: true, root: volumeNameOf(header.name) });
       member.inner = checker;
       inner = new TarParser((h) => {
         checker.add(h);
@@ -382,7 +457,7 @@ export const diskFull = (e: unknown) => ["ENOSPC", "EDQUOT"].includes((e as Node
  */
 export async function verifyBackupFile(file: string, extractDir?: string): Promise<VerifiedBackup> {
   const { outer, members, problems } = await readArchive(file, extractDir);
-  problems.push(...checkMembers(outer, { allowLinks: false }));
+  problems.push(...checkMembers(outer, { volume: false }));
   for (const e of outer) if (e.type !== "file" && e.type !== "dir") problems.push(`member "${e.name}" is not a regular file`);
   if (problems.length > 0) throw new BackupInvalid(problems);
 

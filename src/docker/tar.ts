@@ -147,6 +147,11 @@ export class TarParser {
     }
   }
 
+  /** Whether the end-of-archive marker was read: a writer that failed midway never writes it. */
+  get complete(): boolean {
+    return this.done;
+  }
+
   /** The input has ended: throws when a member was cut short. */
   end(): void {
     if (!this.done && (this.remaining > 0 || this.meta)) throw new Error("Truncated tar archive");

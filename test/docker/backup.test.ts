@@ -44,6 +44,8 @@ volumes:
     stack.write("stackgen.json", JSON.stringify({ configVersion: 2, projectName: stack.project, services: [] }));
     await stack.up();
     await stack.exec("store", "sh", "-c", "echo one > /data/a.txt && mkdir -p /data/d && echo two > /data/d/b.txt && ln -s a.txt /data/l && ln -s /data/d/b.txt /data/abs && echo m > /more/m.txt");
+    // What a Linux file system may hold and a backup must give back: a backslash in a name, a device node.
+    await stack.exec("store", "sh", "-c", "printf odd > '/data/back\\slash' && mknod /data/null c 1 3");
   }, 120_000);
   afterAll(() => stack.cleanup(), 60_000);
 
@@ -106,6 +108,8 @@ volumes:
       // An app's own absolute link comes back as it was.
       expect((await stack.exec("store", "readlink", "/data/abs")).trim()).toBe("/data/d/b.txt");
       expect((await stack.exec("store", "cat", "/more/m.txt")).trim()).toBe("m");
+      expect(await stack.exec("store", "cat", "/data/back\\slash")).toBe("odd");
+      expect((await stack.exec("store", "stat", "-c", "%F %t,%T", "/data/null")).trim()).toBe("character special file 1,3");
       expect((await stack.exec("store", "sh", "-c", "ls /data")).split("\n")).not.toContain("junk");
       expect(readFileSync(join(stack.dir, ".env"), "utf8")).toBe("SETTING=original\n");
       expect((await stack.container("store")).State.Health.Status).toBe("healthy");
@@ -373,6 +377,8 @@ services:
         `${join(outside, "pgdata")} (bind-mounted into app at /var/lib/data)`,
         `${join(outside, "app.db")} (bind-mounted into app at /app.db)`,
         `${anonymous} (name it in docker-compose.override.yml to have it backed up)`,
+        // Only regular files of the stack directory are copied.
+        "conf/ (an empty folder)",
       ]);
       expect(r.stderr).toContain(`Not in the backup, outside ${stack.dir}`);
       const text = await cli(["backup", "create", "--dir", stack.dir, "--hot"]);
@@ -430,6 +436,24 @@ volumes:
       const { files } = await verifyBackupFile(out.file);
       expect(new TextDecoder().decode(files.find((f) => f.path === "appdata/log")!.data)).toBe("started\n");
       expect(out.notIncluded).toContain(`volume ${external} (declared external: not the stack's own, so not copied; back it up where it is managed)`);
+    },
+    60_000,
+  );
+
+  e2e(
+    "what the stack directory holds besides regular files (links, FIFOs, empty folders) is named as not in the backup",
+    async () => {
+      mkdirSync(join(stack.dir, "appdata", "pg_notify"));
+      symlinkSync("log", join(stack.dir, "appdata", "current"));
+      await run(["mkfifo", join(stack.dir, "appdata", "pipe")]);
+      try {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+        expect(r.code, r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout).notIncluded).toEqual(expect.arrayContaining(["appdata/current (a symbolic link)", "appdata/pg_notify/ (an empty folder)", "appdata/pipe (a FIFO)"]));
+        expect(r.stderr).toContain("only its regular files are copied");
+      } finally {
+        for (const p of ["pg_notify", "current", "pipe"]) rmSync(join(stack.dir, "appdata", p), { recursive: true, force: true });
+      }
     },
     60_000,
   );

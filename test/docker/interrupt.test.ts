@@ -13,8 +13,9 @@ interface Interrupted {
   stderr: string;
 }
 
-/** Runs the CLI in its own process group and sends SIGINT to the group once stderr shows `when`. */
-async function interruptWhen(args: string[], when: string): Promise<Interrupted> {
+/** Runs the CLI in its own process group and sends SIGINT to the group once stderr shows `when`
+ *  (and once more when it then shows `again`). */
+async function interruptWhen(args: string[], when: string, again?: string): Promise<Interrupted> {
   const proc = Bun.spawn([BUN, MAIN, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", detached: true, env: { ...process.env, NO_COLOR: "1" } });
   let stderr = "";
   let sent = false;
@@ -27,6 +28,9 @@ async function interruptWhen(args: string[], when: string): Promise<Interrupted>
       stderr += decoder.decode(value, { stream: true });
       if (!sent && stderr.includes(when)) {
         sent = true;
+        process.kill(-proc.pid, "SIGINT");
+      } else if (sent && again && stderr.slice(stderr.indexOf(when)).includes(again)) {
+        again = undefined;
         process.kill(-proc.pid, "SIGINT");
       }
     }
@@ -96,6 +100,29 @@ volumes:
       expect(leftovers()).toEqual([]);
     },
     180_000,
+  );
+
+  e2e(
+    "twice during restore, while volumes are written: it quits at once, says the safety backup is the way back, and that backup brings the state back",
+    async () => {
+      await stack.exec("app", "sh", "-c", "echo before-twice > /more/marker");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo current > /more/marker");
+      const r = await interruptWhen(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes"], "Writing volume contents", "SIGINT: stopping");
+      expect(r.code).toBe(130);
+      const safety = /the state before the restore is in (\S+), and `stackgen backup restore \S+ --dir \S+ --yes` puts it back/.exec(r.stderr)?.[1];
+      expect(safety).toContain("-pre-restore-");
+      expect(r.stderr).not.toContain("docker compose up -d starts it");
+      // The unpacked volume tars do not stay behind in backups/.
+      expect(leftovers()).toEqual([]);
+      const back = await cli(["backup", "restore", safety!, "--dir", stack.dir, "--yes"]);
+      // On failure the report shows both runs' messages.
+      expect({ code: back.code, interrupted: r.stderr, restore: back.stderr }).toMatchObject({ code: 0 });
+      expect(await running()).toBe(true);
+      expect(await marker()).toBe("current");
+    },
+    240_000,
   );
 
   e2e(

@@ -4,12 +4,12 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
-import { backupFileName, bundleFiles, sha256, verifyBackupFile, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
-import { parseDockerHost, unreachableMessage } from "../../src/docker/engine.ts";
+import { parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
@@ -370,8 +370,8 @@ describe("tar members readers disagree on", () => {
 });
 
 describe("archive member checks", () => {
-  const outer = { allowLinks: false };
-  const volume = { allowLinks: true, root: "vol" };
+  const outer = { volume: false };
+  const volume = { volume: true, root: "vol" };
   test("rejects absolute paths, .. and links in the outer archive", () => {
     expect(checkMember(entry("/etc/passwd"), outer)).toMatch(/absolute/);
     expect(checkMember(entry("config/../../x"), outer)).toMatch(/'\.\.'/);
@@ -386,7 +386,18 @@ describe("archive member checks", () => {
     for (const target of ["../vol/a", "../../etc", "/etc/passwd", "..", "/data/marker"]) {
       expect(checkMember(entry("vol/l", "symlink", target), volume)).toBeUndefined();
     }
-    expect(checkMember(entry("vol/dev", "char"), volume)).toMatch(/forbidden type/);
+  });
+  test("volume members keep what a Linux file system holds: backslashes in names, device nodes", () => {
+    // A volume's file may be named `back\slash` (the engine's extractor takes it as it is), and a
+    // backup that holds one must restore; in the bundle's own files it can only be a Windows path.
+    expect(checkMember(entry("vol/back\\slash"), volume)).toBeUndefined();
+    expect(checkMembers([entry("vol/a\\b"), entry("vol/h", "hardlink", "vol/a\\b")], volume)).toEqual([]);
+    expect(checkMember(entry("config/a\\b"), outer)).toMatch(/backslash/);
+    for (const type of ["char", "block"] as const) {
+      expect(checkMember(entry("vol/dev", type), volume)).toBeUndefined();
+      expect(checkMember(entry("config/dev", type), outer)).toMatch(/device node/);
+    }
+    expect(checkMember(entry("vol/x", "other"), volume)).toMatch(/forbidden type/);
   });
   test("nothing is written through a symlink, in whatever order the members come", () => {
     const through = [entry("vol/l", "symlink", "/etc"), fileEntry("vol/l/passwd", "x")];
@@ -401,6 +412,71 @@ describe("archive member checks", () => {
     expect(checkMembers([entry("vol/a"), entry("vol/h", "hardlink", "vol/a")], volume)).toEqual([]);
     expect(checkMembers([entry("vol/h", "hardlink", "vol/a"), entry("vol/a")], volume)[0]).toMatch(/not in the archive before/);
     expect(checkMembers([entry("vol/h", "hardlink", "../x")], volume)[0]).toMatch(/'\.\.'/);
+  });
+});
+
+describe("volume copies are checked as the engine sends them", () => {
+  const work = mkdtempSync(join(tmpdir(), "stackgen-volcopy-"));
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  let n = 0;
+  const complete = writeTar([{ ...entry("proj_data", "dir"), mode: 0o755 }, fileEntry("proj_data/a.log", "x".repeat(5000)), fileEntry("proj_data/b", "later")]);
+  // What the engine sends when a file shrinks while it is read: its stream stops inside that file.
+  const cutInFile = complete.subarray(0, 512 * 3);
+  // Or right after a member, without the end-of-archive marker: every later file is missing.
+  const cutAtMember = complete.subarray(0, 512 * 12);
+  /** An engine whose archive endpoint answers with these tars in turn (the last one again after). */
+  const engineSending = (...tars: Uint8Array[]) => {
+    const calls = { archive: 0, removed: 0 };
+    const engine = {
+      inspectImage: async () => ({ Id: "sha256:helper" }),
+      listImages: async () => [],
+      createVolumeHelper: async () => "helper",
+      removeContainer: async () => void calls.removed++,
+      getArchive: async () => new Blob([tars[Math.min(calls.archive++, tars.length - 1)]!.slice()]).stream(),
+    } as unknown as Engine;
+    return { engine, calls };
+  };
+  const copy = (engine: Engine) => {
+    const dir = join(work, String(n++));
+    mkdirSync(dir);
+    return readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir).then((files) => ({ files, dir }));
+  };
+
+  test("a copy cut short (a file changed size while the engine read it) is made again", async () => {
+    for (const cut of [cutInFile, cutAtMember]) {
+      const { engine, calls } = engineSending(cut, complete);
+      const { files } = await copy(engine);
+      expect(calls.archive).toBe(2);
+      expect(readFileSync(files[0]!.path).equals(complete)).toBe(true);
+      expect(files[0]!.sha256).toBe(sha256(complete));
+    }
+  });
+  test("a copy cut short every time fails, and nothing of it is left for an archive", async () => {
+    const { engine, calls } = engineSending(cutInFile);
+    const dir = join(work, "always-cut");
+    mkdirSync(dir);
+    const failed = await readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir).catch((e) => e);
+    expect(failed).toBeInstanceOf(VolumeCopyFailed);
+    expect(failed.cut).toBe(true);
+    expect(failed.message).toMatch(/proj_data ended early 3 times/);
+    expect(calls.archive).toBe(3);
+    expect(calls.removed).toBe(1);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+  test("a copy holding what restore would refuse is not taken", async () => {
+    const { engine } = engineSending(writeTar([fileEntry("proj_data/ok", "x"), fileEntry("elsewhere/f", "x")]));
+    const failed = await copy(engine).catch((e) => e);
+    expect(failed).toBeInstanceOf(VolumeCopyFailed);
+    expect(failed.cut).toBe(false);
+    expect(failed.message).toMatch(/could not put back: member "elsewhere\/f" lies outside "proj_data\/"/);
+  });
+  test("names with backslashes and device nodes are copied, and the archive made of them verifies", async () => {
+    const odd = writeTar([{ ...entry("proj_data", "dir"), mode: 0o755 }, fileEntry("proj_data/back\\slash", "x"), entry("proj_data/null", "char")]);
+    const { files, dir } = await copy(engineSending(odd).engine);
+    const file = join(dir, "backup.tar.gz");
+    await writeArchive(file, { project: "proj", hot: false, services: [], files: [], volumes: files });
+    const verified = await verifyBackupFile(file);
+    expect(verified.volumes.map((v) => v.name)).toEqual(["proj_data"]);
   });
 });
 

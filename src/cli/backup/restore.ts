@@ -69,12 +69,22 @@ export default defineCommand({
       const compose = await openCompose(stack);
       const model = current ?? (await compose.config());
       const target = stack;
+      let safetyBackup: string | undefined;
+      // A second Ctrl-C may leave the volumes half replaced: `docker compose up -d` would start
+      // the apps on that, so the way back is the safety backup. The unpacked tars go at once.
+      const onQuit = () => {
+        rmSync(work, { recursive: true, force: true });
+        return safetyBackup
+          ? `the volumes may be half restored and the stack stopped. Do not start it as it is: the state before the restore is in ${safetyBackup}, and \`stackgen backup restore ${safetyBackup} --dir ${target.dir} --yes\` puts it back.`
+          : undefined;
+      };
       result = await withDeferredInterrupts("the restore", async (signal) => {
-        const restored = await withStackLock(target.dir, "backup restore", () => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal }));
+        const onSafetyBackup = (f: string) => void (safetyBackup = f);
+        const restored = await withStackLock(target.dir, "backup restore", () => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal, onSafetyBackup }));
         // Restored, then Ctrl-C while it waited for health: done, but not known to be healthy.
         interrupted = signal.aborted;
         return restored;
-      });
+      }, onQuit);
       if (args.json) printJson(result);
       else {
         printText(
