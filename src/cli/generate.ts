@@ -1,7 +1,7 @@
 // `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
 // user's .env values or edits.
 import { defineCommand } from "citty";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
@@ -10,7 +10,7 @@ import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
-import { loadStack, normaliseProjectName } from "../docker/stack.ts";
+import { loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
@@ -148,13 +148,17 @@ function withFlagHints<T>(generate: () => T): T {
   }
 }
 
-/** The stackgen.json already in `dir`, parsed, if there is one. */
+/** The stackgen.json already in `dir`, parsed and migrated, if there is one. One that cannot be
+ *  read (not JSON, a newer configVersion) stops the run before anything is written: replacing
+ *  it would lose the record of which files are the user's edits (and a newer stackgen's data). */
 function readConfig(dir: string): Record<string, unknown> | undefined {
+  const path = join(dir, "stackgen.json");
+  if (!existsSync(path)) return undefined;
   try {
-    const doc = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")) as unknown;
-    return doc !== null && typeof doc === "object" && !Array.isArray(doc) ? (doc as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
+    return readStackConfig(path);
+  } catch (e) {
+    if (e instanceof StackgenError) e.message = `${e.message.replace(/\.?$/, ".")} Nothing was written, and ${path} is left as it is: fix or remove it, then generate again.`;
+    throw e;
   }
 }
 

@@ -62,6 +62,19 @@ export function normaliseProjectName(name: string): string {
 
 const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
+/** A stackgen.json, migrated to the current configVersion (SPEC §9); one that is not a JSON
+ *  object, or of a version with no migration path, is refused (exit 2), never read as absent. */
+export function readStackConfig(configPath: string): Record<string, unknown> {
+  let config: unknown;
+  try {
+    config = JSON.parse(readFileSync(configPath, "utf8"));
+  } catch (e) {
+    throw badInput(`${configPath} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (typeof config !== "object" || config === null || Array.isArray(config)) throw badInput(`${configPath} must hold a JSON object.`);
+  return migrateConfig(config as Record<string, unknown>, `${configPath} has an invalid configVersion`);
+}
+
 /** Project name: compose top-level `name`, else stackgen.json `projectName`, else the directory name. */
 export function projectNameOf(composeName: unknown, configName: unknown, dir: string): string {
   if (typeof composeName === "string" && composeName !== "" && !composeName.includes("$")) return composeName;
@@ -135,17 +148,7 @@ export function loadStack(dirArg: string | undefined, env: Record<string, string
     const overrideName = OVERRIDE_FILE_NAMES.find((n) => existsSync(join(dir, n)));
     composeFiles = [join(dir, composeName), ...(overrideName ? [join(dir, overrideName)] : [])];
   }
-  let config: Record<string, unknown> = {};
-  if (hasConfig) {
-    try {
-      config = JSON.parse(readFileSync(configPath, "utf8"));
-    } catch (e) {
-      throw badInput(`${configPath} is not valid JSON: ${(e as Error).message}`);
-    }
-    if (typeof config !== "object" || config === null || Array.isArray(config)) throw badInput(`${configPath} must hold a JSON object.`);
-    // SPEC §9: an older configVersion is migrated on load, an unknown one refused (exit 2).
-    config = migrateConfig(config, `${configPath} has an invalid configVersion`);
-  }
+  const config = hasConfig ? readStackConfig(configPath) : {};
   const documents = composeFiles.map(parseYamlFile);
   // COMPOSE_PROJECT_NAME beats the files' `name`, and a later file's `name` wins, as in compose.
   const named = documents.findLast((d) => d.name !== undefined)?.name;

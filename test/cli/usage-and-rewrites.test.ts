@@ -130,6 +130,25 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     }
     expect(readFileSync(at("afile"), "utf8")).toBe("mine\n");
   });
+
+  test("a stackgen.json of a newer version, or one that is not JSON, is refused rather than replaced", async () => {
+    for (const [name, text, message] of [
+      ["newer", '{"configVersion":9,"projectName":"n","services":["redis"]}', /^No migration path from config version 9\. Nothing was written/],
+      ["broken", "{bad", /stackgen\.json is not valid JSON.*Nothing was written/],
+      ["array", "[]", /must hold a JSON object/],
+    ] as const) {
+      mkdirSync(at(name));
+      writeFileSync(join(at(name), "stackgen.json"), text);
+      // With --dir, and with only --name naming the same folder.
+      for (const args of [["--dir", at(name)], ["--name", name]]) {
+        const r = await cli(["generate", "--services", "redis", ...args, "--json"], { env, cwd: tmp });
+        expect(r.code).toBe(2);
+        expect(jsonError(r.stdout).message).toMatch(message);
+      }
+      expect(readdirSync(at(name))).toEqual(["stackgen.json"]);
+      expect(readFileSync(join(at(name), "stackgen.json"), "utf8")).toBe(text);
+    }
+  });
 });
 
 describe("regenerating into an existing bundle", () => {
