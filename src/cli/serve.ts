@@ -1,4 +1,6 @@
 // `stackgen serve`: API on --port (3456) and UI on --ui-port (3654). Flags win over env (CONTRACT §1).
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { defineCommand } from "citty";
 import { failure, usageError } from "../errors.ts";
 import { log } from "./output.ts";
@@ -26,6 +28,7 @@ export default defineCommand({
     const port = portOf("--port", args.port, process.env.PORT, 3456);
     const uiPort = portOf("--ui-port", args["ui-port"], process.env.UI_PORT, 3654);
     const host = args.host ?? process.env.HOST ?? "0.0.0.0";
+    await checkHost(host);
     const servers = listening(() => startServers({ port, uiPort, host, guardConfig }), host);
     log.info(`stackgen API on http://${host}:${servers.api.port}/v1 (docs at /v1/docs)`);
     if (servers.ui) log.info(`stackgen UI on http://${host}:${servers.ui.port}/`);
@@ -36,6 +39,19 @@ export default defineCommand({
   },
 });
 
+const cannotListen = (host: string) => `Cannot listen on ${host}: not an address of this machine, nor a name that resolves to one (--host / HOST).`;
+
+/** A host name is looked up before listening: Bun's listen reports a failed lookup under
+ *  whatever errno the resolver's code happens to match (EAGAIN, ENOTTY). */
+async function checkHost(host: string): Promise<void> {
+  if (isIP(host)) return;
+  try {
+    await lookup(host);
+  } catch {
+    throw usageError(cannotListen(host));
+  }
+}
+
 /** Bun's listen errors, said in terms of the flags that cause them. */
 function listening<T>(start: () => T, host: string): T {
   try {
@@ -45,7 +61,7 @@ function listening<T>(start: () => T, host: string): T {
     const port = /port (\d+)/.exec(message ?? "")?.[1];
     if (code === "EADDRINUSE") throw failure("LISTEN_FAILED", `Port ${port ?? "?"} on ${host} is already in use; choose another with --port / --ui-port (0 disables the UI).`);
     if (code === "EACCES") throw failure("LISTEN_FAILED", `Not allowed to listen on ${host}${port ? `:${port}` : ""}; ports below 1024 need privileges.`);
-    if (code === "EINVAL" || code === "EADDRNOTAVAIL") throw usageError(`Cannot listen on ${host}: not an address of this machine (--host / HOST).`);
+    if (code === "EINVAL" || code === "EADDRNOTAVAIL") throw usageError(cannotListen(host));
     throw error;
   }
 }

@@ -136,9 +136,10 @@ describe("basics", () => {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`Port ${busy.port} on 127.0.0.1 is already in use`);
       expect(r.stderr).not.toContain("    at ");
-      const bad = await cli(["serve", "--host", "999.1.1.1", "--port", "0", "--ui-port", "0"], { env });
-      expect(bad.code).toBe(2);
-      expect(bad.stderr).toContain("Cannot listen on 999.1.1.1");
+      for (const host of ["999.1.1.1", "bad host!"]) {
+        const bad = await cli(["serve", "--host", host, "--port", "0", "--ui-port", "0"], { env });
+        expect({ code: bad.code, stderr: bad.stderr }).toEqual({ code: 2, stderr: expect.stringContaining(`Cannot listen on ${host}: not an address of this machine`) });
+      }
     } finally {
       busy.stop(true);
     }
