@@ -19,9 +19,13 @@ const MARKS: Partial<Record<LogObject["type"], [mark: string, color: number]>> =
   fatal: ["✖", 31],
 };
 
+/** Control characters shown as `\x1b`: messages quote what the user typed (an id, a path), and
+ *  an escape sequence in it must not colour, move or retitle the terminal it is printed on. */
+export const visible = (text: string) => text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+
 const stderrReporter: ConsolaReporter = {
   log(entry) {
-    const message = entry.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : Bun.inspect(a))).join(" ");
+    const message = visible(entry.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : Bun.inspect(a))).join(" "));
     const [mark, code] = MARKS[entry.type] ?? ["•", 0];
     process.stderr.write(`${styledOn(process.stderr) ? `\x1b[${code}m${mark}\x1b[0m` : `[${entry.type}]`} ${message}\n`);
   },

@@ -170,6 +170,14 @@ describe("basics", () => {
     expect([category.code, JSON.parse(category.stdout).error.code]).toEqual([2, "VALIDATION_ERROR"]);
     const skills = await cli(["skills", "--services", "nope", "--json"], { env });
     expect([skills.code, JSON.parse(skills.stdout).error.code]).toEqual([2, "INVALID_SERVICE_ID"]);
+    // What the user typed is quoted back with its control characters shown, never sent to the
+    // terminal as escape sequences (colour, clear screen, window title).
+    for (const args of [["generate", "--services", "redis,\x1b[31mX", "--dir", join(tmp, "esc")], ["services", "--category", "\x1b[2J"], ["presets", "\x1b]0;t\x07"]]) {
+      const r = await cli(args, { env });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("\\x1b");
+      expect(r.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f]/);
+    }
   });
 
   test("validate --json prints the validate response; conflicts exit 1", async () => {
