@@ -78,6 +78,7 @@ async function checkRoot(root: string): Promise<void> {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOTDIR") throw usageError(`Cannot write into ${root}: a part of that path is a file, not a directory`);
+    if (code === "ENAMETOOLONG") throw usageError(`Cannot write into ${root}: the path is too long`);
     if (code !== "ENOENT") throw e;
   }
 }
@@ -147,7 +148,11 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
 /** Write the plan. Directories are created inside root only; .env gets mode 0600, scripts 0755. */
 export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void> {
   const root = resolve(dir);
-  await mkdir(root, { recursive: true });
+  await mkdir(root, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+    // A folder that cannot be made there (a read-only or virtual file system, no permission).
+    if (["ENOENT", "EACCES", "EPERM", "EROFS", "ENAMETOOLONG"].includes(e.code ?? "")) throw usageError(`Cannot make the folder ${root} (${e.code}); choose another --dir. Nothing was written.`);
+    throw e;
+  });
   const realRoot = await realpath(root);
   for (const f of plan) {
     // An unchanged .env still gets back its 0600 (it holds every secret), a script its 0755.

@@ -1,4 +1,6 @@
 // Pieces shared by the day-2 CLI commands (status, update, backup).
+import { statSync } from "node:fs";
+import { resolve } from "node:path";
 import { StackgenError, usageError } from "../errors.ts";
 import { Compose } from "./compose.ts";
 import { Engine } from "./engine.ts";
@@ -8,6 +10,17 @@ export const dirArg = { type: "string", description: "Stack directory (with stac
 export const jsonArg = { type: "boolean", description: "Print one JSON document on stdout", default: false } as const;
 /** Where the archives are when `backup create --output` put them elsewhere. */
 export const backupFolderArg = { type: "string", description: "Folder of the archives, as given to backup create --output (default <dir>/backups)" } as const;
+
+/** The folder `backup list` and `prune` read: --output must name one that is there (a mistyped
+ *  one is bad input, not a folder without backups); the default may not exist yet. */
+export function backupFolder(output: string | undefined, fallback: string): string {
+  if (!output) return fallback;
+  const dir = resolve(output);
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (!st) throw usageError(`--output ${dir} does not exist.`);
+  if (!st.isDirectory()) throw usageError(`--output ${dir} is not a folder.`);
+  return dir;
+}
 
 /** The stack and a reachable engine (one-line errors otherwise). */
 export async function openStack(dir: string | undefined): Promise<{ stack: Stack; engine: Engine }> {

@@ -201,6 +201,14 @@ describe("backup prune keeps the newest --keep backups of this stack, and nothin
       const text = await cli(["backup", "prune", "--keep", "1", "--output", offsite, "--dir", dir], { env });
       expect(text.stdout).toContain("keeping the newest 1 of each kind (backups, and each kind of safety backup)");
       expect(text.stdout).not.toContain("keeping up to");
+      // A mistyped --output is bad input, not a folder without backups (which prune would report as nothing to do).
+      writeFileSync(join(offsite, "a-file"), "");
+      for (const [output, message] of [[join(offsite, "typo"), "does not exist"], [join(offsite, "a-file"), "is not a folder"]]) {
+        for (const args of [["backup", "list", "--dir", dir, "--output", output!, "--json"], ["backup", "prune", "--keep", "1", "--yes", "--dir", dir, "--output", output!, "--json"]]) {
+          const r = await cli(args, { env });
+          expect([r.code, JSON.parse(r.stdout).error.message]).toEqual([2, `--output ${output} ${message}.`]);
+        }
+      }
     } finally {
       rmSync(offsite, { recursive: true, force: true });
     }

@@ -129,6 +129,11 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
       expect(jsonError(r.stdout).code).toBe("USAGE_ERROR");
     }
     expect(readFileSync(at("afile"), "utf8")).toBe("mine\n");
+    // A folder that cannot be made: too long a name, a place nothing can be created.
+    for (const [dir, message] of [[join(tmp, "a".repeat(300)), "the path is too long"], ["/proc/stackgen-nope", "Cannot make the folder /proc/stackgen-nope"]]) {
+      const r = await cli(["generate", "--name", "f", "--services", "redis", "--dir", dir!, "--json"], { env });
+      expect([r.code, jsonError(r.stdout).code, jsonError(r.stdout).message]).toEqual([2, "USAGE_ERROR", expect.stringContaining(message!)]);
+    }
   });
 
   test("a stackgen.json of a newer version, or one that is not JSON, is refused rather than replaced", async () => {

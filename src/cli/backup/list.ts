@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
-import { backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
+import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { green, printJson, printText, red } from "../output.ts";
@@ -16,7 +16,7 @@ export default defineCommand({
     const root = resolve(args.dir || ".");
     // A directory that is not there is a mistyped --dir (exit 2), not a stack without backups.
     const stack = isEmptyStackDir(root) && existsSync(root) ? undefined : loadStack(root);
-    const dir = args.output ? resolve(args.output) : defaultBackupDir(root);
+    const dir = backupFolder(args.output, defaultBackupDir(root));
     const backups = await listBackups(dir);
     if (args.json) {
       printJson({ directory: dir, backups });

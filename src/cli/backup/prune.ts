@@ -2,11 +2,10 @@
 // Scheduled `backup create` runs fill a disk; this is their retention. It deletes only archives
 // that verify and belong to this stack, shows what it would do with --dry-run, and asks first.
 import { rmSync } from "node:fs";
-import { resolve } from "node:path";
 import { defineCommand } from "citty";
 import { usageError } from "../../errors.ts";
 import { defaultBackupDir, listBackups, planPrune, type ListedBackup } from "../../docker/backup-ops.ts";
-import { backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
+import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
@@ -38,7 +37,7 @@ export default defineCommand({
   async run({ args }) {
     const keep = keepCount(args.keep);
     const stack = loadStack(args.dir);
-    const directory = args.output ? resolve(args.output) : defaultBackupDir(stack.dir);
+    const directory = backupFolder(args.output, defaultBackupDir(stack.dir));
     const plan = planPrune(await listBackups(directory), stack.project, keep);
     const dryRun = args["dry-run"];
     if (!dryRun && plan.removed.length > 0) {
