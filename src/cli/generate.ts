@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
-import { valuesToFill } from "../core/generate/env.ts";
+import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
@@ -85,13 +85,19 @@ export default defineCommand({
     const unrecorded = (kind: string) => plan.filter((f) => f.action === "skip-edited" && f.unrecorded === kind).map((f) => f.path);
     const [notOurs, notInRecord] = [unrecorded("no-record"), unrecorded("not-in-record")];
     const changedSince = edited.filter((path) => !notOurs.includes(path) && !notInRecord.includes(path));
+    // Each file also as a detail, for scripts (--json) that want the list rather than the prose.
+    const details = [
+      ...changedSince.map((field) => ({ field, message: "changed since it was generated" })),
+      ...notOurs.map((field) => ({ field, message: "not written by stackgen (the folder has no stackgen.json)" })),
+      ...notInRecord.map((field) => ({ field, message: "not recorded by the folder's stackgen.json" })),
+    ];
     const refusal = edited.length
-      ? failure("EDITED_FILES", [
+      ? new StackgenError("EDITED_FILES", [
           changedSince.length ? `These files were changed since they were generated and would be overwritten: ${changedSince.join(", ")}.` : "",
           notOurs.length ? `These files are already in ${dir} and were not written by stackgen (there is no stackgen.json): ${notOurs.join(", ")}.` : "",
           notInRecord.length ? `These files are in ${dir} but not recorded by its stackgen.json (left from an earlier generation, or added by you), and would be overwritten: ${notInRecord.join(", ")}.` : "",
           `${args["dry-run"] ? "A real run would write nothing" : "Nothing was written"}; re-run with --force to replace them${notOurs.length ? ", or choose another --dir" : ""}.${overrideHint}`,
-        ].filter(Boolean).join(" "))
+        ].filter(Boolean).join(" "), 500, details, 1)
       : undefined;
 
     const dropped = plan.find((f) => f.droppedKeys)?.droppedKeys;
@@ -112,11 +118,15 @@ export default defineCommand({
     }
     if (refusal) throw refusal;
     await writePlan(dir, plan);
+    const replaced = plan.filter((f) => f.action === "overwrite-edited").map((f) => f.path);
+    if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Their previous text is not kept.`);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
-    const toFill = valuesToFill(stack.services, plan.find((f) => f.path === ".env")?.content || files[".env"]!);
+    const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
+    const toFill = valuesToFill(stack.services, envText);
+    const secretsToFill = requiredByCompose(files["docker-compose.yml"]!, envText);
     const changed = plan.filter((f) => !["unchanged", "keep-edited", "remove", "leave-edited"].includes(f.action)).length;
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([
@@ -124,6 +134,7 @@ export default defineCommand({
       // A .env already there wins over an export's values, changed or not.
       ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
+      ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${dir} --from ${join(dir, "stackgen.json")} --secrets.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));

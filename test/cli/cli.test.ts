@@ -469,7 +469,15 @@ describe("generate", () => {
     expect(r.stderr).toContain("docker-compose.yml");
     expect(readFileSync(compose, "utf8")).toContain("# my edit");
     expect(readFileSync(join(dir, "README.md"), "utf8")).toBe(readme);
-    expectOk(await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir, "--force"], { env }));
+    // Scripts get the files as details, a dry run too.
+    for (const extra of [[], ["--dry-run"]]) {
+      const json = await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir, "--json", ...extra], { env });
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stdout).error).toMatchObject({ code: "EDITED_FILES", details: [{ field: "docker-compose.yml", message: "changed since it was generated" }] });
+    }
+    const forced = await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir, "--force"], { env });
+    expectOk(forced);
+    expect(forced.stderr).toContain("Replaced files you had changed (--force): docker-compose.yml.");
     expect(readFileSync(compose, "utf8")).not.toContain("# my edit");
   });
 

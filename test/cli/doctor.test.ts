@@ -183,6 +183,20 @@ services:
     expect(none.checks.some((c) => c.id === "values")).toBe(false);
   });
 
+  test("secrets left empty (--no-secrets), which compose refuses to start without, are named by generate and fail doctor", async () => {
+    const dir = join(tmp, "nosecrets");
+    const generated = await cli(["generate", "--services", "n8n", "--no-secrets", "--dir", dir], { env });
+    expect(generated.code).toBe(0);
+    expect(generated.stdout).toMatch(/Empty in \.env, and compose refuses to start without them: [^\n]*N8N_ENCRYPTION_KEY/);
+    expect(generated.stdout).toContain(`stackgen generate --dir ${dir} --from ${join(dir, "stackgen.json")} --secrets`);
+    const before = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(before.checks.find((c) => c.id === "values")).toMatchObject({ status: "fail", message: expect.stringContaining("POSTGRESQL_PASSWORD") });
+    // The command it gives makes them; then nothing is left to fill in.
+    expect((await cli(["generate", "--dir", dir, "--from", join(dir, "stackgen.json"), "--secrets"], { env })).code).toBe(0);
+    const after = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(after.checks.some((c) => c.id === "values" && c.status !== "ok")).toBe(false);
+  });
+
   test("a directory that is not a stack is bad input (exit 2)", async () => {
     const r = await cli(["doctor", "--dir", tmp, "--json"], { env });
     expect(r.code).toBe(2);
