@@ -396,7 +396,13 @@ describe("input fields take effect", () => {
     const readme = gen({ services: ["portainer", "redis"], proxy: "caddy", domain: "example.com" }).files["README.md"]!;
     expect(readme).toContain("## Right after the first start");
     expect(readme).toContain("- **Portainer CE** (https://portainer.example.com): Open it within five minutes");
-    expect(gen({ services: ["redis"] }).files["README.md"]).not.toContain("Right after the first start");
+    // Apps with a known login say where it is; a stack of only Redis has just the gateway's token step.
+    const logins = gen({ services: ["grafana", "n8n"] }).files["README.md"]!;
+    expect(logins).toMatch(/- \*\*Grafana\*\*[^\n]*GRAFANA_ADMIN_PASSWORD/);
+    expect(logins).toMatch(/- \*\*n8n\*\*[^\n]*owner account/);
+    const redisOnly = gen({ services: ["redis"] }).files["README.md"]!.split("## Right after the first start")[1]!.split("\n## ")[0]!;
+    expect(redisOnly.match(/^- \*\*[^*]+\*\*/gm)).toEqual(["- **OpenClaw gateway**"]);
+    expect(redisOnly).toContain("CORE_GATEWAY_TOKEN");
   });
 
   test("the README and .env name the values only the user can supply: before the first start, and keys for later", () => {
