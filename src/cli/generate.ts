@@ -121,6 +121,7 @@ export default defineCommand({
     const replaced = plan.filter((f) => f.action === "overwrite-edited").map((f) => f.path);
     if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Their previous text is not kept.`);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
+    if (input.domain && !stack.services.some((s) => s.category === "proxy")) log.warn(`--domain ${input.domain} has no effect without a reverse proxy: nothing serves <id>.${input.domain}. Add --proxy caddy (or traefik) to have it.`);
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);

@@ -458,6 +458,14 @@ describe("generate", () => {
     expect(after.get("SUPABASE_JWT_SECRET")).toBe(secret);
   });
 
+  test("a --domain without a proxy is said to do nothing, rather than silently left out", async () => {
+    const r = await cli(["generate", "--name", "nodomain", "--services", "n8n", "--domain", "lab.example.org", "--dir", join(tmp, "nodomain")], { env });
+    expectOk(r);
+    expect(r.stderr).toContain("--domain lab.example.org has no effect without a reverse proxy");
+    const proxied = await cli(["generate", "--name", "withproxy", "--services", "n8n", "--proxy", "caddy", "--domain", "lab.example.org", "--dir", join(tmp, "withproxy")], { env });
+    expect(proxied.stderr).not.toContain("has no effect");
+  });
+
   test("refuses to overwrite edited files unless --force; writes nothing then", async () => {
     const dir = join(tmp, "g3");
     expectOk(await cli(["generate", "--name", "g3", "--services", "redis", "--dir", dir], { env }));

@@ -565,6 +565,20 @@ describe("input fields take effect", () => {
     expect(gen({ services: ["livekit"] }).files["README.md"]).toMatch(/\| `livekit` \|[^\n]*7882\/udp/);
   });
 
+  test("the README gives each web service's address on its port when no proxy serves it, and says a domain needs a proxy", () => {
+    const plain = gen({ services: ["n8n"] }).files["README.md"]!;
+    expect(plain).toContain("| n8n | `n8n` | container | 5678 | http://localhost:5678 |");
+    expect(plain).toContain("From another machine, use this host's address in place of `localhost`");
+    const unused = gen({ services: ["n8n"], domain: "example.com" }).files["README.md"]!;
+    expect(unused).toContain("The domain `example.com` is not used: without a reverse proxy nothing serves `<id>.example.com`");
+    expect(unused).toContain("http://localhost:5678");
+    // Served by the proxy under the domain: its address, and no word about localhost.
+    const proxied = gen({ services: ["n8n"], proxy: "caddy", domain: "example.com" }).files["README.md"]!;
+    expect(proxied).toContain("| https://n8n.example.com |");
+    expect(proxied).not.toContain("From another machine");
+    expect(proxied).not.toContain("is not used");
+  });
+
   test("depends_on waits for healthy dependencies", () => {
     const c = composeOf(gen({ services: ["n8n"] }).files);
     expect(c.services.n8n.depends_on).toEqual({ postgresql: { condition: "service_healthy" } });

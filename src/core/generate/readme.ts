@@ -10,7 +10,7 @@ export function readmeFile(ctx: GenContext): FileMap {
     // A native service listens on docker0's address as well, where the containers reach it.
     const native = ctx.nativeIds.has(s.id);
     const ports = publishedPorts(ctx, s.id).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}${p.protocol === "udp" ? "/udp" : ""}${native ? " and docker0" : ""}`).join(", ") || "internal only";
-    const url = web.has(s.id) && proxied ? proxiedUrl(ctx, s.id) : "";
+    const url = web.has(s.id) ? (proxied ? proxiedUrl(ctx, s.id) : directUrl(ctx, s.id)) : "";
     const where = native ? "native (systemd)" : "container";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB |`;
   });
@@ -40,7 +40,7 @@ about ${ctx.stack.estimatedMemoryMB} MB of memory for the services (the gateway 
 |---|---|---|---|---|---|
 ${rows.join("\n")}
 
-Ports marked 127.0.0.1 are reachable from this machine only.${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
+Ports marked 127.0.0.1 are reachable from this machine only.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
 
 ${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
@@ -104,6 +104,12 @@ function nativeData(ctx: GenContext): string {
   const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
   return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n` +
     "`install.sh` sets up the host's own packages: an existing Redis or PostgreSQL is changed (it listens on docker0\ntoo, gets the password of `.env`, PostgreSQL lets Docker's networks in), so run it on a host without them or one\nyou can set back. There is no uninstall script: `apt-get purge` the packages, then remove `/etc/redis/stackgen.conf`\n(and its `include` line), `conf.d/stackgen.conf` and the `172.16.0.0/12` line of the PostgreSQL cluster, and the\n`stackgen.conf` drop-ins under `/etc/systemd/system/`.\n\n";
+}
+
+/** A web service reached on its published port, when no proxy serves it. */
+function directUrl(ctx: GenContext, id: string): string {
+  const port = publishedPorts(ctx, id).find((p) => p.web);
+  return port ? `http://localhost:${port.host}` : "";
 }
 
 /** Where the Let's Encrypt account e-mail of a public domain is set, per proxy. */
