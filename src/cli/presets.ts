@@ -20,7 +20,7 @@ export default defineCommand({
         `${preset.name} (${preset.id}): ${preset.description}`,
         `Services: ${preset.services.join(", ")}`,
         `Skill packs: ${preset.skillPacks.join(", ") || "none"}`,
-        `Proxy: ${preset.proxy ?? "none"}  GPU: ${preset.gpu ? "yes" : "no"}  Memory: ${preset.estimatedMemoryMB} MB`,
+        `Proxy: ${preset.proxy ?? "none"}  GPU: ${preset.gpu ? "yes" : "no"}  Memory to plan for: ${preset.estimatedMemoryMB} MB (the preset's guide; validate sums the services it resolves to)`,
       ].join("\n"));
     }
     if (args.json) return printJson({ presets: catalog.presets, total: catalog.presets.length });

@@ -38,6 +38,7 @@ export default defineCommand({
     const compose = await openCompose(stack);
     const model = await compose.config();
     const options = { timeoutMs: wait, progress, backup: args.backup };
+    if (args["dry-run"] && args.backup) log.warn("--backup has no effect with --dry-run: a dry run changes nothing, so it takes no backup.");
     let interrupted = false;
     const result = args["dry-run"]
       ? await dryRunUpdate(engine, stack, model, options)

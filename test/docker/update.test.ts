@@ -1,6 +1,6 @@
 // `stackgen update` against a real engine and the local registry on 127.0.0.1:5000.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { BASE_IMAGE, cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
@@ -62,6 +62,11 @@ volumes:
       expect(after.Id).toBe(before.Id);
       expect(after.State.StartedAt).toBe(before.State.StartedAt);
       expect(await stack.imageId(dbRef)).toBe(oldId);
+      // --backup asks for something a dry run does not do: said, not ignored.
+      const withBackup = await cli(["update", "--dir", stack.dir, "--dry-run", "--backup", "--json"]);
+      expect(withBackup.code).toBe(0);
+      expect(withBackup.stderr).toContain("--backup has no effect with --dry-run");
+      expect(existsSync(join(stack.dir, "backups"))).toBe(false);
     },
     60_000,
   );
