@@ -6,6 +6,7 @@ import { loadCatalog, CatalogError, referencedVars } from "../src/catalog/load.t
 import { CATEGORY_IDS } from "../src/schema/catalog.ts";
 import { resolve } from "../src/core/resolve.ts";
 import { toSelection } from "../src/core/check-input.ts";
+import { PORT_TOKEN } from "../src/core/generate/skills.ts";
 
 const catalog = getCatalog();
 const catalogFiles: Record<string, string> = readTextTree("catalog");
@@ -85,6 +86,21 @@ describe("catalog", () => {
       const calls = body.match(/```/g)?.length ?? 0;
       expect(calls, `${id} needs at least 2 code blocks of concrete calls`).toBeGreaterThanOrEqual(2);
     }
+  });
+
+  test("a skill names a host port only as a {{port <service> <container>}} token, of a port that service publishes", () => {
+    const wrong: string[] = [];
+    for (const [id, skill] of catalog.skills) {
+      for (const [, service, container] of skill.markdown.matchAll(PORT_TOKEN)) {
+        if (!catalog.servicesById.get(service!)?.ports.some((p) => p.container === Number(container))) wrong.push(`${id}: {{port ${service} ${container}}}`);
+      }
+      // A literal host port of a service whose port a clash may move (any but the fixed 53/80/443).
+      for (const [literal, port] of skill.markdown.matchAll(/(?:127\.0\.0\.1|localhost):(\d+)/g)) {
+        const published = catalog.services.filter((s) => s.ports.some((p) => p.host === Number(port)));
+        if (published.length > 1) wrong.push(`${id}: ${literal} (published by ${published.map((s) => s.id).join(", ")})`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 
   test("images are pinned; a floating tag only where upstream publishes nothing else, with the reason", () => {

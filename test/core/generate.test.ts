@@ -379,7 +379,7 @@ describe("input fields take effect", () => {
     const g = gen({ services: ["searxng", "caddy"], domain: "example.com" });
     expect(g.files.Caddyfile).toContain("searxng.example.com");
     expect(parseEnvValues(g.files[".env"]).get("SEARXNG_BASE_URL")).toBe("https://searxng.example.com/");
-    expect(urlOf({})(".env", "SEARXNG_BASE_URL")).toBe("http://127.0.0.1:13030/");
+    expect(urlOf({})(".env", "SEARXNG_BASE_URL")).toBe("http://127.0.0.1:8080/");
   });
 
   test("an app that wants the host name or scheme of its public URL gets that part (Nextcloud's trusted domain)", () => {
@@ -387,7 +387,7 @@ describe("input fields take effect", () => {
     const proxied = values({ proxy: "caddy", domain: "example.com" });
     expect([proxied.get("NEXTCLOUD_PUBLIC_URL"), proxied.get("NEXTCLOUD_PUBLIC_HOST"), proxied.get("NEXTCLOUD_PUBLIC_SCHEME")]).toEqual(["https://nextcloud.example.com", "nextcloud.example.com", "https"]);
     const direct = values({});
-    expect([direct.get("NEXTCLOUD_PUBLIC_URL"), direct.get("NEXTCLOUD_PUBLIC_HOST"), direct.get("NEXTCLOUD_PUBLIC_SCHEME")]).toEqual(["http://localhost:14001", "localhost", "http"]);
+    expect([direct.get("NEXTCLOUD_PUBLIC_URL"), direct.get("NEXTCLOUD_PUBLIC_HOST"), direct.get("NEXTCLOUD_PUBLIC_SCHEME")]).toEqual(["http://localhost:8080", "localhost", "http"]);
     const compose = gen({ services: ["nextcloud"], proxy: "caddy", domain: "example.com" }).files["docker-compose.yml"];
     expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
   });
@@ -480,7 +480,7 @@ describe("input fields take effect", () => {
     expect(meet.get("LASUITE_MEET_BACKEND_LIVEKIT_URL")).toBe("https://livekit.example.com");
     // The backend without its frontend: the frontend's address as declared; LiveKit on its host port.
     const alone = values({ services: ["lasuite-meet-backend"] });
-    expect(alone.get("LASUITE_MEET_BACKEND_PUBLIC_URL")).toBe("http://localhost:15885");
+    expect(alone.get("LASUITE_MEET_BACKEND_PUBLIC_URL")).toBe("http://localhost:8083");
     expect(alone.get("LASUITE_MEET_BACKEND_LIVEKIT_URL")).toBe("http://localhost:7880");
   });
 
@@ -577,6 +577,22 @@ describe("input fields take effect", () => {
     expect(proxied).toContain("| https://n8n.example.com |");
     expect(proxied).not.toContain("From another machine");
     expect(proxied).not.toContain("is not used");
+  });
+
+  test("services that share a default host port get the later one moved, and its URLs and skill follow it", () => {
+    const g = gen({ services: ["searxng", "nextcloud"] });
+    expect(g.metadata.warnings).toContainEqual({ code: "PORT_CONFLICT_RESOLVED", message: "Host port 8080 of Nextcloud is used by SearXNG; Nextcloud is published on 8081 instead.", service: "nextcloud" });
+    const c = composeOf(g.files).services;
+    expect(c.searxng.ports).toEqual(["8080:8080"]);
+    expect(c.nextcloud.ports).toEqual(["8081:80"]);
+    expect(parseEnvValues(g.files[".env"]!).get("NEXTCLOUD_PUBLIC_URL")).toBe("http://localhost:8081");
+    expect(g.files["skills/nextcloud/SKILL.md"]).toContain("`http://127.0.0.1:8081`");
+    expect(g.files["skills/searxng/SKILL.md"]).toContain("`http://127.0.0.1:8080`");
+    // Alone, each keeps its own default; no token is ever left in a skill.
+    expect(gen({ services: ["nextcloud"] }).files["skills/nextcloud/SKILL.md"]).toContain("`http://127.0.0.1:8080`");
+    for (const files of [g.files, gen({ preset: "content-creator" }).files]) {
+      for (const [path, text] of Object.entries(files)) if (path.startsWith("skills/")) expect(text, path).not.toContain("{{port");
+    }
   });
 
   test("depends_on waits for healthy dependencies", () => {

@@ -9,10 +9,23 @@ export function skillIds(ctx: GenContext): string[] {
   return [...ids].sort();
 }
 
+/** `{{port <service> <container port>}}` in a skill: the host port this stack publishes that
+ *  port on. Catalog host ports may clash (8080, 3000, 9000 are common), and the resolver moves
+ *  the later service's, so a skill cannot name a fixed one. */
+export const PORT_TOKEN = /\{\{port ([a-z0-9-]+) (\d+)\}\}/g;
+
+function withHostPorts(ctx: GenContext, markdown: string): string {
+  return markdown.replace(PORT_TOKEN, (token, id: string, container: string) => {
+    const port = Number(container);
+    const host = ctx.stack.ports.get(id)?.find((p) => p.container === port)?.host ?? ctx.catalog.servicesById.get(id)?.ports.find((p) => p.container === port)?.host;
+    return host === undefined ? token : String(host);
+  });
+}
+
 export function skillFiles(ctx: GenContext): FileMap {
   const files: FileMap = {};
   const ids = skillIds(ctx);
-  for (const id of ids) files[`skills/${id}/SKILL.md`] = ctx.catalog.skills.get(id)!.markdown;
+  for (const id of ids) files[`skills/${id}/SKILL.md`] = withHostPorts(ctx, ctx.catalog.skills.get(id)!.markdown);
   const index = ids.map((id) => `- [${id}](${id}/SKILL.md): ${ctx.catalog.skills.get(id)!.description}`);
   const markdowns = ids.map((id) => ctx.catalog.skills.get(id)!.markdown);
   const tools = toolsUsed(markdowns);
