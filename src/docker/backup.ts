@@ -58,17 +58,17 @@ export function bundleFiles(dir: string, exclude: string[] = [], skipped?: strin
     let any = false;
     for (const name of readdirSync(abs).sort()) {
       const path = join(abs, name);
+      // What is left out on purpose (the backups, the work folder) does not make a folder empty.
+      any = true;
       if (excluded.some((e) => isWithin(e, path))) continue;
       const st = lstatSync(path);
       const rel = relative(dir, path).split(sep).join("/");
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
-        if (walk(path)) any = true;
-        else skipped?.push(`${rel}/ (an empty folder)`);
+        if (!walk(path)) skipped?.push(`${rel}/ (an empty folder)`);
       } else if (st.isFile()) {
         if (abs === dir && SKIP_FILES.has(name)) continue;
         out.push(rel);
-        any = true;
       } else skipped?.push(`${rel} (${st.isSymbolicLink() ? "a symbolic link" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device node"})`);
     }
     return any;

@@ -745,6 +745,22 @@ describe("the stack lock", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  test("bundleFiles names what else the stack directory holds: links, empty folders; not what is left out on purpose", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-files-"));
+    try {
+      mkdirSync(join(dir, "data", "empty"), { recursive: true });
+      writeFileSync(join(dir, "data", "f"), "x");
+      symlinkSync("f", join(dir, "data", "link"));
+      mkdirSync(join(dir, "archive", "daily"), { recursive: true });
+      mkdirSync(join(dir, "backups"));
+      const skipped: string[] = [];
+      expect(bundleFiles(dir, [join(dir, "archive", "daily")], skipped)).toEqual(["data/f"]);
+      // archive/ holds only the excluded output folder: not an empty folder of the user's.
+      expect(skipped).toEqual(["data/empty/ (an empty folder)", "data/link (a symbolic link)"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("hot backups", () => {
