@@ -32,6 +32,10 @@ export const interruptedError = (message: string) => new StackgenError("INTERRUP
 /** Bad flags or input files (exit 2). */
 export const usageError = (message: string) => new StackgenError("USAGE_ERROR", message, 400, undefined, 2);
 
+/** An address as messages may show it: without its user part (`tcp://user:pass@host` names a
+ *  password, a pasted `https://user:token@…` a token). */
+export const withoutUserPart = (address: string) => address.replace(/\/\/.*@/, "//***@");
+
 /** Field paths of `issues` as seen from a document that holds them under `prefix`. */
 export const issuesUnder = (prefix: string, issues: FieldIssue[]): FieldIssue[] =>
   issues.map((d) => ({ ...d, field: d.field === "body" ? prefix : `${prefix}.${d.field}` }));

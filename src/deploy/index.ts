@@ -4,7 +4,7 @@
 // the platform would refuse anyway throws, before any call, as a usage error.
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { usageError } from "../errors.ts";
+import { usageError, withoutUserPart } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
@@ -291,7 +291,7 @@ export function normaliseInstanceUrl(raw: string): string {
     url = new URL(raw.trim());
   } catch {
     // Said without the input's user part: a pasted `https://user:token@…` must not be echoed.
-    throw usageError(`"${raw.replace(/\/\/.*@/, "//***@")}" is not a URL (expected e.g. https://coolify.example.com)`);
+    throw usageError(`"${withoutUserPart(raw)}" is not a URL (expected e.g. https://coolify.example.com)`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);

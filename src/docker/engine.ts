@@ -1,6 +1,6 @@
 // A small client for the Docker Engine API: reading state, image digests, tags and volume
 // contents. Lifecycle actions (up, stop, pull) go through `docker compose` (compose.ts).
-import { failure, StackgenError } from "../errors.ts";
+import { failure, StackgenError, withoutUserPart } from "../errors.ts";
 
 export interface EngineEndpoint {
   /** Unix socket path, when the engine listens on one. */
@@ -14,8 +14,7 @@ export interface EngineEndpoint {
 /** Parse DOCKER_HOST (unix:///path or tcp://host:port). */
 export function parseDockerHost(value: string | undefined): EngineEndpoint {
   const host = value && value.trim() !== "" ? value.trim() : "unix:///var/run/docker.sock";
-  // Shown in messages without a user part: a password in DOCKER_HOST must not be echoed.
-  const display = host.replace(/\/\/.*@/, "//***@");
+  const display = withoutUserPart(host);
   if (host.startsWith("unix://")) return { socket: host.slice("unix://".length), baseUrl: "http://localhost", display };
   if (host.startsWith("tcp://") || host.startsWith("http://")) {
     let url: URL;
