@@ -43,7 +43,9 @@ export default defineCommand({
     // bundle's name below does not move the output elsewhere.
     const nameGiven = args.name ?? (typeof body.projectName === "string" ? body.projectName : undefined);
     const target = args.dir ?? nameGiven;
-    const existing = target ? bundleProjectName(resolve(target)) : undefined;
+    // The stackgen.json of the folder, read once: before the new one replaces it.
+    const targetConfig = target ? readConfig(resolve(target)) : undefined;
+    const existing = target ? bundleProjectName(resolve(target), targetConfig) : undefined;
     if (args.name !== undefined) {
       body.projectName = args.name;
       if (existing && existing !== args.name) log.warn(renamed(existing, args.name));
@@ -67,8 +69,7 @@ export default defineCommand({
     if (fromExport) files[".env"] = fromExport.text;
     if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
     const dir = resolve(target ?? input.projectName);
-    // Read before the new stackgen.json replaces the old one.
-    const recorded = readConfig(dir);
+    const recorded = target ? targetConfig : readConfig(dir);
     const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousSettings(recorded, stack.services));
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
     const filled = plan.find((f) => f.filledSecrets)?.filledSecrets ?? [];
@@ -217,9 +218,9 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
 const renamed = (from: string, to: string) =>
   `Renaming the project from "${from}" to "${to}": compose starts "${to}" as a new stack, with new, empty volumes; the containers and volumes of "${from}" (${from}_*) stay as they are until you remove them.`;
 
-/** The project name an existing bundle in `dir` records in its stackgen.json, if any. */
-function bundleProjectName(dir: string): string | undefined {
-  const name = readConfig(dir)?.projectName;
+/** The project name an existing bundle in `dir` records in its stackgen.json (`config`), if any. */
+function bundleProjectName(dir: string, config: Record<string, unknown> | undefined): string | undefined {
+  const name = config?.projectName;
   if (typeof name === "string" && name !== "") return name;
   // A stack without stackgen.json (made by hand, or its file lost) still has a compose project.
   if (!existsSync(join(dir, "docker-compose.yml"))) return undefined;
