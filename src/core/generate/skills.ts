@@ -25,9 +25,10 @@ function withHostPorts(ctx: GenContext, markdown: string): string {
 export function skillFiles(ctx: GenContext): FileMap {
   const files: FileMap = {};
   const ids = skillIds(ctx);
-  for (const id of ids) files[`skills/${id}/SKILL.md`] = withHostPorts(ctx, ctx.catalog.skills.get(id)!.markdown);
-  const index = ids.map((id) => `- [${id}](${id}/SKILL.md): ${ctx.catalog.skills.get(id)!.description}`);
-  const markdowns = ids.map((id) => ctx.catalog.skills.get(id)!.markdown);
+  const skills = ids.map((id) => ctx.catalog.skills.get(id)!);
+  for (const [i, id] of ids.entries()) files[`skills/${id}/SKILL.md`] = withHostPorts(ctx, skills[i]!.markdown);
+  const index = ids.map((id, i) => `- [${id}](${id}/SKILL.md): ${skills[i]!.description}`);
+  const markdowns = skills.map((skill) => skill.markdown);
   const tools = toolsUsed(markdowns);
   const notes = [
     tools.length ? `Besides curl, the calls in these skills use ${tools.map((t) => `\`${t}\``).join(", ")}. The gateway's image may lack them: add them to an image of your own (CORE_IMAGE in .env), or run those calls where the tools are.` : "",
