@@ -82,7 +82,6 @@ export function digestOf(image: ImageInspect | undefined, ref: string): string {
   return match ? match.slice(match.indexOf("@") + 1) : image.Id;
 }
 
-
 /** "repo:tag" split for re-tagging; undefined for digest-pinned references. */
 export function splitTag(ref: string): { repo: string; tag: string } | undefined {
   if (ref.includes("@")) return undefined;
@@ -236,10 +235,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   // Keep the images in use reachable under a tag of ours while pulls move the real tags.
   for (const s of before) if (imageBefore(s)) await engine.tagImage(imageBefore(s)!, rollbackRepo(stack.project), s.service);
   const keptRollbackTags = new Set<string>();
-  const dropRollbackTags = async (keep: ReadonlySet<string>) => {
+  const dropRollbackTags = async () => {
     for (const s of before) {
       const tag = rollbackTag(stack.project, s.service);
-      if (imageBefore(s) && !keep.has(tag)) await engine.removeImage(tag);
+      if (imageBefore(s) && !keptRollbackTags.has(tag)) await engine.removeImage(tag);
     }
   };
 
@@ -350,7 +349,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     if (again) opts.progress(`After the rollback the stack is still not healthy: ${again}`);
     return result;
   } finally {
-    await dropRollbackTags(keptRollbackTags);
+    await dropRollbackTags();
   }
 }
 
