@@ -558,11 +558,17 @@ describe("input fields take effect", () => {
       expect(composeOf(g.files).services.caddy.ports).toEqual(["80:80", "443:443", "443:443/udp"]);
       expect(g.files["README.md"]).toContain("| Caddy | `caddy` | container | 80, 443, 443/udp |");
     }
-    // Plain HTTP on *.localhost has no HTTP/3; Traefik does not turn it on.
-    expect(proxyPorts({ proxy: "caddy" }).caddy.ports).toEqual(["80:80", "443:443"]);
-    expect(proxyPorts({ proxy: "traefik", domain: "example.com" }).traefik.ports).not.toContain("443:443/udp");
+    // Traefik does not turn HTTP/3 on.
+    expect(proxyPorts({ proxy: "traefik", domain: "example.com" }).traefik.ports).toEqual(["80:80", "443:443", "127.0.0.1:8085:8080"]);
     // Other UDP ports say so in the README's table as well.
     expect(gen({ services: ["livekit"] }).files["README.md"]).toMatch(/\| `livekit` \|[^\n]*7882\/udp/);
+  });
+
+  test("without a domain a proxy serves plain HTTP only, so it leaves the host's 443 to whatever already holds it", () => {
+    const proxyPorts = (body: Record<string, unknown>) => composeOf(gen({ services: ["n8n"], ...body }).files).services;
+    expect(proxyPorts({ proxy: "caddy" }).caddy.ports).toEqual(["80:80"]);
+    expect(proxyPorts({ proxy: "traefik" }).traefik.ports).toEqual(["80:80", "127.0.0.1:8085:8080"]);
+    expect(gen({ services: ["n8n"], proxy: "caddy" }).files["README.md"]).toContain("| Caddy | `caddy` | container | 80 |");
   });
 
   test("the README gives each web service's address on its port when no proxy serves it, and says a domain needs a proxy", () => {

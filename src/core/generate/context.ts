@@ -51,11 +51,17 @@ export function webServices(ctx: GenContext): { id: string; name: string; port: 
     });
 }
 
-/** Host ports a service publishes. Caddy also gets UDP 443 once it serves HTTPS: it answers HTTP/3
- *  there and tells browsers so (Alt-Svc), and they would otherwise try a port nobody published. */
+/** Host ports a service publishes. A proxy serves HTTPS only under a domain: without one nothing
+ *  listens on its 443, and publishing it anyway would only make the stack fail to start on a host
+ *  where something else (an existing web server) holds 443. With a domain Caddy also gets UDP 443:
+ *  it answers HTTP/3 there and tells browsers so (Alt-Svc), and they would otherwise try a port
+ *  nobody published. */
 export function publishedPorts(ctx: GenContext, id: string): ResolvedPort[] {
   const ports = ctx.stack.ports.get(id) ?? [];
-  const https = id === "caddy" && ctx.domain !== undefined ? ports.find((p) => p.container === 443 && p.protocol !== "udp") : undefined;
+  const proxy = id === "caddy" || id === "traefik";
+  if (!proxy) return ports;
+  if (ctx.domain === undefined) return ports.filter((p) => p.container !== 443);
+  const https = id === "caddy" ? ports.find((p) => p.container === 443 && p.protocol !== "udp") : undefined;
   return https ? [...ports, { ...https, protocol: "udp", description: "HTTP/3 (QUIC)" }] : ports;
 }
 
