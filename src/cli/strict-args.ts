@@ -21,6 +21,8 @@ export function checkArgs(command: string, args: ArgsDef | undefined, words: str
   const positionals = defs.filter(([, def]) => def.type === "positional").length;
   const help = `Run stackgen ${command} --help.`;
   const given: string[] = [];
+  // citty lets `--no-gpu` win over `--gpu` whatever their order: a contradiction is refused instead.
+  const switches = new Map<string, [flag: string, on: boolean]>();
   for (let i = 0; i < words.length; i++) {
     const word = words[i];
     if (word === "--") {
@@ -38,6 +40,11 @@ export function checkArgs(command: string, args: ArgsDef | undefined, words: str
     const [name, def] = known;
     if (def.type === "boolean") {
       if (eq >= 0 && !BOOLEAN_VALUES.has(word.slice(eq + 1))) throw usageError(`${flag} takes no value (or true/false), got "${word.slice(eq + 1)}".`);
+      const on = flag.startsWith("--no-") && flag !== `--${name}` ? word.slice(eq + 1) === "false" : eq < 0 || word.slice(eq + 1) === "true";
+      const earlier = switches.get(name);
+      // --json keeps citty's rule (it already decided how this very error is printed).
+      if (earlier && earlier[1] !== on && name !== "json") throw usageError(`${earlier[0]} and ${word} contradict each other: give one. ${help}`);
+      switches.set(name, [word, on]);
       continue;
     }
     // A string or enum option: its value is after `=` or the next word, never another option.

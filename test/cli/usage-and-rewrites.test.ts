@@ -55,6 +55,16 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     expect((await cli(["presets", "minimal", "extra"], { env })).code).toBe(2);
     expect((await cli(["validate", "--services", "redis", "--gpu=maybe"], { env })).code).toBe(2);
     expectOk(await cli(["validate", "--services", "redis", "--gpu=false", "--json"], { env }));
+    // A switch given both ways is refused (citty let the negation win whatever the order).
+    for (const flags of [["--no-gpu", "--gpu"], ["--gpu", "--no-gpu"], ["--gpu=false", "--gpu"], ["--gpu", "--gpu=false"]]) {
+      const both = await cli(["validate", "--services", "redis", ...flags, "--json"], { env });
+      expect(both.code, flags.join(" ")).toBe(2);
+      expect(jsonError(both.stdout).message).toContain("contradict");
+    }
+    expectOk(await cli(["validate", "--services", "redis", "--gpu", "--gpu=true", "--json"], { env }));
+    const secrets = await cli(["generate", "--name", "s", "--services", "redis", "--no-secrets", "--secrets", "--dry-run", "--json"], { env });
+    expect(secrets.code).toBe(2);
+    expect(jsonError(secrets.stdout).message).toBe("--no-secrets and --secrets contradict each other: give one. Run stackgen generate --help.");
 
     const bare = await cli(["backup", "--json"], { env });
     expect(bare.code).toBe(2);
