@@ -1,10 +1,12 @@
 // Coolify v4 deployer. The call sequence follows CONTRACT §5 and the research notes §6, which
-// amend SPEC §4.2 where real servers differ: the compose file goes base64-encoded, variables go
+// amend SPEC §4.2 where real servers differ: the compose file goes base64-encoded (and ASCII only,
+// see ascii-compose.ts), variables go
 // through PATCH /services/{uuid}/envs/bulk, and deploy is POST /deploy (GET gives 405 on 4.2+).
 import { createJsonClient, DeployError, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, EnvVar, StepContext } from "./types.ts";
 import { variablesToPush, type PlatformEnv } from "./existing-env.ts";
 import { coolifyNameProblem } from "./project-names.ts";
+import { asciiCompose } from "./ascii-compose.ts";
 
 /** Custom compose services over the API arrived in this build. */
 export const COOLIFY_MIN_VERSION = "4.0.0-beta.399";
@@ -124,7 +126,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
   let serviceUuid: string | undefined;
   if (existing) serviceUuid = await findService(api, steps, name, environment);
 
-  const composeBase64 = Buffer.from(t.composeYaml, "utf8").toString("base64");
+  const composeBase64 = Buffer.from(asciiCompose(t.composeYaml), "utf8").toString("base64");
   let vars = t.envVars;
   let kept: string[] = [];
   if (serviceUuid) {

@@ -3,6 +3,9 @@ import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import type { DeployStep } from "../../src/deploy/types.ts";
 import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts";
+import { adaptCompose } from "../../src/deploy/adapt-compose.ts";
+import { generateBundle } from "../../src/core/generate/index.ts";
+import { getCatalog } from "../../src/catalog/index.ts";
 import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<CoolifyFake>();
@@ -89,6 +92,25 @@ describe("Coolify deployer against a spec-validating fake", () => {
     ]);
     // Each step is announced as running before its outcome.
     expect(events.filter((e) => e.status === "running").map((e) => e.step)).toEqual(result.steps.map((s) => s.step));
+  });
+
+  test("a bundle with text past ASCII (an inlined skill's …) arrives as ASCII that reads back the same, on create and --update", async () => {
+    const fake = await startFake();
+    const bundle = generateBundle({ projectName: PROJECT, preset: "devops" }, getCatalog());
+    const files = Object.fromEntries(Object.entries(bundle.files).filter(([name]) => name !== "docker-compose.yml"));
+    const deploy = (update: boolean, label: string) => {
+      const composeYaml = bundle.files["docker-compose.yml"]!.replace("services:\n", `# Déploiement ${label}\nservices:\n`);
+      return { composeYaml, result: deployBundle(options(fake, { update, composeYaml, envText: bundle.files[".env"]!, files })) };
+    };
+    for (const [update, label] of [[false, "créé"], [true, "mis à jour 🎉"]] as const) {
+      const { composeYaml, result } = deploy(update, label);
+      expect(/[^\x00-\x7f]/.test(adaptCompose(composeYaml, files).yaml)).toBe(true);
+      expect((await result).success).toBe(true);
+      expect(fake.violations).toEqual([]);
+      expect(fake.services).toHaveLength(1);
+      expect(parseYaml(fake.services[0]!.compose)).toEqual(parseYaml(adaptCompose(composeYaml, files).yaml));
+      expect(fake.services[0]!.compose).toContain(`# D\\u00e9ploiement ${update ? "mis \\u00e0 jour \\U0001f389" : "cr\\u00e9\\u00e9"}`);
+    }
   });
 
   test("wrong key: exact message, stops at the first call", async () => {

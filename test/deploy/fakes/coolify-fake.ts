@@ -362,6 +362,12 @@ export class CoolifyFake extends SpecFake {
       violate("docker_compose_raw is not strict base64");
       return { status: 422, body: { message: "Validation failed.", errors: { docker_compose_raw: "The docker_compose_raw should be base64 encoded." } } };
     }
+    // Coolify's next check (mb_detect_encoding(..., 'ASCII', true)) refuses any byte past ASCII,
+    // with the same misleading message.
+    if (decoded.some((byte) => byte > 0x7f)) {
+      violate("docker_compose_raw holds non-ASCII bytes, which Coolify refuses");
+      return { status: 422, body: { message: "Validation failed.", errors: { docker_compose_raw: "The docker_compose_raw should be base64 encoded." } } };
+    }
     const text = decoded.toString("utf8");
     let doc: unknown;
     try {
