@@ -197,7 +197,9 @@ export function serverMessage(body: unknown, raw: string): string {
   return snippet(raw);
 }
 
-/** Turn a fetch rejection into one line: timeout or unreachable host. */
+const TLS_CODE = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS_CERT_ALTNAME_INVALID/;
+
+/** Turn a fetch rejection into one line: timeout, untrusted certificate or unreachable host. */
 function transportMessage(e: unknown, provider: string, baseUrl: string, timeoutMs: number): string {
   const err = e as { name?: string; message?: string; code?: string };
   if (err?.name === "TimeoutError" || err?.name === "AbortError") {
@@ -205,6 +207,11 @@ function transportMessage(e: unknown, provider: string, baseUrl: string, timeout
   }
   const message = err?.message ?? String(e);
   const why = err?.code && !message.includes(err.code) ? `${err.code}: ${message}` : message;
+  // The server answered, but with a certificate this machine does not trust (self-signed, a
+  // private CA, another name): "cannot reach" would send the user looking at the network.
+  if (TLS_CODE.test(err?.code ?? "")) {
+    return `${provider} at ${origin(baseUrl)} has a TLS certificate this machine does not trust (${why}). If it is self-signed or from a private CA, put that CA's certificate (PEM) in a file and name it in NODE_EXTRA_CA_CERTS.`;
+  }
   return `Cannot reach ${provider} at ${origin(baseUrl)} (${why})`;
 }
 

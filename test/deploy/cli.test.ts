@@ -146,6 +146,39 @@ describe("stackgen deploy (subprocess)", () => {
     expect(fake.violations).toEqual([]);
   });
 
+  test("an instance with a self-signed certificate is named as such, and NODE_EXTRA_CA_CERTS, as the message says, lets the deploy through", async () => {
+    const fake = await coolify();
+    const tlsDir = path.join(import.meta.dir, "tls");
+    // A TLS front on 127.0.0.1 (the certificate names that address) that hands every call to the fake.
+    const front = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { key: Bun.file(path.join(tlsDir, "self-signed.key.pem")), cert: Bun.file(path.join(tlsDir, "self-signed.cert.pem")) },
+      fetch: async (req) => {
+        const url = new URL(req.url);
+        const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+        return fetch(`${fake.url}${url.pathname}${url.search}`, { method: req.method, headers: req.headers, body, redirect: "manual" });
+      },
+    });
+    cleanups.push(() => front.stop(true));
+    const args = ["--provider", "coolify", "--url", `https://127.0.0.1:${front.port}`, "--api-key", fake.token, "--dir", bundle(), "--json"];
+    const refused = await runCli(args);
+    expect(refused.code).toBe(1);
+    const result = JSON.parse(refused.stdout);
+    expect(result).toMatchObject({ success: false, failedStep: "Test connection" });
+    expect(result.error).toContain("has a TLS certificate this machine does not trust");
+    expect(result.error).toContain("NODE_EXTRA_CA_CERTS");
+    expect(result.error).not.toContain("Cannot reach");
+    expect(fake.projects).toHaveLength(0);
+
+    const trusted = await runCli(args, { NODE_EXTRA_CA_CERTS: path.join(tlsDir, "self-signed.cert.pem") });
+    expect(trusted.stderr).not.toContain("TLS certificate");
+    expect(trusted.code).toBe(0);
+    expect(JSON.parse(trusted.stdout)).toMatchObject({ success: true, stackId: fake.services[0]!.uuid });
+    expectNoKey(refused, fake.token);
+    expectNoKey(trusted, fake.token);
+  });
+
   test("plain http to another machine: a warning that the key travels unencrypted (the key itself never printed)", async () => {
     const dir = bundle();
     const key = "plain-http-secret-key-5c1d";
