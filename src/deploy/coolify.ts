@@ -52,7 +52,8 @@ export const coolify: DeployProvider = {
   checkProjectName: coolifyNameProblem,
   // The causes of each refusal, as Coolify words them (research §2).
   hintFor(status, detail) {
-    if (status === 401) return "Check the token: Coolify API tokens are created under Keys & Tokens > API tokens, and belong to one team.";
+    // A token whose team is gone is a 400 "Invalid token." rather than a 401.
+    if (status === 401 || (status === 400 && /invalid token/i.test(detail))) return "Check the token: Coolify API tokens are created under Keys & Tokens > API tokens, and belong to one team.";
     if (status === 403 && /API is disabled/i.test(detail)) return "Coolify's API is switched off: turn it on in its Settings (API access), then try again.";
     if (status === 403 && /not allowed to access the API/i.test(detail)) return "Coolify's API allow-list does not include the address this call came from: add it in its Settings.";
     if (status === 403) return "The token lacks an ability this step needs: create one with read, write and deploy (or root), as a team owner or admin.";

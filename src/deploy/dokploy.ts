@@ -44,7 +44,10 @@ export const dokploy: DeployProvider = {
   checkProjectName: dokployNameProblem,
   // The causes of each refusal (research §3).
   checkEnv: dokployEnvProblems,
-  hintFor(status) {
+  hintFor(status, detail) {
+    // Dokploy refuses a member's missing permission with 401 too, in words of its own
+    // ("Permission denied", "You don't have access to this project"); a bad key is a bare "Unauthorized".
+    if (status === 401 && /permission|access/i.test(detail)) return "The key works, but its user lacks a permission this step needs (create projects and services, write variables, deploy): use a key of an owner or admin, or grant the member those permissions in Dokploy.";
     if (status === 401) return "Check the key: Dokploy API keys (x-api-key) are created in its dashboard under your profile's API keys, with an organization selected; tokens of Dokploy before 0.19 no longer work.";
     if (status === 403) return "The key's user lacks a permission this step needs (create projects and services, write variables, deploy): use a key of an owner or admin.";
     return undefined;

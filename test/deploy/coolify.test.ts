@@ -126,6 +126,15 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.hint).toContain("Keys & Tokens > API tokens");
   });
 
+  test("a token whose team is gone (Coolify's 400 'Invalid token.') gets the token hint", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "version", reply: { status: 400, body: { message: "Invalid token.", docs: "https://coolify.io/docs/api-reference/authorization" } } });
+    const result = await deployBundle(options(fake));
+    expect(result).toMatchObject({ success: false, error: "Coolify API 400: Bad Request", failedStep: "Test connection" });
+    expect(result.hint).toContain("Keys & Tokens > API tokens");
+    expect(fake.projects).toHaveLength(0);
+  });
+
   test("an API switched off in Coolify's settings is named as such", async () => {
     const fake = await startFake();
     fake.injections.push({ operationId: "list-servers", reply: { status: 403, body: { success: true, message: "API is disabled." } } });

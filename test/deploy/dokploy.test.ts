@@ -93,6 +93,18 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(result.hint).toContain("with an organization selected");
   });
 
+  test("a member key without a permission: Dokploy's 401 in its own words gets the permission hint, not 'check the key'", async () => {
+    for (const message of ["Permission denied", "You don't have access to this project"]) {
+      const fake = await startFake();
+      fake.injections.push({ operationId: "project-create", reply: { status: 401, body: { message, code: "UNAUTHORIZED" } } });
+      const result = await deployBundle(options(fake));
+      expect(result).toMatchObject({ success: false, error: "Dokploy API 401: Unauthorized", failedStep: "Create project" });
+      expect(result.steps.find((s) => s.step === "Create project")?.detail).toBe(message);
+      expect(result.hint).toContain("lacks a permission");
+      expect(result.hint).not.toContain("Check the key");
+    }
+  });
+
   test("existing project without --update: Project already exists, nothing created", async () => {
     const fake = await startFake();
     fake.addProject(PROJECT);
