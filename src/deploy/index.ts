@@ -88,6 +88,9 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   // Trimmed as fetch trims a header value: the key the platform sees is the one hidden in output.
   const apiKey = opts.apiKey.trim();
   if (!apiKey) throw usageError(`An API key for ${provider.label} is required`);
+  // A header cannot carry a control or non-ASCII character (a key pasted with a stray line break
+  // or quote mark); fetch would refuse it and the message would blame the network.
+  if (!/^[\x20-\x7e]+$/.test(apiKey)) throw usageError(`The API key for ${provider.label} holds a character no HTTP header can carry (a line break, a control or non-ASCII character): copy it again from ${provider.label}`);
   const baseUrl = normaliseInstanceUrl(opts.url);
   await checkInstanceAddress(baseUrl);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});

@@ -254,6 +254,15 @@ describe("stackgen deploy (subprocess)", () => {
     const badUrl = await runCli(["--provider", "coolify", "--url", "ftp://x", "--api-key", fake.token, "--dir", dir]);
     expect(badUrl.code).toBe(2);
 
+    // A key pasted with a line break inside, or a typographic character: named, not "Cannot reach".
+    for (const key of [`${fake.token}\nX`, `${fake.token}\u2019`]) {
+      const badKey = await runCli(["--provider", "coolify", "--url", fake.url, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: key });
+      expect(badKey.code).toBe(2);
+      expect(JSON.parse(badKey.stdout).error).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("no HTTP header can carry") });
+      expectNoKey(badKey, fake.token);
+    }
+    expect(fake.calls).toHaveLength(0);
+
     rmSync(path.join(dir, ".env"));
     const noEnv = await runCli(["--provider", "coolify", "--url", fake.url, "--api-key", fake.token, "--dir", dir]);
     expect(noEnv.code).toBe(2);
