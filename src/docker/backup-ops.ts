@@ -746,7 +746,7 @@ export async function restoreBackup(
   // A restore after which nothing runs did not bring the stack back.
   const problems: ServiceReadiness[] = unique.length === 0
     ? [{ service: stack.project, ok: false, reason: "no service of the restored stack started", final: true }]
-    : await waitReady(engine, stack.project, unique, opts.timeoutMs, (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`), opts.signal);
+    : await waitReady(engine, stack.project, unique, { timeoutMs: opts.timeoutMs, onProgress: (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`), signal: opts.signal });
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   // Only a note: a restore that worked is not turned into a failure by it.
   const outside = await current.config().then((restored) => outsideTheBackup(current.stack, restored), () => []);

@@ -151,7 +151,13 @@ export interface ComposeService {
   binds: BindMount[];
   /** Its restart policy as written (`unless-stopped`, `no`...), when it has one. */
   restart?: string;
+  /** Its `pull_policy` as written (`never`, `build`, `always`...), when it has one. */
+  pullPolicy?: string;
 }
+
+/** Whether `docker compose pull` fetches this service's image: not one built here, nor one whose
+ *  pull_policy says never to (a local-only image: its name may mean another image on Docker Hub). */
+export const pulledFromRegistry = (svc: ComposeService) => svc.image !== undefined && !svc.hasBuild && svc.pullPolicy !== "never" && svc.pullPolicy !== "build";
 
 export interface BindMount {
   source: string;
@@ -193,7 +199,7 @@ export function normaliseModel(raw: Record<string, any>, project: string): Compo
   const services: ComposeService[] = Object.entries((raw.services ?? {}) as Record<string, any>).map(([name, svc]) => {
     const deps = svc?.depends_on;
     const dependsOn = Array.isArray(deps) ? deps.map(String) : deps && typeof deps === "object" ? Object.keys(deps) : [];
-    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}) };
+    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}), ...(typeof svc?.pull_policy === "string" ? { pullPolicy: svc.pull_policy } : {}) };
   });
   const volumes: ComposeVolume[] = Object.entries((raw.volumes ?? {}) as Record<string, any>).map(([key, vol]) => {
     const external = vol?.external === true || (typeof vol?.external === "object" && vol?.external !== null);

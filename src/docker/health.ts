@@ -30,7 +30,7 @@ const CRASH_LOOP_RESTARTS = 3;
  * start, "running" says nothing about a process that crashes a second later and is restarted by
  * its policy over and over.
  */
-export function readiness(service: string, states: ContainerState[], settleMs = 0, now = Date.now()): ServiceReadiness {
+export function readiness(service: string, states: ContainerState[], settleMs = 0, now = Date.now(), mayFinish = true): ServiceReadiness {
   if (states.length === 0) return { service, ok: false, reason: "no container", final: false };
   for (const s of states) {
     if ((s.RestartCount ?? 0) >= CRASH_LOOP_RESTARTS) {
@@ -46,45 +46,48 @@ export function readiness(service: string, states: ContainerState[], settleMs = 
       if (!health && up < settleMs) return { service, ok: false, reason: `running for ${Math.max(0, Math.floor(up / 1000))}s`, final: false };
       continue;
     }
-    // A one-shot job that finished cleanly counts as done.
-    if (s.Status === "exited" && s.ExitCode === 0) continue;
+    // A one-shot job that finished cleanly counts as done; a service meant to keep running that
+    // stops, even cleanly (a new version that only prints its usage), is down.
+    if (s.Status === "exited" && s.ExitCode === 0 && mayFinish) continue;
     if (s.Status === "exited" || s.Status === "dead") return { service, ok: false, reason: `${s.Status} with code ${s.ExitCode}`, final: true };
     return { service, ok: false, reason: s.Status === "restarting" ? `restarting (last exit code ${s.ExitCode})` : s.Status, final: false };
   }
   return { service, ok: true, reason: "", final: false };
 }
 
-async function probe(engine: Engine, project: string, service: string, settleMs: number): Promise<ServiceReadiness> {
+async function probe(engine: Engine, project: string, service: string, settleMs: number, mayFinish: boolean): Promise<ServiceReadiness> {
   const containers = (await engine.listProjectContainers(project)).filter((c) => c.Labels["com.docker.compose.service"] === service);
   const states = await Promise.all(containers.map(async (c) => {
     const inspected = await engine.inspectContainer(c.Id);
     return { ...inspected.State, RestartCount: inspected.RestartCount };
   }));
-  return readiness(service, states, settleMs);
+  return readiness(service, states, settleMs, Date.now(), mayFinish);
 }
 
-/** How long a service without a health check must stay up to count as started. */
-export const SETTLE_MS = 5000;
+/** How long a service without a health check must stay up to count as started: long enough for
+ *  an app that gives up on its database or config some seconds in. */
+export const SETTLE_MS = 10_000;
+
+export interface WaitOptions {
+  timeoutMs: number;
+  onProgress?: (pending: ServiceReadiness[]) => void;
+  /** Aborted (Ctrl-C): the wait ends with every pending service failed as "interrupted". */
+  signal?: AbortSignal;
+  /** Services that must keep running: for them a clean exit is failure, not a finished job. */
+  mustStayUp?: ReadonlySet<string>;
+}
 
 /**
  * Wait until every service is ready, one fails for good, or the timeout passes.
  * Returns the services that did not make it (empty on success).
  */
-export async function waitReady(
-  engine: Engine,
-  project: string,
-  services: string[],
-  timeoutMs: number,
-  onProgress?: (pending: ServiceReadiness[]) => void,
-  /** Aborted (Ctrl-C): the wait ends with every pending service failed as "interrupted". */
-  signal?: AbortSignal,
-): Promise<ServiceReadiness[]> {
+export async function waitReady(engine: Engine, project: string, services: string[], { timeoutMs, onProgress, signal, mustStayUp }: WaitOptions): Promise<ServiceReadiness[]> {
   const deadline = Date.now() + timeoutMs;
   // Long enough to catch a process that dies on start-up, short of the whole timeout.
   const settleMs = Math.min(SETTLE_MS, timeoutMs / 2);
   let lastReport = 0;
   for (;;) {
-    const results = await Promise.all(services.map((s) => probe(engine, project, s, settleMs)));
+    const results = await Promise.all(services.map((s) => probe(engine, project, s, settleMs, !mustStayUp?.has(s))));
     const failed = results.filter((r) => r.final);
     if (failed.length > 0) return failed;
     const pending = results.filter((r) => !r.ok);

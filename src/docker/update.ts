@@ -6,7 +6,7 @@ import { join } from "node:path";
 import YAML from "yaml";
 import { failure, interruptedError } from "../errors.ts";
 import { createBackup, oversizedConfig } from "./backup-ops.ts";
-import { lastLine, type Compose, type ComposeModel } from "./compose.ts";
+import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import type { ContainerSummary, Engine, ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
 import { dependencyLayers } from "./layers.ts";
@@ -28,6 +28,11 @@ export interface UpdateResult {
   unchanged: string[];
   restarted: string[];
   failed?: { service: string; image: string; error: string }[];
+  /** Services unhealthy or crash-looping before the update, whose image did not change: started
+   *  again but not waited for, so they do not roll back the services that were updated. */
+  unhealthyBefore?: string[];
+  /** Services with containers that the compose files (as read now) do not have: not updated. */
+  notInCompose?: string[];
   /** The backup taken with the stack stopped, right before the new images started (--backup). */
   backup?: string;
   rolledBack?: {
@@ -107,21 +112,53 @@ interface ServiceImage {
 /** The image a service ran (or its tag named) before the update: what a rollback puts back. */
 const imageBefore = (s: ServiceImage) => s.currentId || s.localId;
 
-/** The services the update starts again: those whose containers run (a crash-looping one counts)
- *  and jobs that ran to completion (exit 0, no restart policy that would keep them up: an init or
- *  migration job, run again on its new image). One the user stopped stays stopped. */
-function servicesToStart(containers: ContainerSummary[], model: ComposeModel): Set<string> {
+/** What the update starts again, and how. */
+interface StartPlan {
+  /** Services whose containers run (a crash-looping or paused one counts) and jobs that ran to
+   *  completion (exit 0, no restart policy that would keep them up: an init or migration job, run
+   *  again on its new image). One the user stopped stays stopped. */
+  start: Set<string>;
+  /** Of those, the ones that must keep running: exiting, even with 0, is failure for them. */
+  mustStayUp: Set<string>;
+  /** Containers per service, for those the user scaled past one (`up --scale`): kept as they are. */
+  scales: Map<string, number>;
+  /** Services already unhealthy or crash-looping before the update: not a reason to roll back
+   *  another service's new image (unless their own image changes). */
+  brokenBefore: Set<string>;
+  /** Containers of services the compose model does not have (a profile not enabled, a service
+   *  taken out of the files): the update cannot see, pull or restart them. */
+  outsideModel: string[];
+}
+
+function startPlan(containers: ContainerSummary[], model: ComposeModel): StartPlan {
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
   const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
-  const start = new Set<string>();
+  const plan: StartPlan = { start: new Set(), mustStayUp: new Set(), scales: new Map(), brokenBefore: new Set(), outsideModel: [] };
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
     if (!service) continue;
+    if (!restartOf.has(service)) {
+      if (!plan.outsideModel.includes(service)) plan.outsideModel.push(service);
+      continue;
+    }
     const completed = c.State === "exited" && /^Exited \(0\)/.test(c.Status) && isJob(service);
-    if (c.State === "running" || c.State === "restarting" || completed) start.add(service);
+    // `compose stop` stops a paused container as well: it is started again, not left down.
+    const up = c.State === "running" || c.State === "restarting" || c.State === "paused";
+    if (up) {
+      plan.mustStayUp.add(service);
+      plan.scales.set(service, (plan.scales.get(service) ?? 0) + 1);
+      if (c.State === "restarting" || /\(unhealthy\)/.test(c.Status)) plan.brokenBefore.add(service);
+    }
+    if (up || completed) plan.start.add(service);
   }
-  return start;
+  for (const [service, n] of plan.scales) if (n < 2) plan.scales.delete(service);
+  plan.outsideModel.sort();
+  return plan;
 }
+
+/** The note for containers the update cannot see ("" for none). */
+const outsideModelNote = (services: string[]) =>
+  services.length === 0 ? "" : `${services.join(", ")} ${services.length === 1 ? "has" : "have"} containers but ${services.length === 1 ? "is" : "are"} not in the compose files as compose reads them now (a profile that is not enabled, or taken out of the files): not checked, pulled or restarted. Give the profile as compose takes it (COMPOSE_PROFILES=<name> in the environment or .env) to include ${services.length === 1 ? "it" : "them"}.`;
 
 async function currentImages(engine: Engine, containers: ContainerSummary[], model: ComposeModel): Promise<ServiceImage[]> {
   const out: ServiceImage[] = [];
@@ -152,17 +189,20 @@ export interface UpdateOptions {
 }
 
 export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
-  // Images built here are not pulled by the update, so no registry is asked about them (a plain
-  // name would otherwise go to Docker Hub): they stay as they are.
-  const built = model.services.filter((s) => s.hasBuild && s.image).map((s) => s.name);
+  // Images built here (or kept local by pull_policy) are not pulled by the update, so no registry
+  // is asked about them (a plain name would otherwise go to Docker Hub): they stay as they are.
+  const local = model.services.filter((s) => s.image && !pulledFromRegistry(s)).map((s) => s.name);
   const containers = await engine.listProjectContainers(stack.project);
-  const images = (await currentImages(engine, containers, model)).filter((s) => !built.includes(s.service));
-  const result: UpdateResult = { dryRun: true, updated: [], unchanged: built, restarted: [] };
+  const images = (await currentImages(engine, containers, model)).filter((s) => !local.includes(s.service));
+  const result: UpdateResult = { dryRun: true, updated: [], unchanged: local, restarted: [] };
   const remote = new Map<string, Promise<string>>();
   for (const s of images) {
     if (!remote.has(s.image)) {
       opts.progress(`Checking ${s.image}`);
-      remote.set(s.image, remoteDigest(s.image));
+      const digest = remoteDigest(s.image);
+      // Awaited in order below; one that fails before its turn must not count as unhandled.
+      digest.catch(() => {});
+      remote.set(s.image, digest);
     }
   }
   for (const s of images) {
@@ -178,9 +218,12 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
     else result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest, newDigest });
   }
   // The running services restart, as the real update does, when one of them changes.
-  const running = servicesToStart(containers, model);
-  if (result.updated.some((u) => running.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => running.has(name)).sort();
+  const plan = startPlan(containers, model);
+  if (result.updated.some((u) => plan.start.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => plan.start.has(name)).sort();
   result.unchanged.sort();
+  const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
+  if (unhealthy.length) result.unhealthyBefore = unhealthy;
+  if (plan.outsideModel.length) result.notInCompose = plan.outsideModel;
   return result;
 }
 
@@ -199,9 +242,24 @@ async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
   }
 }
 
+/** How the stopped services start again. */
+interface StartOrder {
+  layers: string[][];
+  scales: ReadonlyMap<string, number>;
+  mustStayUp: ReadonlySet<string>;
+  /** Started but not waited for (unhealthy before the update, on the same image). */
+  notWaited: ReadonlySet<string>;
+}
+
 /** Start services layer by layer; returns a failure reason or undefined. With `signal` (the
  *  forward start only: a rollback runs to the end) an abort ends it as "interrupted". */
-async function startInOrder(engine: Engine, stack: Stack, compose: Compose, layers: string[][], opts: UpdateOptions, signal?: AbortSignal): Promise<string | undefined> {
+async function startInOrder(engine: Engine, stack: Stack, compose: Compose, order: StartOrder, opts: UpdateOptions, signal?: AbortSignal): Promise<string | undefined> {
+  const { layers, scales, mustStayUp, notWaited } = order;
+  const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
+  const wait = async (services: string[]) => {
+    const failedServices = await waitReady(engine, stack.project, services.filter((s) => !notWaited.has(s)), { timeoutMs: opts.timeoutMs, onProgress: report, signal, mustStayUp });
+    return failedServices.length > 0 ? failedServices.map((f) => `${f.service} ${f.reason}`).join("; ") : undefined;
+  };
   for (const [i, layer] of layers.entries()) {
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
@@ -209,24 +267,29 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, laye
     // would fetch the new ones again (Compose v1 and v2 before 2.6 have no --pull; v1 never pulls on up).
     // Not --no-deps: compose hashes a container made that way without its dependencies, and the
     // user's next plain `docker compose up -d` would make it again. The earlier layers are up.
-    const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...layer]);
+    // A service the user scaled keeps its count (plain `up` would make it one container again).
+    const scaled = layer.flatMap((name) => (scales.has(name) ? ["--scale", `${name}=${scales.get(name)}`] : []));
+    const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
       return signal?.aborted ? `interrupted (${failed})` : failed;
     }
-    const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
-    const failedServices = await waitReady(engine, stack.project, layer, opts.timeoutMs, report, signal);
-    if (failedServices.length > 0) return failedServices.map((f) => `${f.service} ${f.reason}`).join("; ");
+    const problem = await wait(layer);
+    if (problem) return problem;
   }
-  return undefined;
+  // Once all are up, every service once more: one judged started early may have died while the
+  // later layers came up (an app that gives up on its database after some seconds).
+  return layers.length > 1 ? wait(layers.flat()) : undefined;
 }
 
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
-  const running = servicesToStart(containers, model);
+  const plan = startPlan(containers, model);
+  const running = plan.start;
   const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])))
     .map((layer) => layer.filter((name) => running.has(name)))
     .filter((layer) => layer.length > 0);
+  if (plan.outsideModel.length) opts.progress(outsideModelNote(plan.outsideModel));
   const before = await currentImages(engine, containers, model);
   // --backup takes its backup once the stack is stopped: what would refuse it is found now.
   const oversized = opts.backup ? oversizedConfig(stack.dir) : undefined;
@@ -248,7 +311,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     const pullErrors: string[] = [];
     for (const svc of model.services) {
       if (opts.signal?.aborted) break;
-      if (!svc.image || svc.hasBuild || pulled.has(svc.image)) continue;
+      if (!svc.image || !pulledFromRegistry(svc) || pulled.has(svc.image)) continue;
       pulled.add(svc.image);
       opts.progress(`Pulling ${svc.image}`);
       const res = await compose.pull(svc.name, opts.signal);
@@ -267,7 +330,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     }
 
     // 2. What changed.
-    const result: UpdateResult = { updated: [], unchanged: [], restarted: [] };
+    const result: UpdateResult = { updated: [], unchanged: [], restarted: [], ...(plan.outsideModel.length ? { notInCompose: plan.outsideModel } : {}) };
     const changed: ServiceImage[] = [];
     for (const s of before) {
       const now = await engine.inspectImage(s.image);
@@ -294,6 +357,14 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     if (stopped.length) opts.progress(`Leaving ${stopped.join(", ")} stopped, as before the update`);
     const startedAsNeeded = [...needed].filter((name) => !running.has(name)).sort();
     if (startedAsNeeded.length) opts.progress(`Starting ${startedAsNeeded.join(", ")} too: services that run depend on ${startedAsNeeded.length === 1 ? "it" : "them"}`);
+    // A service that was already failing, on an image that did not change, says nothing about the
+    // new images: waiting for it would roll back every update while it stays broken.
+    const notWaited = new Set([...plan.brokenBefore].filter((name) => !changed.some((c) => c.service === name)));
+    if (notWaited.size) {
+      result.unhealthyBefore = [...notWaited].sort();
+      opts.progress(`${result.unhealthyBefore.join(", ")} ${notWaited.size === 1 ? "was" : "were"} unhealthy or restarting before the update, on an image that did not change: started again, not waited for`);
+    }
+    const startOrder: StartOrder = { layers, scales: plan.scales, mustStayUp: plan.mustStayUp, notWaited };
 
     /** Start the stopped stack again on the images it ran: tags put back, and a service whose
      *  compose files name a new tag started on the reference it ran under, given to compose in
@@ -308,7 +379,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         names.set(c.service, name);
         stillNamed.push({ service: c.service, image: c.image, restored: c.ranImage!, ...(name !== c.ranImage ? { runsAs: name } : {}) });
       }
-      const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, layers, opts));
+      const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, startOrder, opts));
       return { again, stillNamed };
     };
 
@@ -332,7 +403,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       }
     }
     const order = layers.flat();
-    const problem = await startInOrder(engine, stack, compose, layers, opts, opts.signal);
+    const problem = await startInOrder(engine, stack, compose, startOrder, opts, opts.signal);
     result.restarted = order;
     if (!problem) return result;
 

@@ -93,6 +93,8 @@ describe("status helpers", () => {
     expect(readiness("a", [{ Status: "running", ExitCode: 0, Health: { Status: "starting" } }])).toMatchObject({ ok: false, final: false });
     expect(readiness("a", [{ Status: "running", ExitCode: 0, Health: { Status: "unhealthy" } }])).toMatchObject({ ok: false, final: true });
     expect(readiness("a", [{ Status: "exited", ExitCode: 0 }]).ok).toBe(true);
+    // A service meant to keep running that exits, even cleanly, is down for good.
+    expect(readiness("a", [{ Status: "exited", ExitCode: 0 }], 0, Date.now(), false)).toMatchObject({ ok: false, final: true, reason: "exited with code 0" });
     expect(readiness("a", [{ Status: "exited", ExitCode: 2 }])).toMatchObject({ ok: false, final: true });
     expect(readiness("a", [])).toMatchObject({ ok: false, final: false });
     // Without a health check, "running" counts once it has lasted; a crash loop is failure.
