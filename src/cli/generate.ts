@@ -1,10 +1,11 @@
 // `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
 // user's .env values or edits.
 import { defineCommand } from "citty";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
+import { keptPortsOf } from "../core/kept-ports.ts";
 import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError } from "../errors.ts";
@@ -59,7 +60,10 @@ export default defineCommand({
       if (body.projectName !== folder) log.info(`Project name "${body.projectName}", made from the folder name ${folder} as Compose makes it; --name sets another.`);
     }
 
-    const { input, files, metadata, secretNames, derivedSecrets, stack } = withFlagHints(() => generateBundle(body, getCatalog()));
+    // Regenerating keeps the host ports the bundle already publishes: adding a service moves the
+    // newcomer, not a service that runs.
+    const keptPorts = target ? keptPortsIn(resolve(target)) : undefined;
+    const { input, files, metadata, secretNames, derivedSecrets, stack } = withFlagHints(() => generateBundle(body, getCatalog(), { keptPorts }));
     // A complete export brings its stack back with the secrets it was made with (its volumes may
     // hold data under them); variables the export lacks get fresh values. A .env already in --dir
     // still wins over both when the plan merges it.
@@ -217,6 +221,17 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
 /** What renaming a bundle's project does to the stack that already ran under the old name. */
 const renamed = (from: string, to: string) =>
   `Renaming the project from "${from}" to "${to}": compose starts "${to}" as a new stack, with new, empty volumes; the containers and volumes of "${from}" (${from}_*) stay as they are until you remove them.`;
+
+/** The host ports the compose file in `dir` publishes (none when there is no readable one). */
+function keptPortsIn(dir: string): Record<string, number> | undefined {
+  const file = join(dir, "docker-compose.yml");
+  try {
+    // A generated compose file is tens of KiB; anything past 1 MiB is not one of ours.
+    return statSync(file).size > 1024 * 1024 ? undefined : keptPortsOf(readFileSync(file, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
 
 /** The project name an existing bundle in `dir` records in its stackgen.json (`config`), if any. */
 function bundleProjectName(dir: string, config: Record<string, unknown> | undefined): string | undefined {

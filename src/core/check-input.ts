@@ -21,6 +21,9 @@ export interface Selection {
   platform: Platform;
   domain?: string;
   preset?: string;
+  /** Host ports an existing bundle publishes, `<service>/<protocol>/<container port>` -> host
+   *  port: regenerating keeps them, so adding a service never moves one that runs. */
+  keptPorts?: Record<string, number>;
 }
 
 export function hostPlatform(): Platform {

@@ -110,7 +110,7 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
     }
   }
 
-  const ports = assignPorts([catalog.core, ...services], warnings, conflicts);
+  const ports = assignPorts([catalog.core, ...services], warnings, conflicts, selection.keptPorts);
 
   for (const s of services) {
     if (s.maturity === "experimental") {
@@ -146,22 +146,50 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
   };
 }
 
+/** The `keptPorts` key of a service's port. */
+export const keptPortKey = (service: string, protocol: string | undefined, container: number) => `${service}/${protocol ?? "tcp"}/${container}`;
+
 /**
  * Give every published port a host port no other service uses. Fixed ports are placed first;
- * a clash between two fixed ports is PORT_CONFLICT. A movable port that clashes moves to the next
- * port that is neither taken nor declared by any service of the stack (deterministic).
+ * a clash between two fixed ports is PORT_CONFLICT. Then the movable ports an existing bundle
+ * already publishes keep their host ports (while free), so a service added later moves, not one
+ * that runs. A movable port that clashes moves to the next port that is neither taken nor
+ * declared by any service of the stack (deterministic).
  */
-function assignPorts(services: CatalogService[], warnings: Warning[], conflicts: Conflict[]): Map<string, ResolvedPort[]> {
+function assignPorts(services: CatalogService[], warnings: Warning[], conflicts: Conflict[], kept: Record<string, number> = {}): Map<string, ResolvedPort[]> {
   const key = (p: Port, host: number) => `${p.protocol ?? "tcp"}/${host}`;
   const taken = new Map<string, string>();
   const declared = new Set(services.flatMap((s) => s.ports.map((p) => key(p, p.host))));
   const result = new Map<string, ResolvedPort[]>(services.map((s) => [s.id, []]));
   const byId = new Map(services.map((s) => [s.id, s]));
 
+  const placed = new Set<Port>();
+  const keptElsewhere: { service: CatalogService; port: ResolvedPort }[] = [];
+  const keepExisting = () => {
+    for (const s of services) {
+      for (const p of s.ports) {
+        const host = kept[keptPortKey(s.id, p.protocol, p.container)];
+        if (host === undefined || FIXED_PORTS.has(p.host) || FIXED_PORTS.has(host) || taken.has(key(p, host))) continue;
+        const port = { ...p, host, declaredHost: p.host };
+        taken.set(key(p, host), s.id);
+        placed.add(p);
+        result.get(s.id)!.push(port);
+        if (host !== p.host) keptElsewhere.push({ service: s, port });
+      }
+    }
+  };
+  /** A kept port off its usual number whose number another service holds: said as for a move. */
+  const explainKept = () => {
+    for (const { service: s, port: p } of keptElsewhere) {
+      const holder = taken.get(key(p, p.declaredHost));
+      if (holder === undefined || holder === s.id) continue;
+      warnings.push({ code: "PORT_CONFLICT_RESOLVED", message: `Host port ${p.declaredHost} of ${s.name} is used by ${byId.get(holder)!.name}; ${s.name} is published on ${p.host} instead.`, service: s.id });
+    }
+  };
   const place = (fixedPass: boolean) => {
     for (const s of services) {
       for (const p of s.ports) {
-        if (FIXED_PORTS.has(p.host) !== fixedPass) continue;
+        if (placed.has(p) || FIXED_PORTS.has(p.host) !== fixedPass) continue;
         let host = p.host;
         const holder = taken.get(key(p, host));
         if (holder !== undefined) {
@@ -190,7 +218,9 @@ function assignPorts(services: CatalogService[], warnings: Warning[], conflicts:
     }
   };
   place(true);
+  keepExisting();
   place(false);
+  explainKept();
   // Keep each service's ports in catalog order.
   for (const s of services) {
     const placed = result.get(s.id)!;

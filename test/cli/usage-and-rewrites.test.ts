@@ -197,6 +197,21 @@ describe("regenerating into an existing bundle", () => {
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe(password);
   });
 
+  test("adding a service whose port a running one holds moves the newcomer: the running service keeps its port and URL", async () => {
+    const dir = at("ports");
+    expectOk(await cli(["generate", "--name", "ports", "--skill-packs", "research-agent", "--dir", dir], { env }));
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain('"8080:8080"');
+    const r = await cli(["generate", "--skill-packs", "research-agent", "--services", "nextcloud", "--dir", dir, "--json"], { env });
+    expectOk(r);
+    const compose = readFileSync(join(dir, "docker-compose.yml"), "utf8");
+    expect(compose).toContain('"8080:8080"'); // searxng, as before
+    expect(compose).toContain('"8081:80"'); // nextcloud, the newcomer
+    const values = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    expect(values.get("SEARXNG_BASE_URL")).toBe("http://127.0.0.1:8080/");
+    expect(values.get("NEXTCLOUD_PUBLIC_URL")).toBe("http://localhost:8081");
+    expect(r.stderr).toContain("Host port 8080 of Nextcloud is used by SearXNG; Nextcloud is published on 8081 instead.");
+  });
+
   test("a dry run over edited files ends as the real run would: refused, exit 1, nothing changed", async () => {
     const dir = at("edited");
     expectOk(await cli(["generate", "--name", "eb", "--preset", "devops", "--dir", dir], { env }));

@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { toSelection } from "../../src/core/check-input.ts";
 import { resolve } from "../../src/core/resolve.ts";
+import { keptPortsOf } from "../../src/core/kept-ports.ts";
 import { validateSelection } from "../../src/core/validate.ts";
 import { StackgenError } from "../../src/errors.ts";
 
@@ -109,6 +110,39 @@ describe("resolve", () => {
     expect(r1.ports.get(b.id)).toEqual(r2.ports.get(b.id)!);
     expect(r1.warnings.find((w) => w.code === "PORT_CONFLICT_RESOLVED")?.service).toBe(b.id);
     expect(r1.ports.get(a.id)![0].host).toBe(a.ports[0].host);
+  });
+
+  test("ports an existing bundle publishes are kept: a service added later moves, not the one that runs", () => {
+    const withKept = (services: string[], keptPorts: Record<string, number>) => resolve({ ...toSelection({ platform: "linux/amd64", services }, catalog), keptPorts }, catalog);
+    const hosts = (r: ReturnType<typeof run>, id: string) => r.ports.get(id)!.map((p) => p.host);
+    // Without the bundle, nextcloud (named first) takes 8080 and searxng moves.
+    expect(hosts(run({ services: ["nextcloud", "searxng"] }), "searxng")).toEqual([8081]);
+    // searxng ran on 8080: it stays, nextcloud gets the next port.
+    const kept = withKept(["nextcloud", "searxng"], { "searxng/tcp/8080": 8080 });
+    expect(hosts(kept, "searxng")).toEqual([8080]);
+    expect(hosts(kept, "nextcloud")).toEqual([8081]);
+    expect(kept.warnings.filter((w) => w.code === "PORT_CONFLICT_RESOLVED").map((w) => w.service)).toEqual(["nextcloud"]);
+    // A port kept off its usual number stays there, and says why while the clash lasts.
+    const moved = withKept(["searxng", "nextcloud"], { "searxng/tcp/8080": 8080, "nextcloud/tcp/80": 8081 });
+    expect(hosts(moved, "nextcloud")).toEqual([8081]);
+    expect(moved.warnings.find((w) => w.service === "nextcloud")?.message).toBe("Host port 8080 of Nextcloud is used by SearXNG; Nextcloud is published on 8081 instead.");
+    const alone = withKept(["nextcloud"], { "nextcloud/tcp/80": 8081 });
+    expect(hosts(alone, "nextcloud")).toEqual([8081]);
+    expect(codes(alone.warnings)).not.toContain("PORT_CONFLICT_RESOLVED");
+    // Fixed ports never follow the file, and two services never share a kept port.
+    expect(hosts(withKept(["caddy"], { "caddy/tcp/80": 8000 }), "caddy")).toContain(80);
+    const shared = withKept(["nextcloud", "searxng"], { "searxng/tcp/8080": 9999, "nextcloud/tcp/80": 9999 });
+    expect(new Set([...hosts(shared, "searxng"), ...hosts(shared, "nextcloud")]).size).toBe(2);
+  });
+
+  test("the ports a compose file publishes, in the forms compose takes; anything else keeps nothing", () => {
+    const text = `services:
+  a:
+    ports: ["8080:80", "127.0.0.1:5433:5432", "443:443/udp", {target: 9000, published: "9001", protocol: tcp}, "3000", "x:y"]
+  b: {image: x}
+`;
+    expect(keptPortsOf(text)).toEqual({ "a/tcp/80": 8080, "a/tcp/5432": 5433, "a/udp/443": 443, "a/tcp/9000": 9001 });
+    for (const bad of ["", "services: [", "services: 3", "- a", "services:\n  a:\n    ports: {x: 1}\n"]) expect(keptPortsOf(bad)).toEqual({});
   });
 
   test("two services needing the proxy ports cannot both have them", () => {

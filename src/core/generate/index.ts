@@ -34,6 +34,8 @@ export const DEFAULT_CORE_VERSION = "latest";
 export interface GenerateOptions {
   secrets?: SecretSource;
   now?: () => Date;
+  /** Host ports the bundle being regenerated publishes (see Selection.keptPorts). */
+  keptPorts?: Record<string, number>;
 }
 
 export interface Generated {
@@ -89,20 +91,21 @@ export interface PreparedGeneration {
 }
 
 export function generateBundle(body: unknown, catalog: Catalog, options: GenerateOptions = {}): Generated {
-  return finishGeneration(prepareGeneration(body, catalog), options);
+  return finishGeneration(prepareGeneration(body, catalog, options.keptPorts), options);
 }
 
 /** Check the body and render (or reuse) everything but `.env`; throws 400 / 409 errors. */
-export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGeneration {
+export function prepareGeneration(body: unknown, catalog: Catalog, keptPorts?: Record<string, number>): PreparedGeneration {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw validationError(GENERATE_MESSAGE, [{ field: "body", message: "Expected object" }]);
   }
   // The input of a complete export posted back: its errors name fields as the client sent them.
   const doc = requestInput(body as Record<string, unknown>, GENERATE_MESSAGE);
-  const { input, selection } = checkedAsSent(body as Record<string, unknown>, doc, () => {
+  const { input, selection: asSent } = checkedAsSent(body as Record<string, unknown>, doc, () => {
     const input = parseGenerateInput(doc, catalog);
     return { input, selection: toSelection(input, catalog, GENERATE_MESSAGE) };
   });
+  const selection: Selection = keptPorts && Object.keys(keptPorts).length > 0 ? { ...asSent, keptPorts } : asSent;
   const deploymentType = input.deployment ?? input.deploymentType ?? "docker";
   const opts: GenOptions = {
     projectName: input.projectName,
@@ -119,7 +122,7 @@ export function prepareGeneration(body: unknown, catalog: Catalog): PreparedGene
   };
   // Rendering (YAML above all) is the expensive part and depends only on the input, so identical
   // requests reuse it; secrets, and therefore .env, are new on every call.
-  const key = JSON.stringify([opts, selection.services, selection.platform]);
+  const key = JSON.stringify([opts, selection.services, selection.platform, selection.keptPorts]);
   const rendered = recentRenders(catalog, key, () => render(opts, selection, catalog));
   return { input, generateSecrets: opts.generateSecrets, rendered };
 }
