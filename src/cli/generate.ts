@@ -6,6 +6,7 @@ import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { generateBundle } from "../core/generate/index.ts";
 import { keptPortsOf } from "../core/kept-ports.ts";
+import { httpsMissingFor } from "../core/generate/context.ts";
 import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError } from "../errors.ts";
@@ -126,6 +127,8 @@ export default defineCommand({
     const replaced = plan.filter((f) => f.action === "overwrite-edited").map((f) => f.path);
     if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Their previous text is not kept.`);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
+    const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
+    if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);
     if (input.domain && !stack.services.some((s) => s.category === "proxy")) log.warn(`--domain ${input.domain} has no effect without a reverse proxy: nothing serves <id>.${input.domain}. Add --proxy caddy (or traefik) to have it.`);
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);

@@ -180,6 +180,9 @@ export const CatalogService = Type.Object({
   /** What to do right after the first start, when the app hands its admin account to whoever
    *  comes first or ships a default login (the bundle's README lists these). */
   firstStart: Type.Optional(Type.String({ minLength: 20 })),
+  /** Its web page works in a browser only in a secure context (HTTPS, or localhost): Web Crypto,
+   *  camera and microphone. Without a proxy serving a domain, the bundle says so. */
+  needsHttps: Type.Optional(Type.Boolean()),
   /** A known gap of the entry that the user of a bundle with it must know about (the bundle's
    *  README lists these under "Known limits"). */
   knownLimits: Type.Optional(Type.String({ minLength: 20 })),

@@ -571,6 +571,16 @@ describe("input fields take effect", () => {
     expect(gen({ services: ["n8n"], proxy: "caddy" }).files["README.md"]).toContain("| Caddy | `caddy` | container | 80 |");
   });
 
+  test("apps that need HTTPS in the browser are said to work from this machine only until a proxy serves them under a domain", () => {
+    const readme = (body: Record<string, unknown>) => gen({ services: ["vaultwarden"], ...body }).files["README.md"]!;
+    for (const body of [{}, { proxy: "caddy" }, { domain: "example.com" }]) {
+      expect(readme(body)).toContain("Vaultwarden needs HTTPS in the browser");
+      expect(readme(body)).toContain("`--proxy caddy --domain <your domain>`");
+    }
+    for (const body of [{ proxy: "caddy", domain: "example.com" }, { proxy: "traefik", domain: "home.lan" }]) expect(readme(body)).not.toContain("HTTPS in the browser");
+    expect(gen({ services: ["n8n"] }).files["README.md"]).not.toContain("HTTPS in the browser");
+  });
+
   test("the README gives each web service's address on its port when no proxy serves it, and says a domain needs a proxy", () => {
     const plain = gen({ services: ["n8n"] }).files["README.md"]!;
     expect(plain).toContain("| n8n | `n8n` | container | 5678 | http://localhost:5678 |");

@@ -1,6 +1,6 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
-import { allServices, has, hasPrivateDomain, hasProxy, proxiedUrl, publishedOnLoopback, publishedPorts, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
+import { allServices, has, hasPrivateDomain, hasProxy, httpsMissingFor, proxiedUrl, publishedOnLoopback, publishedPorts, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
 import { CORE_CONFIG } from "./core-gateway.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
@@ -42,7 +42,7 @@ ${rows.join("\n")}
 
 Ports marked 127.0.0.1 are reachable from this machine only.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
 
-${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
+${httpsNote(ctx)}${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
 ${start}
 
@@ -104,6 +104,13 @@ function nativeData(ctx: GenContext): string {
   const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
   return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n` +
     "`install.sh` sets up the host's own packages: an existing Redis or PostgreSQL is changed (it listens on docker0\ntoo, gets the password of `.env`, PostgreSQL lets Docker's networks in), so run it on a host without them or one\nyou can set back. There is no uninstall script: `apt-get purge` the packages, then remove `/etc/redis/stackgen.conf`\n(and its `include` line), `conf.d/stackgen.conf` and the `172.16.0.0/12` line of the PostgreSQL cluster, and the\n`stackgen.conf` drop-ins under `/etc/systemd/system/`.\n\n";
+}
+
+/** The apps that need HTTPS in the browser, in a bundle that serves them over plain HTTP. */
+function httpsNote(ctx: GenContext): string {
+  const names = httpsMissingFor(ctx.stack.services, ctx.domain).map((s) => s.name);
+  if (names.length === 0) return "";
+  return `${names.join(" and ")} ${names.length === 1 ? "needs" : "need"} HTTPS in the browser (browsers allow encryption, camera and microphone only over HTTPS or on \`localhost\`): this bundle serves ${names.length === 1 ? "it" : "them"} over plain HTTP, so ${names.length === 1 ? "it works" : "they work"} from this machine only, and from anywhere else logins would cross the network unencrypted. Generate again with a proxy and a domain (\`--proxy caddy --domain <your domain>\`) to use ${names.length === 1 ? "it" : "them"} from other machines.\n\n`;
 }
 
 /** A web service reached on its published port, when no proxy serves it. */
