@@ -845,6 +845,11 @@ describe("Watchtower", () => {
     const chat = parseYaml(generateBundle({ projectName: "wt", services: ["watchtower", "rocketchat"] }, getCatalog()).files["docker-compose.yml"]!) as typeof compose;
     expect(chat.services["rocketchat-mongodb"]!.labels[optOut]).toBe("false");
     expect(chat.services.rocketchat!.labels[optOut]).toBeUndefined();
+    // Stores filed under other categories: Meilisearch (search) and SigNoz's ZooKeeper sidecar.
+    const stores = parseYaml(generateBundle({ projectName: "wt", services: ["watchtower", "meilisearch", "signoz"] }, getCatalog()).files["docker-compose.yml"]!) as typeof compose;
+    expect(stores.services.meilisearch!.labels[optOut]).toBe("false");
+    expect(stores.services["signoz-zookeeper"]!.labels[optOut]).toBe("false");
+    expect(stores.services.signoz!.labels[optOut]).toBeUndefined();
     // Without Watchtower no container carries its labels.
     expect(generateBundle({ projectName: "plain", services: ["n8n"] }, getCatalog()).files["docker-compose.yml"]).not.toContain("watchtower");
   });
