@@ -63,19 +63,60 @@ export function parseChallenge(header: string): { scheme: string; params: Record
   return { scheme, params };
 }
 
-/** Basic credentials for a registry from the docker CLI's config file, if any. */
-function storedAuth(registry: string): string | undefined {
+/** What the docker CLI's config.json says about credentials. */
+interface DockerConfig {
+  auths?: Record<string, { auth?: string }>;
+  credsStore?: string;
+  credHelpers?: Record<string, string>;
+}
+
+/** A credential helper's name: a `docker-credential-<name>` program on PATH, nothing else. */
+const HELPER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/**
+ * Basic credentials for a registry as the docker CLI finds them (what `docker login` stored):
+ * the registry's own credential helper (`credHelpers`), else the default store (`credsStore`,
+ * Docker Desktop's and most keychains' way), else the `auth` kept in config.json itself.
+ */
+async function storedAuth(registry: string): Promise<string | undefined> {
   const configDir = process.env.DOCKER_CONFIG ?? join(homedir(), ".docker");
   const file = join(configDir, "config.json");
   if (!existsSync(file)) return undefined;
+  let config: DockerConfig;
   try {
-    const auths = (JSON.parse(readFileSync(file, "utf8")).auths ?? {}) as Record<string, { auth?: string }>;
-    const keys = registry === "docker.io" ? ["https://index.docker.io/v1/", "docker.io", "index.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
-    for (const k of keys) if (auths[k]?.auth) return auths[k].auth;
+    config = JSON.parse(readFileSync(file, "utf8")) as DockerConfig;
   } catch {
-    /* unreadable config: anonymous */
+    return undefined; // unreadable config: anonymous
   }
+  const keys = registry === "docker.io" ? ["https://index.docker.io/v1/", "docker.io", "index.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
+  const helper = keys.map((k) => config.credHelpers?.[k]).find((h) => h !== undefined) ?? config.credsStore;
+  if (typeof helper === "string" && HELPER_NAME.test(helper)) {
+    const fromHelper = await helperAuth(helper, registry === "docker.io" ? keys[0]! : registry);
+    if (fromHelper) return fromHelper;
+  }
+  for (const k of keys) if (typeof config.auths?.[k]?.auth === "string") return config.auths[k].auth;
   return undefined;
+}
+
+/** `docker-credential-<helper> get` for a server, as Basic credentials; undefined when the helper
+ *  is missing, fails, has nothing for it, or holds an identity token (OAuth: not Basic). Its
+ *  arguments are fixed and the server goes on stdin, never through a shell. */
+async function helperAuth(helper: string, server: string): Promise<string | undefined> {
+  // Looked up on the PATH of now, as the docker CLI would (Bun's own lookup keeps its start-up PATH).
+  const program = Bun.which(`docker-credential-${helper}`, { PATH: process.env.PATH ?? "" });
+  if (!program) return undefined;
+  try {
+    const proc = Bun.spawn([program, "get"], { stdin: new TextEncoder().encode(server), stdout: "pipe", stderr: "ignore" });
+    const timer = setTimeout(() => proc.kill(), 10_000);
+    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    clearTimeout(timer);
+    if (code !== 0) return undefined;
+    const { Username, Secret } = JSON.parse(out) as { Username?: unknown; Secret?: unknown };
+    if (typeof Username !== "string" || typeof Secret !== "string" || Username === "<token>" || Secret === "") return undefined;
+    return Buffer.from(`${Username}:${Secret}`).toString("base64");
+  } catch {
+    return undefined;
+  }
 }
 
 export class RegistryError extends Error {}
@@ -85,7 +126,7 @@ async function fetchToken(challenge: Record<string, string>, ref: ImageRef, time
   const url = new URL(challenge.realm);
   if (challenge.service) url.searchParams.set("service", challenge.service);
   url.searchParams.set("scope", challenge.scope ?? `repository:${ref.repository}:pull`);
-  const basic = storedAuth(ref.registry);
+  const basic = await storedAuth(ref.registry);
   const res = await fetch(url, { headers: basic ? { Authorization: `Basic ${basic}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
   if (!res.ok) throw new RegistryError(`token request to ${url.host} answered ${res.status}`);
   const body = (await res.json()) as { token?: string; access_token?: string };
@@ -108,7 +149,7 @@ export async function remoteDigest(image: string, timeoutMs = 20000): Promise<st
       const challenge = parseChallenge(res.headers.get("www-authenticate") ?? "");
       if (challenge.scheme === "bearer") headers.Authorization = `Bearer ${await fetchToken(challenge.params, ref, timeoutMs)}`;
       else if (challenge.scheme === "basic") {
-        const basic = storedAuth(ref.registry);
+        const basic = await storedAuth(ref.registry);
         if (!basic) throw new RegistryError(`${ref.registry} needs credentials (docker login)`);
         headers.Authorization = `Basic ${basic}`;
       }

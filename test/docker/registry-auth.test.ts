@@ -120,18 +120,36 @@ async function push(repository: string, tag: string): Promise<string> {
   return digest;
 }
 
-/** remoteDigest with DOCKER_CONFIG pointing at `config` (or at an empty directory). */
-async function digestWith(image: string, auths?: Record<string, { auth: string }>) {
+/** remoteDigest with DOCKER_CONFIG pointing at a config.json holding `auths` (or `config`, or
+ *  nothing), and the test's credential helpers first on PATH. */
+async function digestWith(image: string, auths?: Record<string, { auth: string }>, config?: Record<string, unknown>) {
   const dir = mkdtempSync(join(work, "docker-config-"));
-  if (auths) writeFileSync(join(dir, "config.json"), JSON.stringify({ auths }));
-  const before = process.env.DOCKER_CONFIG;
+  if (auths || config) writeFileSync(join(dir, "config.json"), JSON.stringify(config ?? { auths }));
+  const before = { DOCKER_CONFIG: process.env.DOCKER_CONFIG, PATH: process.env.PATH };
   process.env.DOCKER_CONFIG = dir;
+  process.env.PATH = `${join(work, "bin")}:${before.PATH}`;
   try {
     return await remoteDigest(image, 10_000);
   } finally {
-    if (before === undefined) delete process.env.DOCKER_CONFIG;
-    else process.env.DOCKER_CONFIG = before;
+    for (const [key, value] of Object.entries(before)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   }
+}
+
+/** A `docker-credential-<name>` program answering `get` for one server, as the real ones do. */
+function credentialHelper(name: string, server: string, username: string, secret: string) {
+  mkdirSync(join(work, "bin"), { recursive: true });
+  const file = join(work, "bin", `docker-credential-${name}`);
+  writeFileSync(file, `#!/bin/sh
+read -r server
+if [ "$1" = get ] && [ "$server" = "${server}" ]; then
+  printf '{"ServerURL":"%s","Username":"%s","Secret":"%s"}' "$server" "${username}" "${secret}"
+else
+  echo "credentials not found in native keychain"; exit 1
+fi
+`, { mode: 0o755 });
 }
 
 suite("registry digests behind token authentication (real docker-registry)", () => {
@@ -204,6 +222,29 @@ suite("registry digests behind token authentication (real docker-registry)", () 
     const auth = btoa(`${USER}:${PASSWORD}`);
     expect(await digestWith(`${registryHost}/team/private-app:2.1`, { [registryHost]: { auth } })).toBe(pushed.private);
     expect(tokens.requests).toEqual([{ scope: "repository:team/private-app:pull", service: SERVICE, basic: `Basic ${auth}` }]);
+  });
+
+  test("credentials kept by a credential helper (credsStore, credHelpers) are used as docker login put them there", async () => {
+    const basic = `Basic ${btoa(`${USER}:${PASSWORD}`)}`;
+    credentialHelper("sgstore", registryHost, USER, PASSWORD);
+    credentialHelper("sgother", "some.other.registry", USER, "wrong");
+    credentialHelper("sgtoken", registryHost, "<token>", "an-identity-token");
+    const image = `${registryHost}/team/private-app:2.1`;
+    // The default store, with only a placeholder in auths (what docker login writes then).
+    tokens.requests.length = 0;
+    expect(await digestWith(image, undefined, { auths: { [registryHost]: {} }, credsStore: "sgstore" })).toBe(pushed.private);
+    expect(tokens.requests.map((r) => r.basic)).toEqual([basic]);
+    // A registry's own helper wins over the default store.
+    tokens.requests.length = 0;
+    expect(await digestWith(image, undefined, { credsStore: "sgother", credHelpers: { [registryHost]: "sgstore" } })).toBe(pushed.private);
+    expect(tokens.requests.map((r) => r.basic)).toEqual([basic]);
+    // A helper without an entry for this registry, an identity token (not Basic), a name that is
+    // a path, a helper that is not installed: no credentials, so the private repository is refused.
+    for (const config of [{ credsStore: "sgother" }, { credsStore: "sgtoken" }, { credsStore: "../../bin/sh" }, { credsStore: "not-installed" }]) {
+      tokens.requests.length = 0;
+      await expect(digestWith(image, undefined, config)).rejects.toThrow(/answered 401/);
+      expect(tokens.requests.map((r) => r.basic)).toEqual([null]);
+    }
   });
 
   test("a private repository without credentials fails with the token service's answer", async () => {
