@@ -58,7 +58,7 @@ export interface StillNamed {
 
 /** " Your compose files still name …" for each such service ("" for none). */
 export const stillNamedNote = (entries: readonly StillNamed[] = []): string =>
-  entries.map((n) => ` Your compose files still name ${n.image} for ${n.service}, which runs its previous image again${n.runsAs ? ` (as ${n.runsAs}: ${n.restored} names another image by now)` : ""}: put ${n.restored} back (docker-compose.override.yml, if you set it there), or the next \`docker compose up\` starts the failed version.`).join("");
+  entries.map((n) => ` Your compose files still name ${n.image} for ${n.service}, which runs its previous image again${n.runsAs ? ` (as ${n.runsAs}: ${n.restored} names another image by now)` : ""}: put ${n.restored} back where you set the new one (docker-compose.override.yml, or a variable in .env), or the next \`docker compose up\` starts the failed version.`).join("");
 
 /** Every service the `running` ones depend on, directly or not. */
 function dependenciesOf(running: ReadonlySet<string>, model: ComposeModel): Set<string> {
