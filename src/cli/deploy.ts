@@ -6,7 +6,7 @@ import path from "node:path";
 import { createInterface } from "node:readline/promises";
 import { defineCommand } from "citty";
 import { parse as parseYaml } from "yaml";
-import { usageError } from "../errors.ts";
+import { INTERRUPTED_EXIT, usageError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
 import { isWithin } from "../core/paths.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
@@ -14,6 +14,7 @@ import { deployBundle, DESTINATION_ENV, normaliseInstanceUrl, PROVIDER_NAMES, PR
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
 import { composeSettings, OVERRIDE_FILE_NAMES } from "../docker/stack.ts";
 import { log, printJson, printText } from "./output.ts";
+import { withDeferredInterrupts } from "./interrupt.ts";
 
 const KEY_ENV = "STACKGEN_DEPLOY_API_KEY";
 // Inline configs are for small text files; anything bigger stays a (reported) bind mount.
@@ -54,24 +55,36 @@ export default defineCommand({
     const instance = normaliseInstanceUrl(url);
     if (sendsKeyInClear(instance)) log.warn(`${instance} is plain http: the API key crosses the network unencrypted. Use https:// if the instance has it.`);
 
-    const result = await deployBundle(
-      {
-        provider,
-        url,
-        apiKey,
-        update: args.update === true,
-        projectName: bundle.projectName,
-        composeYaml: bundle.composeYaml,
-        envText: bundle.envText,
-        files: bundle.files,
-        destination: optionalString(process.env[DESTINATION_ENV]),
+    // Ctrl-C lets the call under way finish (so what it made is known and reported), then stops.
+    let interrupted = false;
+    const result = await withDeferredInterrupts(
+      "the deploy",
+      async (signal) => {
+        const r = await deployBundle(
+          {
+            provider,
+            url,
+            apiKey,
+            update: args.update === true,
+            projectName: bundle.projectName,
+            composeYaml: bundle.composeYaml,
+            envText: bundle.envText,
+            files: bundle.files,
+            destination: optionalString(process.env[DESTINATION_ENV]),
+            signal,
+          },
+          printStep,
+        );
+        interrupted = signal.aborted && !r.success;
+        return r;
       },
-      printStep,
+      () => `${PROVIDERS[provider].label} may hold a half-made project "${bundle.projectName}": run the same deploy with --update to finish it.`,
+      "what it made so far is reported",
     );
 
     if (args.json) printJson(result);
     else printSummary(result, bundle.projectName);
-    process.exitCode = result.success ? 0 : 1;
+    process.exitCode = result.success ? 0 : interrupted ? INTERRUPTED_EXIT : 1;
   },
 });
 

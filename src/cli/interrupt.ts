@@ -27,7 +27,13 @@ export function endOnLostOutput(serving: boolean): void {
 /** Runs `work` with the signals deferred; `work` gets a signal that is aborted on the first one.
  *  `onQuit` runs when a second Ctrl-C quits at once: it cleans up what it can and says how to
  *  recover, where "start it again" would be wrong (a half-done restore). */
-export async function withDeferredInterrupts<T>(what: string, work: (signal: AbortSignal) => Promise<T>, onQuit?: () => string | undefined): Promise<T> {
+export async function withDeferredInterrupts<T>(
+  what: string,
+  work: (signal: AbortSignal) => Promise<T>,
+  onQuit?: () => string | undefined,
+  /** What stopping at the next safe point promises (work that does not stop a stack says its own). */
+  promise = "the stack is not left stopped",
+): Promise<T> {
   const controller = new AbortController();
   const onSignal = (name: string) => {
     // Only a person pressing Ctrl-C again quits at once: a closing terminal sends SIGHUP twice
@@ -43,7 +49,7 @@ export async function withDeferredInterrupts<T>(what: string, work: (signal: Abo
       log.error(`SIGINT again: quitting now; ${note ?? "the stack may be left stopped (docker compose up -d starts it)."}`);
       process.exit(INTERRUPTED_EXIT);
     }
-    log.warn(`${name}: stopping ${what} at the next safe point; the stack is not left stopped. Press Ctrl-C again to quit at once.`);
+    log.warn(`${name}: stopping ${what} at the next safe point; ${promise}. Press Ctrl-C again to quit at once.`);
     controller.abort(interruptedError(`Interrupted (${name}) during ${what}`));
   };
   for (const name of SIGNALS) process.on(name, onSignal);

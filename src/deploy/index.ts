@@ -8,7 +8,7 @@ import { usageError, withoutUserPart } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
-import { redactor } from "./http.ts";
+import { DeployError, redactor } from "./http.ts";
 import { dotenvText, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
@@ -57,6 +57,9 @@ export interface DeployOptions {
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
+  /** Aborted (Ctrl-C): the call under way finishes, so what it made is known, and no further
+   *  step starts. */
+  signal?: AbortSignal;
 }
 
 /** Compose's own settings for the machine it runs on. Pushed to a platform they would name files
@@ -135,6 +138,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   const steps: StepContext = {
     async run(step, work) {
       current = step;
+      if (opts.signal?.aborted) throw new DeployError(`Interrupted before "${step}": nothing more was sent to ${provider.label}`);
       emit({ step, status: "running" });
       try {
         const { value, detail } = await work();

@@ -179,6 +179,45 @@ describe("stackgen deploy (subprocess)", () => {
     expectNoKey(trusted, fake.token);
   });
 
+  test("Ctrl-C mid-deploy: the call under way finishes, no further step starts, and what was made is named (exit 130)", async () => {
+    const fake = await coolify();
+    fake.delayMs = 400; // every call takes a while, as over a slow link
+    const baseEnv: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) baseEnv[k] = v;
+    const proc = Bun.spawn([BUN, MAIN, "deploy", "--provider", "coolify", "--url", fake.url, "--dir", bundle(), "--json"], {
+      cwd: ROOT,
+      env: { ...baseEnv, NO_COLOR: "1", STACKGEN_DEPLOY_API_KEY: fake.token },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // Interrupt once the project exists on the platform.
+    let stderr = "";
+    const decoder = new TextDecoder();
+    const reader = proc.stderr.getReader();
+    while (!/Create project: /.test(stderr)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += decoder.decode(value);
+    }
+    proc.kill("SIGINT");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += decoder.decode(value);
+    }
+    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(code).toBe(130);
+    expect(stderr).toContain("SIGINT: stopping the deploy at the next safe point; what it made so far is reported");
+    const result = JSON.parse(stdout);
+    expect(result).toMatchObject({ success: false, error: expect.stringContaining("Interrupted before") });
+    expect(result.created).toEqual([expect.stringContaining(`Coolify project "${PROJECT}"`)]);
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.services).toHaveLength(0);
+    expect(fake.calls.some((c) => c.operationId === "deploy-by-tag-or-uuid" || c.path.includes("/deploy"))).toBe(false);
+    expectNoKey({ code, stdout, stderr }, fake.token);
+  });
+
   test("plain http to another machine: a warning that the key travels unencrypted (the key itself never printed)", async () => {
     const dir = bundle();
     const key = "plain-http-secret-key-5c1d";
