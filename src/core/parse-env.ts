@@ -20,6 +20,9 @@ export interface DotenvStatement {
   /** The value compose sees: escapes and `$$` read as Compose reads them; `${VAR}` references
    *  are left as written (Compose would fill them from its environment). */
   value: string;
+  /** What Compose interpolates (unquoted and double-quoted values): escapes read, `$$` and `\$`
+   *  kept as `$$`; absent for single-quoted values, which Compose takes as written. */
+  template?: string;
   /** The comment lines directly above the assignment (no blank line between). */
   comments: string[];
   /** False for a quote that never closes: Compose refuses the whole file. */
@@ -62,6 +65,8 @@ function quotedValue(src: string, open: number): { chars: string; close: number 
 }
 
 // One pass, as Compose's two (escapes make `\\$` a `$$`, then every `$$` is one `$`) come to.
+/** Compose's first pass alone: escapes read, `\\$` made `$$`, every `$$` kept for interpolation. */
+const readEscapes = (text: string) => text.replace(ESCAPE, (m) => (m === "$$" || m === "\\$" ? "$$" : m[1] === "0" ? octal(m.slice(2)) : ESCAPED[m[1]!]!));
 const expandEscapes = (text: string) => text.replace(ESCAPE, (m) => (m === "$$" ? "$" : m[1] === "0" ? octal(m.slice(2)) : ESCAPED[m[1]!]!));
 /** `\\0` and up to three digits, as Compose reads them: a byte when they are three octal digits
  *  up to 377, else the digits after a backslash (the 0 dropped). */
@@ -132,14 +137,15 @@ export function scanDotenv(text: string): DotenvStatement[] {
       const { chars, close } = quotedValue(src, i);
       // Never closed: Compose stops there and refuses the file; so does the scan.
       const end = close < 0 ? src.length : close + 1;
-      out.push({ key: key[1]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, comments: above, closed: close >= 0, line: at });
+      out.push({ key: key[1]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, ...(quote === '"' ? { template: readEscapes(chars) } : {}), comments: above, closed: close >= 0, line: at });
       i = end;
     } else {
       const start = i;
       skipLine();
       const raw = src.slice(start, i).trim();
       const comment = raw.indexOf(" #");
-      out.push({ key: key[1]!, raw, value: (comment < 0 ? raw : raw.slice(0, comment)).trimEnd().replace(DOLLARS, "$"), comments: above, closed: true, line: at });
+      const text = (comment < 0 ? raw : raw.slice(0, comment)).trimEnd();
+      out.push({ key: key[1]!, raw, value: text.replace(DOLLARS, "$"), template: text, comments: above, closed: true, line: at });
     }
   }
   return out;
@@ -160,3 +166,36 @@ export const parseEnvText = (text: string): EnvVar[] => [...envValues(text)].map
  *  by default `KEY=<raw>` (which every dotenv reader reads as the statement was read). */
 export const dotenvText = (statements: readonly DotenvStatement[], assignment = (s: DotenvStatement) => `${s.key}=${s.raw}`): string =>
   statements.map((s) => [...s.comments, assignment(s)].join("\n")).join("\n") + "\n";
+
+/** `$NAME`, `${NAME}` and `${NAME<op>word}` (`:-`, `-`, `:+`, `+`, `:?`, `?`), or `$$`. */
+const REFERENCE = /\$\$|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+?])((?:[^{}]|\{[^{}]*\})*))?\}/g;
+
+/**
+ * A statement's value with its references filled in as Compose does from the variables set above
+ * it in the same file (`lookup`), and the names it refers to that are not set there (Compose would
+ * take those from the environment of the machine it runs on; they stay as written).
+ */
+export function interpolate(template: string, lookup: (name: string) => string | undefined): { value: string; unset: string[] } {
+  const unset: string[] = [];
+  const fill = (text: string): string =>
+    text.replace(REFERENCE, (whole, bare: string | undefined, name: string | undefined, op: string | undefined, word: string | undefined) => {
+      if (whole === "$$") return "$";
+      const key = (bare ?? name)!;
+      const value = lookup(key);
+      if (!op) {
+        if (value !== undefined) return value;
+        unset.push(key);
+        return whole;
+      }
+      const empty = op.startsWith(":") ? !value : value === undefined;
+      if (op.endsWith("-")) return empty ? fill(word ?? "") : value!;
+      if (op.endsWith("+")) return empty ? "" : fill(word ?? "");
+      // `?`: Compose stops with an error when unset; here it stays as written, for the platform to judge.
+      if (empty) {
+        unset.push(key);
+        return whole;
+      }
+      return value!;
+    });
+  return { value: fill(template), unset };
+}

@@ -9,7 +9,8 @@ import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
 import { DeployError, redactor } from "./http.ts";
-import { dotenvText, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
+import { dotenvText, interpolate, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
+import { envValue } from "../core/generate/env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
   DeployProvider,
@@ -75,14 +76,31 @@ const PLATFORM_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,254}$/;
  *  and what was left out. Read by statement, as Compose reads it (an assignment may follow a
  *  closing quote on the same line); when something is left out, the rest is written one
  *  statement per line. */
-export function envForPlatform(envText: string): { text: string; settings: string[]; badNames: string[] } {
+export function envForPlatform(envText: string): { text: string; settings: string[]; badNames: string[]; filled: string[]; unset: string[] } {
   const statements = scanDotenv(envText).filter((s) => s.closed);
   const leftOut = (s: DotenvStatement) => LOCAL_COMPOSE_SETTINGS.has(s.key) || !PLATFORM_NAME.test(s.key);
   const named = (keep: (key: string) => boolean) => [...new Set(statements.filter((s) => leftOut(s) && keep(s.key)).map((s) => s.key))];
   const settings = named((key) => LOCAL_COMPOSE_SETTINGS.has(key));
   const badNames = named((key) => !LOCAL_COMPOSE_SETTINGS.has(key));
-  const text = settings.length || badNames.length ? dotenvText(statements.filter((s) => !leftOut(s))) : envText;
-  return { text, settings, badNames };
+  // Compose fills `${NAME}` in a value from the lines above it; both platforms take values as
+  // written (Coolify's literal variables, Dokploy's escaped `$`), so the filled-in value is sent.
+  // A name .env does not set stays as written: on this machine compose takes it from the shell.
+  const seen = new Map<string, string>();
+  const filledValues = new Map<DotenvStatement, string>();
+  const filled = new Set<string>();
+  const unset = new Set<string>();
+  for (const s of statements) {
+    const read = s.template === undefined ? { value: s.value, unset: [] } : interpolate(s.template, (name) => seen.get(name));
+    seen.set(s.key, read.value);
+    for (const name of read.unset) unset.add(`${s.key} (\${${name}})`);
+    if (read.value !== s.value && !leftOut(s)) {
+      filledValues.set(s, read.value);
+      filled.add(s.key);
+    }
+  }
+  const rewrite = settings.length || badNames.length || filledValues.size;
+  const text = rewrite ? dotenvText(statements.filter((s) => !leftOut(s)), (s) => `${s.key}=${filledValues.has(s) ? envValue(filledValues.get(s)!) : s.raw}`) : envText;
+  return { text, settings, badNames, filled: [...filled], unset: [...unset] };
 }
 
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {
@@ -97,7 +115,9 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   const baseUrl = normaliseInstanceUrl(opts.url);
   await checkInstanceAddress(baseUrl);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
-  const { text: envText, settings, badNames } = envForPlatform(opts.envText);
+  const { text: envText, settings, badNames, filled, unset } = envForPlatform(opts.envText);
+  if (filled.length) changes.push(`.env: ${filled.join(", ")} sent with the \${…} references in ${filled.length === 1 ? "its value" : "their values"} filled in from .env, as compose fills them here: the platform takes values as written`);
+  if (unset.length) changes.push(`.env: ${unset.join(", ")} ${unset.length === 1 ? "refers" : "refer"} to a variable .env does not set (compose here takes it from the shell): sent as written, so set it in .env if the stack needs it`);
   if (settings.length) changes.push(`.env: ${settings.join(", ")} not sent: ${settings.length === 1 ? "it chooses" : "they choose"} the files and project name on this machine; the platform runs docker-compose.yml under its own project name`);
   if (badNames.length) changes.push(`.env: ${badNames.join(", ")} not sent: a platform variable name starts with a letter or _ and holds letters, digits, _ and . (255 at most); compose cannot use other names in the compose file either`);
   const target = {

@@ -9,6 +9,7 @@ import { generateBundle } from "../../src/core/generate/index.ts";
 import { fixedSecrets } from "../../src/core/generate/secrets.ts";
 import { envValues, parseEnvText } from "../../src/core/parse-env.ts";
 import { envValue } from "../../src/core/generate/env.ts";
+import { envForPlatform } from "../../src/deploy/index.ts";
 import { IN_CI, run } from "../support/tools.ts";
 
 async function composeAvailable(): Promise<boolean> {
@@ -106,6 +107,24 @@ describe("dotenv as Compose reads it", () => {
         for (const k of "ABCDEF") expect({ text, key: k, value: ours.get(k) ?? "unset" }).toEqual({ text, key: k, value: theirs[k]!.replaceAll("$$", "$") });
         expect(keys.every((k) => "ABCDEF".includes(k))).toBe(true);
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("references to variables set above are filled in as Compose fills them (what a deploy sends)", async () => {
+    if (!(await composeAvailable())) return;
+    const text = "A=x\nB=${A}y\nC='${A}'\nD=\"${A}z \\$A\"\nE=${UNSET_Q:-def}\nF=$A-$$A\nG=${A:+alt}${UNSET_Q+no}\nH=${A:-${UNSET_Q}}/$A/${B}\n";
+    const ours = new Map(parseEnvText(envForPlatform(text).text).map((v) => [v.key, v.value]));
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-dotenv-"));
+    try {
+      const environment = Object.fromEntries([..."ABCDEFGH"].map((k) => [k, `\${${k}-unset}`]));
+      writeFileSync(join(dir, "docker-compose.yml"), JSON.stringify({ services: { a: { image: "busybox", environment } } }));
+      writeFileSync(join(dir, ".env"), text);
+      const out = await run(["docker", "compose", "--project-directory", dir, "-p", "dotenv", "config", "--format", "json"], { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+      expect(out.code).toBe(0);
+      const theirs: Record<string, string> = JSON.parse(out.stdout).services.a.environment;
+      for (const k of "ABCDEFGH") expect({ key: k, value: ours.get(k) }).toEqual({ key: k, value: theirs[k]!.replaceAll("$$", "$") });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -113,6 +113,22 @@ describe("Coolify deployer against a spec-validating fake", () => {
     }
   });
 
+  test("${NAME} references in .env values arrive filled in as compose fills them; names .env lacks are sent as written and named", async () => {
+    const fake = await startFake();
+    const envText = `${ENV_TEXT}DB_USER=app\nDATABASE_URL=postgres://\${DB_USER}:\${POSTGRES_PASSWORD}@postgres/app\nGREETING2="\${GREETING}, \${MISSING:-friend}"\nLITERAL='\${DB_USER}'\nFROM_SHELL=\${HOME_DIR}/data\nDOLLARS=$$DB_USER\n`;
+    const result = await deployBundle(options(fake, { envText }));
+    expect(result.success).toBe(true);
+    expect(fake.violations).toEqual([]);
+    const value = (key: string) => fake.services[0]!.envs.get(key)!.value;
+    expect(value("DATABASE_URL")).toBe("postgres://app:Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4@postgres/app");
+    expect(value("GREETING2")).toBe("hello world, friend");
+    expect(value("LITERAL")).toBe("\${DB_USER}");
+    expect(value("FROM_SHELL")).toBe("\${HOME_DIR}/data");
+    expect(value("DOLLARS")).toBe("$DB_USER");
+    expect(result.changes).toContain(".env: DATABASE_URL, GREETING2 sent with the ${…} references in their values filled in from .env, as compose fills them here: the platform takes values as written");
+    expect(result.changes.some((c) => c.startsWith(".env: FROM_SHELL (${HOME_DIR}) refers to a variable .env does not set"))).toBe(true);
+  });
+
   test("wrong key: exact message, stops at the first call", async () => {
     const fake = await startFake();
     const result = await deployBundle(options(fake, { apiKey: "not-the-right-token" }));

@@ -105,6 +105,15 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     }
   });
 
+  test("${NAME} references in .env values reach the containers filled in, as compose fills them on this machine", async () => {
+    const fake = await startFake();
+    const envText = `${ENV_TEXT}DB_USER=app\nDATABASE_URL="postgres://\${DB_USER}@db/\${MISSING:-app}"\nLITERAL='\${DB_USER}'\n`;
+    const result = await deployBundle(options(fake, { envText }));
+    expect(result.success).toBe(true);
+    expect(envOf(fake).get("DATABASE_URL")).toBe("postgres://app@db/app");
+    expect(envOf(fake).get("LITERAL")).toBe("\${DB_USER}");
+  });
+
   test("existing project without --update: Project already exists, nothing created", async () => {
     const fake = await startFake();
     fake.addProject(PROJECT);
