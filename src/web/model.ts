@@ -237,9 +237,11 @@ export function inputOfLink(search: string): Record<string, unknown> | undefined
     const value = params.get(name);
     if (value !== null) input[name] = value.split(",").map((id) => id.trim()).filter(Boolean);
   }
+  // Trimmed: a link can carry a line break or spaces around a value that the field would show as
+  // nothing, leaving the user with an error they cannot see the cause of.
   for (const name of [...TEXT_PARAMS, "preset"]) {
     const value = params.get(name);
-    if (value !== null) input[name] = value;
+    if (value !== null) input[name] = value.trim();
   }
   for (const name of FLAG_PARAMS) {
     const value = params.get(name);

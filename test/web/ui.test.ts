@@ -412,7 +412,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.clock.runFor(20_000);
     await page.waitForSelector("#recheck-button");
     expect(await page.locator("#summary-body").textContent()).toContain("did not answer within 20 s");
-    expect(await page.textContent("#status-bar")).toBe("Check failed");
+    expect(await page.textContent("#status-bar")).toBe("✗ Check failed");
     await page.click("#recheck-button");
     await page.clock.runFor(1_000);
     await page.waitForSelector("#summary-body[aria-busy=false] #validity");
@@ -593,6 +593,82 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const entries = unzipSync(new Uint8Array(readFileSync((await zip.path())!)));
     expect(strFromU8(entries["kept-secrets/docker-compose.yml"])).not.toContain("evil");
     expect(strFromU8(entries["kept-secrets/.env"])).toBe(exported.files[".env"]);
+  }, TEST_TIMEOUT_MS);
+
+  test("an import takes only this stack's variables from its .env, changes nothing when it cannot read it, and says when its secrets are not kept", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "foreign-env", services: ["redis"] });
+    const page = await openPage();
+    const env = `${exported.files[".env"]}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/etc/evil.yml\nEVIL_VAR=1\n`;
+    const foreign = { ...exported, files: { ...exported.files, ".env": env } };
+    await page.setInputFiles("#import-input", { name: "foreign.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(foreign)) });
+    await page.waitForSelector("#files-message:has-text('Imported foreign.json')");
+    expect(await page.textContent("#files-message")).toContain("Not taken from its .env: COMPOSE_PROJECT_NAME, COMPOSE_FILE, EVIL_VAR (not variables of this stack).");
+    await page.click("#preview button[data-path='.env']");
+    await page.click("#reveal-button");
+    expect(await page.textContent("#file-content")).toBe(exported.files[".env"]);
+
+    // An .env compose could not read either: refused, and the form stays as it was.
+    await page.locator("#svc-n8n").check();
+    await settled(page);
+    const broken = { ...exported, input: { ...exported.input, services: ["valkey"] }, files: { ...exported.files, ".env": `${exported.files[".env"]}BROKEN="never closes\n` } };
+    await page.setInputFiles("#import-input", { name: "unclosed.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(broken)) });
+    await page.waitForSelector("#files-message[role=alert]:has-text('Could not import unclosed.json')");
+    expect(await page.textContent("#files-message")).toContain("Nothing was changed.");
+    expect(await page.locator("#svc-n8n").isChecked()).toBe(true);
+    expect(await page.locator("#svc-valkey").isChecked()).toBe(false);
+
+    // Files that are not a bundle (a path leading out): the choices are taken, the secrets are new, and it says so.
+    const outside = { ...exported, files: { ...exported.files, "../../evil.sh": "rm -rf /" } };
+    await page.setInputFiles("#import-input", { name: "outside.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(outside)) });
+    await page.waitForSelector("#files-message:has-text('Imported outside.json')");
+    expect(await page.textContent("#files-message")).toContain("Its .env was not kept (its files are not a bundle this stackgen can use), so the files will have new secrets: for a stack that already runs, keep its own .env.");
+  }, TEST_TIMEOUT_MS);
+
+  test("keyboard import, an out-of-date preview's files, the one reverse proxy, long words and links with stray spaces", async () => {
+    const page = await openPage();
+    // Enter on Import JSON… opens the file chooser (clicks the file input), as on any button.
+    await page.evaluate(() => {
+      document.getElementById("import-input")!.addEventListener("click", (e) => {
+        e.preventDefault(); // no real chooser in the way of the rest of the test
+        document.body.dataset.chooserOpened = "yes";
+      });
+    });
+    await page.focus("#import-button");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("body[data-chooser-opened=yes]");
+
+    // A preview that no longer matches the choices offers none of its files to copy or save.
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#save-file-button");
+    expect(await page.locator("#save-file-button").isDisabled()).toBe(false);
+    await page.locator("#svc-n8n").check();
+    await settled(page);
+    expect(await page.locator("#preview-stale").isVisible()).toBe(true);
+    expect(await page.locator("#save-file-button").isDisabled()).toBe(true);
+    await page.click("#preview button[data-path='README.md']");
+    expect(await page.locator("#save-file-button").isDisabled()).toBe(true);
+    expect(await page.locator("#preview button[data-path='README.md']").getAttribute("aria-label")).toBe("README.md");
+
+    // Ticking the other reverse proxy replaces the first, and says so.
+    await page.selectOption("#opt-proxy", "caddy");
+    await settled(page);
+    await page.locator("#svc-traefik").check();
+    await page.waitForSelector("#announcer:has-text('Traefik replaces Caddy as the reverse proxy')");
+    expect(await page.textContent("#svc-traefik-note")).toContain("replaces Caddy as the reverse proxy");
+    expect(await page.inputValue("#opt-proxy")).toBe("traefik");
+
+    // A link with a line break before the domain: the field holds what it shows.
+    await page.setViewportSize(NARROW);
+    await page.goto(`${base}/?services=redis&domain=%0Astack.example.com%20&skillPacks=${"x".repeat(600)}`);
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(await page.inputValue("#opt-domain")).toBe("stack.example.com");
+    expect(await page.locator("#opt-domain").getAttribute("aria-invalid")).not.toBe("true");
+    // The left-out 600-character id wraps instead of widening the page.
+    expect(await page.textContent("body")).toContain("x".repeat(600));
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
   }, TEST_TIMEOUT_MS);
 
   test("deploys to a fake Coolify and shows every step", async () => {

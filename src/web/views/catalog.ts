@@ -20,7 +20,7 @@ export function mountPresets(store: Store): void {
       "aria-describedby": `preset-${preset.id}-desc`,
       onclick: () => {
         store.setForm(applyPreset(store.form, preset));
-        announce(`Preset ${preset.name} applied: ${preset.services.length} services.`);
+        announce(`Preset ${preset.name} applied: ${plural(preset.services.length, "service")}.`);
       },
     }, `Use ${preset.name}`);
     buttons.set(preset.id, button);
@@ -194,7 +194,16 @@ export function mountServices(store: Store): void {
 function serviceRow(store: Store, service: CatalogService): ServiceRow {
   const boxId = `svc-${service.id}`;
   const box = h("input", { type: "checkbox", id: boxId, "data-service": service.id, "aria-describedby": `${boxId}-desc ${boxId}-note` });
-  box.addEventListener("change", () => store.setForm(toggleService(store.form, service.id, box.checked)));
+  box.addEventListener("change", () => {
+    const before = store.form.proxy;
+    store.setForm(toggleService(store.form, service.id, box.checked));
+    // A stack has one reverse proxy: ticking the other one replaces it, which must not pass unsaid.
+    if (before && store.form.proxy !== before && store.form.proxy === service.id) {
+      const old = store.catalog.servicesById.get(before)?.name ?? before;
+      announce(`${service.name} replaces ${old} as the reverse proxy (step 3).`);
+      note.textContent = `Selected: replaces ${old} as the reverse proxy (a stack has one).`;
+    }
+  });
   const note = h("p", { id: `${boxId}-note`, class: "svc-note" });
   const facts: string[] = [formatMB(service.estimatedMemoryMB)];
   if (service.gpu) facts.push("GPU capable");

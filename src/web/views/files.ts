@@ -44,6 +44,11 @@ export function mountFiles(store: Store): void {
     const stale = preview !== undefined && preview.key !== currentKey();
     area.classList.toggle("stale", stale);
     byId("preview-stale").hidden = !stale;
+    // An out-of-date preview's files are not what the choices make now: no copying or saving them.
+    for (const id of ["copy-file-button", "save-file-button"]) {
+      const button = document.getElementById(id) as HTMLButtonElement | null;
+      if (button) button.disabled = stale;
+    }
   };
   store.onForm(syncButtons);
   store.onValidation(syncButtons);
@@ -134,6 +139,7 @@ export function mountFiles(store: Store): void {
         ),
       ),
     );
+    syncButtons();
   };
 
   previewButton.addEventListener("click", () => run("Generating the preview", async () => {
@@ -166,6 +172,8 @@ export function mountFiles(store: Store): void {
     say(`Exported ${fileName}. Import it later to restore these choices.`);
   }));
 
+  // A real button (Enter and Space both open the file chooser; a label for a hidden input takes Space only).
+  byId("import-button").addEventListener("click", () => importInput.click());
   importInput.addEventListener("change", () => {
     const file = importInput.files?.[0];
     if (!file) return;
@@ -191,8 +199,9 @@ export function mountFiles(store: Store): void {
       // kept. Every other file is generated again here, as a deploy does, so what the preview, the
       // ZIP and a deploy hold is what this server makes of its choices, never a file edited in
       // the export. Not when something was left out: its .env no longer matches the choices.
-      // Generated before the form changes: a failure leaves the page as it was, secrets included.
+      // Everything is worked out before the form changes: a failure leaves the page as it was.
       const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
+      const hadEnv = typeof (imported as { files?: Record<string, unknown> })?.files?.[".env"] === "string";
       const body = generateBody(state);
       let fresh: api.CompleteDocument | undefined;
       if (bundle) {
@@ -202,14 +211,30 @@ export function mountFiles(store: Store): void {
           throw new Error(`Could not import ${file.name}: its files could not be generated again (${e instanceof api.ApiError ? e.describe() : (e as Error).message}). Nothing was changed; try again.`);
         }
       }
-      store.setForm(state);
+      let env: ReturnType<typeof mergeEnv> | undefined;
       if (bundle && fresh) {
-        const env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!);
+        // Only this stack's own variables: an export may be someone else's, and other settings in
+        // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
+        // the export left empty (made without secrets) gets the new value.
+        const secretNames = new Set(store.catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.secret).map((v) => v.name)));
+        try {
+          env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, [], { keepExtra: false });
+        } catch (e) {
+          throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
+        }
+      }
+      store.setForm(state);
+      if (bundle && fresh && env) {
         useBundle({ ...fresh, files: { ...fresh.files, ".env": env.text } }, JSON.stringify(body));
         renderPreview();
         const differing = Object.keys(fresh.files).filter((path) => path !== ".env" && path !== "stackgen.json" && bundle.files[path] !== undefined && bundle.files[path] !== fresh!.files[path]);
         parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP and a deploy use them until you change a choice.`);
+        if (env.filled.length) parts.push(`Secrets it left empty got new values: ${env.filled.join(", ")}.`);
+        if (env.extra.length) parts.push(`Not taken from its .env: ${env.extra.join(", ")} (not variables of this stack).`);
         if (differing.length) parts.push(`Its ${differing.join(", ")} differed from what this stackgen makes of its choices (edited, or made by another version) and ${differing.length === 1 ? "was" : "were"} replaced.`);
+      } else if (hadEnv) {
+        // The user must know: a running stack's data was written with the export's passwords.
+        parts.push(`Its .env was not kept (${ignored.length ? "its choices changed on import" : "its files are not a bundle this stackgen can use"}), so the files will have new secrets: for a stack that already runs, keep its own .env.`);
       }
       say(parts.join(" "));
       announce(parts[0]!);
@@ -222,7 +247,7 @@ function treeList(node: TreeNode, selected: string, pick: (path: string) => void
     if (child.path === undefined) return h("li", { class: "folder" }, h("span", { class: "folder-name" }, `${child.name}/`), treeList(child, selected, pick));
     const path = child.path;
     return h("li", {}, h("button", {
-      type: "button", class: "file-link", "data-path": path,
+      type: "button", class: "file-link", "data-path": path, "aria-label": path,
       "aria-current": path === selected ? "true" : false,
       onclick: () => pick(path),
     }, child.name));

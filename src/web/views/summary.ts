@@ -48,9 +48,10 @@ export function mountSummary(store: Store): void {
   // The header's verdict covers the options too (a project name the API refuses): they change
   // without a new check, so it follows the form as well.
   const renderStatus = () => {
-    if (store.validation.kind === "error") {
-      statusBar.textContent = "Check failed";
+    const v = store.validation;
+    if (v.kind === "error") {
       statusBar.setAttribute("href", "#summary");
+      statusBar.replaceChildren(h("span", { class: "error-text" }, v.code === "NETWORK_ERROR" ? "✗ Server unreachable" : "✗ Check failed"));
       return;
     }
     const result = store.lastResult();
