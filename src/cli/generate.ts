@@ -4,12 +4,13 @@ import { defineCommand } from "citty";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
-import { generateBundle } from "../core/generate/index.ts";
+import { GENERATE_MESSAGE, generateBundle } from "../core/generate/index.ts";
+import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "../schema/api.ts";
 import { keptPortsOf } from "../core/kept-ports.ts";
 import { httpsMissingFor } from "../core/generate/context.ts";
 import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
-import { failure, StackgenError } from "../errors.ts";
+import { failure, StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
@@ -44,6 +45,12 @@ export default defineCommand({
     // The folder is fixed first (--dir, else the name given or the --from file's), so keeping its
     // bundle's name below does not move the output elsewhere.
     const nameGiven = args.name ?? (typeof body.projectName === "string" ? body.projectName : undefined);
+    // The name becomes a path before the body is checked, and a bundle found there gives its own
+    // name: checked first, or a shared file naming "../prod" or "/srv/stack" would rewrite
+    // whatever bundle it points at.
+    if (args.dir === undefined && nameGiven !== undefined && !new RegExp(PROJECT_NAME_PATTERN).test(nameGiven)) {
+      throw validationError(GENERATE_MESSAGE, [{ field: "projectName", message: PROJECT_NAME_MESSAGE }]);
+    }
     const target = args.dir ?? nameGiven;
     // The stackgen.json of the folder, read once: before the new one replaces it.
     const targetConfig = target ? readConfig(resolve(target)) : undefined;

@@ -45,11 +45,15 @@ export const ValidateRequest = Type.Object(
 );
 export type ValidateRequest = Static<typeof ValidateRequest>;
 
+/** A Compose project name, which is also the bundle's folder name. */
+export const PROJECT_NAME_PATTERN = "^[a-z0-9][a-z0-9_-]{0,62}$";
+export const PROJECT_NAME_MESSAGE = "Expected a Compose project name: 1 to 63 lowercase letters, digits, - and _, starting with a letter or digit";
+
 export const GenerateRequest = Type.Object(
   {
     projectName: Type.String({
-      pattern: "^[a-z0-9][a-z0-9_-]{0,62}$",
-      errorMessage: "Expected a Compose project name: 1 to 63 lowercase letters, digits, - and _, starting with a letter or digit",
+      pattern: PROJECT_NAME_PATTERN,
+      errorMessage: PROJECT_NAME_MESSAGE,
       description: "Compose project name and bundle folder: lowercase letters, digits, - and _",
     }),
     ...SelectionFields,

@@ -260,6 +260,22 @@ describe("regenerating into an existing bundle", () => {
     expect(back.message).not.toContain("not written by stackgen");
   });
 
+  test("a --from file whose project name is a path cannot point generate at another bundle", async () => {
+    const victim = at("victim");
+    expectOk(await cli(["generate", "--name", "victim", "--services", "redis", "--dir", victim], { env }));
+    const before = readFileSync(join(victim, "stackgen.json"), "utf8");
+    const work = at("work");
+    mkdirSync(work);
+    for (const name of ["../victim", victim]) {
+      writeFileSync(join(work, "shared.json"), JSON.stringify({ projectName: name, services: ["redis", "portainer"] }));
+      const r = await cli(["generate", "--from", "shared.json", "--json"], { env, cwd: work });
+      expect(r.code).toBe(2);
+      expect(jsonError(r.stdout)).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "projectName" }] });
+      expect(readFileSync(join(victim, "stackgen.json"), "utf8")).toBe(before);
+    }
+    expect(readdirSync(work)).toEqual(["shared.json"]);
+  });
+
   test("a symlinked folder leading outside is refused before any file is written", async () => {
     const dir = at("linked");
     const outside = at("outside");
