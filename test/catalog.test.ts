@@ -214,6 +214,16 @@ describe("catalog", () => {
     expect(() => loadCatalog(bad)).toThrow(/variable TAILSCALE_AUTHKEY is beforeStart but has a value/);
   });
 
+  test("a value's pattern compiles, covers the whole value and admits the default", () => {
+    const text = catalogFiles["services/caddy.yaml"];
+    const pattern = 'pattern: "^([A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+)?$"';
+    expect(text).toContain(pattern);
+    const withPattern = (replacement: string) => ({ ...catalogFiles, "services/caddy.yaml": text.replace(pattern, replacement) });
+    expect(() => loadCatalog(withPattern('pattern: "^(unclosed$"'))).toThrow(/CADDY_ACME_EMAIL has a pattern that is not a regular expression/);
+    expect(() => loadCatalog(withPattern('pattern: "@"'))).toThrow(/CADDY_ACME_EMAIL's pattern must cover the whole value/);
+    expect(() => loadCatalog(withPattern('pattern: "^.+@.+$"'))).toThrow(/CADDY_ACME_EMAIL's default does not match its pattern/);
+  });
+
   test("a signed API key must be a secret signed with a drawn secret of its own service", () => {
     const file = "services/supabase.yaml";
     const text = catalogFiles[file];

@@ -178,6 +178,16 @@ function crossCheck(
       if (v.publicUrlOf !== undefined && !byId.has(v.publicUrlOf)) p.push(`${where}: variable ${v.name} names unknown service ${v.publicUrlOf}`);
       if ((v.publicUrlOf !== undefined || v.publicUrlPart !== undefined) && !v.publicUrl) p.push(`${where}: variable ${v.name} has publicUrlOf/publicUrlPart without publicUrl`);
       if (v.beforeStart && (v.secret || v.default !== undefined)) p.push(`${where}: variable ${v.name} is beforeStart but has a value (secret or default)`);
+      if (v.pattern !== undefined) {
+        let shape: RegExp | undefined;
+        try {
+          shape = new RegExp(v.pattern);
+        } catch {
+          p.push(`${where}: variable ${v.name} has a pattern that is not a regular expression`);
+        }
+        if (shape && !/^\^.*\$$/.test(v.pattern)) p.push(`${where}: variable ${v.name}'s pattern must cover the whole value (^...$)`);
+        if (shape && v.default !== undefined && !shape.test(v.default)) p.push(`${where}: variable ${v.name}'s default does not match its pattern`);
+      }
       if (v.jwt) {
         const signer = s.variables?.find((x) => x.name === v.jwt!.secret);
         if (!v.secret) p.push(`${where}: variable ${v.name} is a jwt but not secret`);

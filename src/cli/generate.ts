@@ -71,18 +71,21 @@ export default defineCommand({
     // Regenerating keeps the host ports the bundle already publishes: adding a service moves the
     // newcomer, not a service that runs.
     const keptPorts = target ? keptPortsIn(resolve(target)) : undefined;
-    const { input, files, metadata, secretNames, derivedSecrets, stack } = withFlagHints(() => generateBundle(body, getCatalog(), { keptPorts }));
+    const { input, files, metadata, secretNames, derivedSecrets, valuePatterns, stack } = withFlagHints(() => generateBundle(body, getCatalog(), { keptPorts }));
     // A complete export brings its stack back with the secrets it was made with (its volumes may
     // hold data under them); variables the export lacks get fresh values. A .env already in --dir
     // still wins over both when the plan merges it.
     // Only the values of this stack's own variables: an export may be someone else's, and other
     // settings in it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project.
-    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, { keepExtra: false });
+    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, { keepExtra: false, patterns: valuePatterns });
     if (fromExport) files[".env"] = fromExport.text;
     if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
+    if (fromExport?.refused.length) log.warn(`Not taken from ${args.from}: ${misshapen(fromExport.refused)}.`);
     const dir = resolve(target ?? input.projectName);
     const recorded = target ? targetConfig : readConfig(dir);
-    const plan = await planBundle(dir, files, args.force === true, secretNames, derivedSecrets, previousSettings(recorded, stack.services));
+    const plan = await planBundle(dir, files, args.force === true, { secrets: secretNames, derived: derivedSecrets, previous: previousSettings(recorded, stack.services), patterns: valuePatterns });
+    const refused = plan.find((f) => f.refusedValues)?.refusedValues ?? [];
+    if (refused.length) log.warn(`Replaced in .env: ${misshapen(refused)}.`);
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
     const filled = plan.find((f) => f.filledSecrets)?.filledSecrets ?? [];
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
@@ -231,6 +234,10 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
 /** What renaming a bundle's project does to the stack that already ran under the old name. */
 const renamed = (from: string, to: string) =>
   `Renaming the project from "${from}" to "${to}": compose starts "${to}" as a new stack, with new, empty volumes; the containers and volumes of "${from}" (${from}_*) stay as they are until you remove them.`;
+
+/** Names of values refused for their shape, and why. */
+const misshapen = (names: readonly string[]) =>
+  `${names.join(", ")} (${names.length === 1 ? "its value does not have the shape it must have" : "their values do not have the shape they must have"}: ${names.length === 1 ? "it reaches" : "they reach"} a config file as text; the generated ${names.length === 1 ? "value is" : "values are"} used instead)`;
 
 /** The host ports the compose file in `dir` publishes (none when there is no readable one). */
 function keptPortsIn(dir: string): Record<string, number> | undefined {

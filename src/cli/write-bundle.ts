@@ -31,6 +31,8 @@ export interface PlannedFile {
   updatedValues?: string[];
   /** .env only: secrets the old file left empty (`--no-secrets`) that now get generated values. */
   filledSecrets?: string[];
+  /** .env only: values of the old file without the shape their variable must have, replaced. */
+  refusedValues?: string[];
   /** stackgen.json only: top-level keys the old file has (added by hand) that the new one lacks. */
   droppedKeys?: string[];
   /** A differing file the folder's stackgen.json does not record: there is none (the folder is
@@ -97,9 +99,17 @@ const NEVER_REMOVED = new Set([".env", CONFIG_FILE, "docker-compose.override.yml
 const isPlainPath = (path: string) =>
   path !== "" && !path.includes("\0") && !path.includes("\\") && !isAbsolute(path) && path.split("/").every((part) => part !== "" && part !== "." && part !== "..");
 
-/** Decide what happens to every file; reads the directory, writes nothing. `previous`: what the
- *  bundle's recorded input makes of .env (see mergeEnv). */
-export async function planBundle(dir: string, files: FileMap, force: boolean, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], previous?: MergeOptions["previous"]): Promise<PlannedFile[]> {
+/** How an existing .env is merged with the new one (see mergeEnv): the generated secrets, those
+ *  derived from others, what the bundle's recorded input makes of .env, the values' shapes. */
+export interface EnvRules {
+  secrets?: ReadonlySet<string>;
+  derived?: readonly DerivedSecret[];
+  previous?: MergeOptions["previous"];
+  patterns?: MergeOptions["patterns"];
+}
+
+/** Decide what happens to every file; reads the directory, writes nothing. */
+export async function planBundle(dir: string, files: FileMap, force: boolean, env: EnvRules = {}): Promise<PlannedFile[]> {
   const root = resolve(dir);
   await checkRoot(root);
   const realRoot = await realExisting(root);
@@ -117,9 +127,9 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, se
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
     else if (path === ".env") {
-      const merged = mergeEnv(existing, content, secrets, derived, { previous });
+      const merged = mergeEnv(existing, content, env.secrets, env.derived, { previous: env.previous, patterns: env.patterns });
       if (merged.text === existing) plan.push({ path, action: "unchanged", content: existing });
-      else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}), ...(merged.filled.length ? { filledSecrets: merged.filled } : {}) });
+      else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}), ...(merged.filled.length ? { filledSecrets: merged.filled } : {}), ...(merged.refused.length ? { refusedValues: merged.refused } : {}) });
     }
     else if (existing === content) plan.push({ path, action: "unchanged", content });
     else if (path === CONFIG_FILE) {

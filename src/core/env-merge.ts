@@ -19,6 +19,9 @@ export interface EnvMerge {
   /** Settings the old file held exactly as the previous input made them, now made differently
    *  (a domain or proxy added, a port moved): they follow the new input. */
   updated: string[];
+  /** Values of the old file that do not have the shape their variable must have (catalog
+   *  `pattern`): the generated value is used instead. */
+  refused: string[];
 }
 
 export interface MergeOptions {
@@ -30,6 +33,8 @@ export interface MergeOptions {
    *  still holds exactly as that input made it was never the user's choice: it takes the new
    *  value, so adding a domain moves public URLs off localhost. Every other value stays. */
   previous?: { env: string; addressNames: ReadonlySet<string> };
+  /** Variables whose value must match a pattern (catalog `pattern`): another value is not kept. */
+  patterns?: ReadonlyMap<string, RegExp>;
 }
 
 /** A derived secret (an API key signed with another secret) must match the secret the stack
@@ -93,6 +98,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
   const added: string[] = [];
   const filled: string[] = [];
   const updated: string[] = [];
+  const refused: string[] = [];
   const seen = new Set<string>();
   const lines = generated.split("\n").map((line) => {
     const m = LINE.exec(line);
@@ -105,6 +111,11 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     }
     if (secrets.has(m[1]) && isEmptyValue(before.value) && !isEmptyValue(m[2])) {
       filled.push(m[1]);
+      return line;
+    }
+    const shape = options.patterns?.get(m[1]);
+    if (shape && !shape.test(before.value)) {
+      refused.push(m[1]);
       return line;
     }
     const was = addressNames.has(m[1]) && !secrets.has(m[1]) ? previous?.get(m[1]) : undefined;
@@ -121,7 +132,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     // The user's own variables keep the comments written right above them.
     lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
   }
-  return { text: endingInOneNewline(lines.join("\n")), kept, added, filled, extra, updated };
+  return { text: endingInOneNewline(lines.join("\n")), kept, added, filled, extra, updated, refused };
 }
 
 /** `text` with its trailing newlines made one. Not /\n+$/: on a kept value of many newlines the

@@ -78,6 +78,11 @@ export const Variable = Type.Object({
   length: Type.Optional(Type.Integer({ minimum: 32, maximum: 128 })),
   /** Non-secret default written to `.env`. Absent and not secret: left empty for the user. */
   default: Type.Optional(Type.String()),
+  /** What a value must look like (a regular expression over the whole value) for a setting that
+   *  reaches a config file as text (Caddy substitutes `{$NAME}` before it parses its Caddyfile): a
+   *  value taken from another .env (an export, the bundle's own) that does not match is replaced
+   *  by the generated one, and said so. */
+  pattern: Type.Optional(Type.String({ minLength: 1 })),
   /** The URL users reach the service at; `default` is its address on the host
    *  (`http://localhost:<host port>`). The generator rewrites it to the proxy's hostname when the
    *  proxy serves that port, or to the port the service got after a clash. */

@@ -276,6 +276,25 @@ describe("regenerating into an existing bundle", () => {
     expect(readdirSync(work)).toEqual(["shared.json"]);
   });
 
+  test("a Caddy e-mail that would add lines to the Caddyfile is not taken from an export nor kept from the bundle's .env", async () => {
+    const injected = 'CADDY_ACME_EMAIL="ops@example.com\n\tadmin 0.0.0.0:2019\n}"\n';
+    const exported = generateBundle({ projectName: "acme", services: ["uptime-kuma"], proxy: "caddy", domain: "example.com" }, getCatalog());
+    const doc = { formatVersion: "1", input: exported.input, files: { ...exported.files, ".env": exported.files[".env"] + injected }, metadata: exported.metadata };
+    writeFileSync(at("acme.json"), JSON.stringify(doc));
+    const dir = at("acme");
+    const r = await cli(["generate", "--from", at("acme.json"), "--dir", dir], { env });
+    expectOk(r);
+    expect(r.stderr).toContain("Not taken from");
+    expect(r.stderr).toContain("CADDY_ACME_EMAIL (its value does not have the shape it must have");
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("CADDY_ACME_EMAIL")).toBe("");
+    // Put into the bundle's own .env by hand: regenerating replaces it, and says so.
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8") + injected);
+    const again = await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir], { env });
+    expectOk(again);
+    expect(again.stderr).toContain("Replaced in .env: CADDY_ACME_EMAIL");
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("CADDY_ACME_EMAIL")).toBe("");
+  });
+
   test("a symlinked folder leading outside is refused before any file is written", async () => {
     const dir = at("linked");
     const outside = at("outside");

@@ -49,6 +49,20 @@ describe("mergeEnv", () => {
     expect(parseEnvValues(mergeEnv(old, next).text).get("SITE_URL")).toBe("http://localhost:8080");
   });
 
+  test("a value without the shape its variable must have (it reaches a config file as text) is replaced and named", () => {
+    const email = /^([A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+)?$/;
+    const withEmail = `${generated}CADDY_ACME_EMAIL=\n`;
+    const hostile = `CADDY_ACME_EMAIL="ops@example.com\n\tadmin 0.0.0.0:2019\n}"\nSITE_URL=https://mine.example\n`;
+    const merged = mergeEnv(hostile, withEmail, new Set(), [], { patterns: new Map([["CADDY_ACME_EMAIL", email]]) });
+    expect(merged.refused).toEqual(["CADDY_ACME_EMAIL"]);
+    expect(parseEnvValues(merged.text).get("CADDY_ACME_EMAIL")).toBe("");
+    expect(parseEnvValues(merged.text).get("SITE_URL")).toBe("https://mine.example");
+    // A value of that shape is kept as any other.
+    const fine = mergeEnv("CADDY_ACME_EMAIL=ops@example.com\n", withEmail, new Set(), [], { patterns: new Map([["CADDY_ACME_EMAIL", email]]) });
+    expect(fine.refused).toEqual([]);
+    expect(parseEnvValues(fine.text).get("CADDY_ACME_EMAIL")).toBe("ops@example.com");
+  });
+
   test("an export's .env cannot slip a COMPOSE_PROJECT_NAME past the filter behind an escaped quote", () => {
     const generated = "# header\nCORE_VERSION=1.0\nCORE_IMAGE=ghcr.io/openclaw/openclaw\n";
     const hostile = "CORE_VERSION='latest\\'\nCORE_IMAGE=x' COMPOSE_PROJECT_NAME=hijacked\n";

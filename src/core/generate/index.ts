@@ -47,6 +47,9 @@ export interface Generated {
   secretNames: ReadonlySet<string>;
   /** The secrets among them made from another (signed API keys): made again when that one changes. */
   derivedSecrets: readonly DerivedSecret[];
+  /** The `.env` variables whose values must have a shape (catalog `pattern`), for values kept
+   *  from another .env. */
+  valuePatterns: ReadonlyMap<string, RegExp>;
   /** `files` as JSON text, built from a cached serialization of everything but `.env`. */
   filesJson(): string;
 }
@@ -154,6 +157,9 @@ export function finishGeneration({ input, generateSecrets, rendered }: PreparedG
     },
     get derivedSecrets() {
       return derived.map((d) => d.secret);
+    },
+    get valuePatterns() {
+      return new Map(ctx.variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
     },
     // Built on first use: the JSON answer never needs the object.
     get files() {

@@ -216,9 +216,12 @@ export function mountFiles(store: Store): void {
         // Only this stack's own variables: an export may be someone else's, and other settings in
         // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
         // the export left empty (made without secrets) gets the new value.
-        const secretNames = new Set(store.catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => v.secret).map((v) => v.name)));
+        const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
+        const secretNames = new Set(variables.filter((v) => v.secret).map((v) => v.name));
+        // A value that reaches a config file as text (Caddy's e-mail) is taken only in its shape.
+        const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
         try {
-          env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, [], { keepExtra: false });
+          env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, [], { keepExtra: false, patterns });
         } catch (e) {
           throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
         }
@@ -231,6 +234,7 @@ export function mountFiles(store: Store): void {
         parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP and a deploy use them until you change a choice.`);
         if (env.filled.length) parts.push(`Secrets it left empty got new values: ${env.filled.join(", ")}.`);
         if (env.extra.length) parts.push(`Not taken from its .env: ${env.extra.join(", ")} (not variables of this stack).`);
+        if (env.refused.length) parts.push(`Not taken from its .env either: ${env.refused.join(", ")} (not the shape ${env.refused.length === 1 ? "that setting" : "those settings"} must have; the generated ${env.refused.length === 1 ? "value is" : "values are"} used).`);
         if (differing.length) parts.push(`Its ${differing.join(", ")} differed from what this stackgen makes of its choices (edited, or made by another version) and ${differing.length === 1 ? "was" : "were"} replaced.`);
       } else if (hadEnv) {
         // The user must know: a running stack's data was written with the export's passwords.
