@@ -14,7 +14,7 @@ import { failure, StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
-import { mergeEnv } from "../core/env-merge.ts";
+import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
 
@@ -77,8 +77,13 @@ export default defineCommand({
     // still wins over both when the plan merges it.
     // Only the values of this stack's own variables: an export may be someone else's, and other
     // settings in it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project.
-    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, files[".env"]!, secretNames, derivedSecrets, { keepExtra: false, patterns: valuePatterns });
+    const generatedEnv = files[".env"]!;
+    const fromExport = from?.exportedEnv === undefined ? undefined : mergeEnv(from.exportedEnv, generatedEnv, secretNames, derivedSecrets, { keepExtra: false, patterns: valuePatterns });
     if (fromExport) files[".env"] = fromExport.text;
+    // Its secrets are why an export's .env is taken; its other values change the stack too (the
+    // gateway's image, an endpoint it sends credentials to): named, so a foreign file shows.
+    const taken = fromExport ? settingsTaken(fromExport, generatedEnv, secretNames) : [];
+    if (taken.length) log.warn(`Settings taken from ${args.from} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
     if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
     if (fromExport?.refused.length) log.warn(`Not taken from ${args.from}: ${misshapen(fromExport.refused)}.`);
     const dir = resolve(target ?? input.projectName);

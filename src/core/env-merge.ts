@@ -142,3 +142,12 @@ function endingInOneNewline(text: string): string {
   while (end > 0 && text[end - 1] === "\n") end--;
   return `${text.slice(0, end)}\n`;
 }
+
+/** The settings (not secrets) a merge kept from the other file with values other than the ones
+ *  generated: what an export (perhaps someone else's) changes beyond its secrets, such as the
+ *  gateway image or an endpoint the gateway sends credentials to. */
+export function settingsTaken(merge: EnvMerge, generated: string, secrets: ReadonlySet<string>): string[] {
+  const made = parseEnvValues(generated);
+  const taken = parseEnvValues(merge.text);
+  return merge.kept.filter((name) => !secrets.has(name) && taken.get(name) !== made.get(name));
+}

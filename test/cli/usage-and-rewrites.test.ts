@@ -287,6 +287,14 @@ describe("regenerating into an existing bundle", () => {
     expect(r.stderr).toContain("Not taken from");
     expect(r.stderr).toContain("CADDY_ACME_EMAIL (its value does not have the shape it must have");
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("CADDY_ACME_EMAIL")).toBe("");
+    // Settings other than secrets that the export changes are named (the gateway's image above all).
+    const swapped = { ...doc, files: { ...doc.files, ".env": exported.files[".env"]!.replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor") } };
+    writeFileSync(at("swapped.json"), JSON.stringify(swapped));
+    const taken = await cli(["generate", "--from", at("swapped.json"), "--dir", at("swapped")], { env });
+    expectOk(taken);
+    expect(taken.stderr).toContain("Settings taken from");
+    expect(taken.stderr).toContain("differ from what this generation makes: CORE_IMAGE.");
+    expect(r.stderr).not.toContain("Settings taken from");
     // Put into the bundle's own .env by hand: regenerating replaces it, and says so.
     writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8") + injected);
     const again = await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir], { env });

@@ -1,5 +1,6 @@
 // Generation: every service alone, every preset and 200 seeded random selections produce sound
 // bundles; caddy and promtool accept the generated configs; each input field takes effect.
+import { generatedSecretNames } from "../../src/core/generate/env.ts";
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
@@ -829,6 +830,15 @@ function zipModes(zip: Uint8Array): Map<string, number> {
   }
   return out;
 }
+
+describe("reading a generated .env without its stack", () => {
+  test("the generated secrets are the ones its comments call generated, for every preset", () => {
+    for (const preset of getCatalog().presets) {
+      const g = generateBundle({ projectName: "s", preset: preset.id }, getCatalog());
+      expect([...generatedSecretNames(g.files[".env"]!)].sort()).toEqual([...g.secretNames].sort());
+    }
+  });
+});
 
 describe("Watchtower", () => {
   test("watches this stack only, leaves the databases to stackgen update and keeps old images", () => {

@@ -598,14 +598,16 @@ describe.skipIf(!haveChromium)("web UI", () => {
   test("an import takes only this stack's variables from its .env, changes nothing when it cannot read it, and says when its secrets are not kept", async () => {
     const exported = await apiJson("/v1/generate?format=complete", { projectName: "foreign-env", services: ["redis"] });
     const page = await openPage();
-    const env = `${exported.files[".env"]}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/etc/evil.yml\nEVIL_VAR=1\n`;
+    const env = `${exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor")}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/etc/evil.yml\nEVIL_VAR=1\n`;
     const foreign = { ...exported, files: { ...exported.files, ".env": env } };
     await page.setInputFiles("#import-input", { name: "foreign.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(foreign)) });
     await page.waitForSelector("#files-message:has-text('Imported foreign.json')");
     expect(await page.textContent("#files-message")).toContain("Not taken from its .env: COMPOSE_PROJECT_NAME, COMPOSE_FILE, EVIL_VAR (not variables of this stack).");
+    // Its secrets are taken (that is what an export is for), and a setting it changes is named.
+    expect(await page.textContent("#files-message")).toContain("Settings taken from it that differ from what this stackgen makes: CORE_IMAGE;");
     await page.click("#preview button[data-path='.env']");
     await page.click("#reveal-button");
-    expect(await page.textContent("#file-content")).toBe(exported.files[".env"]);
+    expect(await page.textContent("#file-content")).toBe(exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor"));
 
     // An .env compose could not read either: refused, and the form stays as it was.
     await page.locator("#svc-n8n").check();

@@ -1,7 +1,7 @@
 // .env (real values, mode 0600) and .env.example (no secret values), grouped and commented per service.
 import type { EnvVariable, FileMap, GenContext } from "./context.ts";
 import type { CatalogService } from "../../schema/catalog.ts";
-import { envValues } from "../parse-env.ts";
+import { envValues, scanDotenv } from "../parse-env.ts";
 
 /** Quote a value only when dotenv/compose would otherwise read it differently. */
 export function envValue(value: string): string {
@@ -25,6 +25,12 @@ function render(ctx: GenContext, valueOf: (v: EnvVariable) => string, intro: str
     lines.push(`# ${v.description} (${kind})`, `${v.name}=${envValue(valueOf(v))}`);
   }
   return lines.join("\n") + "\n";
+}
+
+/** The generated secrets of a `.env` this file wrote, by the kind its comment gives them: for a
+ *  reader that has the file but not the stack it was made for (the UI). */
+export function generatedSecretNames(envText: string): Set<string> {
+  return new Set(scanDotenv(envText).filter((s) => s.comments.some((c) => / \((generated secret|generated: [^)]*)\)$/.test(c))).map((s) => s.key));
 }
 
 export function envFile(ctx: GenContext): string {

@@ -8,7 +8,8 @@ import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type Tr
 import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
-import { mergeEnv } from "../../core/env-merge.ts";
+import { mergeEnv, settingsTaken } from "../../core/env-merge.ts";
+import { generatedSecretNames } from "../../core/generate/env.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -212,12 +213,12 @@ export function mountFiles(store: Store): void {
         }
       }
       let env: ReturnType<typeof mergeEnv> | undefined;
+      // Only this stack's own variables: an export may be someone else's, and other settings in
+      // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
+      // the export left empty (made without secrets) gets the new value.
+      const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
+      const secretNames = fresh ? generatedSecretNames(fresh.files[".env"]!) : new Set<string>();
       if (bundle && fresh) {
-        // Only this stack's own variables: an export may be someone else's, and other settings in
-        // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
-        // the export left empty (made without secrets) gets the new value.
-        const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
-        const secretNames = new Set(variables.filter((v) => v.secret).map((v) => v.name));
         // A value that reaches a config file as text (Caddy's e-mail) is taken only in its shape.
         const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
         try {
@@ -233,6 +234,8 @@ export function mountFiles(store: Store): void {
         const differing = Object.keys(fresh.files).filter((path) => path !== ".env" && path !== "stackgen.json" && bundle.files[path] !== undefined && bundle.files[path] !== fresh!.files[path]);
         parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP and a deploy use them until you change a choice.`);
         if (env.filled.length) parts.push(`Secrets it left empty got new values: ${env.filled.join(", ")}.`);
+        const taken = settingsTaken(env, fresh.files[".env"]!, secretNames);
+        if (taken.length) parts.push(`Settings taken from it that differ from what this stackgen makes: ${taken.join(", ")}; check them in .env if the file is not your own.`);
         if (env.extra.length) parts.push(`Not taken from its .env: ${env.extra.join(", ")} (not variables of this stack).`);
         if (env.refused.length) parts.push(`Not taken from its .env either: ${env.refused.join(", ")} (not the shape ${env.refused.length === 1 ? "that setting" : "those settings"} must have; the generated ${env.refused.length === 1 ? "value is" : "values are"} used).`);
         if (differing.length) parts.push(`Its ${differing.join(", ")} differed from what this stackgen makes of its choices (edited, or made by another version) and ${differing.length === 1 ? "was" : "were"} replaced.`);
