@@ -5,6 +5,7 @@ import { failure, interruptedError, StackgenError, usageError } from "../errors.
 import { isWithin } from "../core/paths.ts";
 import { getCatalog } from "../catalog/index.ts";
 import { isDatabase } from "../core/databases.ts";
+import { isPrivate } from "../core/file-modes.ts";
 import {
   backupFileName,
   BackupInvalid,
@@ -532,6 +533,11 @@ export function staleStackFiles(stackDir: string, backupFiles: VerifiedBackup["f
   return bundleFiles(root).filter((path) => !keep.has(path) && (OVERRIDE_FILE_NAMES.includes(path) || dataDirs.some((d) => path.startsWith(d))));
 }
 
+/** The mode a restored file gets: its own, but never writable by others (an archive handed over
+ *  could make install.sh world-writable, for root to run later), and `.env` owner-only whatever
+ *  the archive says. */
+const restoredMode = (path: string, archived: number) => (isPrivate(path) ? 0o600 : (archived & 0o755) || 0o644);
+
 /** Write restored config files, never through a symlink (checked by configTargetProblems first;
  *  again here, as the last guard). The paths of files that did not exist before are added to `created`. */
 export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"], created: string[] = []): void {
@@ -547,8 +553,9 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
     // A name hard-linked to a file elsewhere gets a file of its own: the backup's secrets never
     // reach the other name.
     else if (existing.nlink > 1) rmSync(target);
-    writeFileSync(target, f.data, { mode: f.mode || 0o644 });
-    chmodSync(target, f.mode || 0o644);
+    const mode = restoredMode(f.path, f.mode);
+    writeFileSync(target, f.data, { mode });
+    chmodSync(target, mode);
   }
 }
 

@@ -661,6 +661,13 @@ describe("backup archive verification", () => {
     expect(readFileSync(join(outside, "linked"), "utf8")).toBe("outside\n");
     expect(readFileSync(join(stackDir, "docker-compose.yml"), "utf8")).toBe("x");
   });
+  test("restored files keep their modes, but nothing becomes writable by others and .env stays the owner's", () => {
+    const stackDir = mkdtempSync(join(dir, "modes-"));
+    const data = new TextEncoder().encode("x");
+    const modes: [string, number, number][] = [[".env", 0o666, 0o600], ["install.sh", 0o777, 0o755], ["mine/tool", 0o700, 0o700], ["README.md", 0o646, 0o644], ["skills/x.md", 0, 0o644]];
+    writeConfigFiles(stackDir, modes.map(([path, mode]) => ({ path, data, mode })));
+    for (const [path, , expected] of modes) expect([path, statSync(join(stackDir, path)).mode & 0o777]).toEqual([path, expected]);
+  });
   test("file names sort by time", () => {
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"))).toBe("p-20240102T030405678Z.tar.gz");
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"), "pre-restore")).toBe("p-pre-restore-20240102T030405678Z.tar.gz");
