@@ -473,6 +473,11 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
   if (typeof manifest.project !== "string" || !Array.isArray(manifest.members) || !Array.isArray(manifest.volumes)) {
     throw new BackupInvalid([...problems, "manifest.json lacks project, members or volumes"]);
   }
+  // Shown by list, compared by restore and prune, ordered by time: each must be what create
+  // writes, or a crafted archive could list itself as the newest, or print escape sequences.
+  if (!MANIFEST_PROJECT.test(manifest.project)) problems.push("manifest.json names a project that is not a Compose project name");
+  if (typeof manifest.createdAt !== "string" || !MANIFEST_TIME.test(manifest.createdAt) || Number.isNaN(Date.parse(manifest.createdAt))) problems.push("manifest.json has no valid creation time");
+  if (manifest.kind !== undefined && (typeof manifest.kind !== "string" || !MANIFEST_KIND.test(manifest.kind))) problems.push("manifest.json has an unknown kind");
   const listed = new Set<string>();
   for (const m of manifest.members) {
     listed.add(m.path);
@@ -525,6 +530,11 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
   if (problems.length > 0) throw new BackupInvalid(problems);
   return { manifest, files: config, volumes };
 }
+
+/** What create writes into a manifest: a Compose project name, an ISO time, a kind of ours. */
+const MANIFEST_PROJECT = /^[a-z0-9][a-z0-9_-]*$/;
+const MANIFEST_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+const MANIFEST_KIND = /^[a-z][a-z-]{0,31}$/;
 
 /** Backup file name: <project>-<kind->20240101T120000123Z.tar.gz (sorts by time). */
 export function backupFileName(project: string, date: Date, kind?: string): string {

@@ -548,6 +548,19 @@ describe("backup archive verification", () => {
     const bad = await rewrite((es) => es.map((e) => (e.name === "config/docker-compose.yml" ? fileEntry(e.name, "services: {evil: {}}\n") : e)));
     expect(verifyBackupFile(bad)).rejects.toThrow(/size|sha256/);
   });
+  test("a manifest whose project, time or kind is not what create writes is refused (list prints them, prune orders by time)", async () => {
+    const withManifest = (change: (m: Record<string, unknown>) => void) => rewrite((es) => es.map((e) => {
+      if (e.name !== "manifest.json") return e;
+      const m = JSON.parse(new TextDecoder().decode(e.data));
+      change(m);
+      return fileEntry(e.name, JSON.stringify(m));
+    }));
+    expect(verifyBackupFile(await withManifest((m) => { m.createdAt = "9999-12-31T00:00:00.000Z\x1b[2J\x1b[31mFAKE"; }))).rejects.toThrow(/no valid creation time/);
+    expect(verifyBackupFile(await withManifest((m) => { m.createdAt = 20240101; }))).rejects.toThrow(/no valid creation time/);
+    expect(verifyBackupFile(await withManifest((m) => { m.project = "Proj\nX"; }))).rejects.toThrow(/not a Compose project name/);
+    expect(verifyBackupFile(await withManifest((m) => { m.kind = "pre-update\x1b]0;x"; }))).rejects.toThrow(/unknown kind/);
+    expect((await verifyBackupFile(await withManifest((m) => { m.kind = "pre-update"; }))).manifest.kind).toBe("pre-update");
+  });
   test("an unlisted, doubled or escaping member is refused", async () => {
     expect(verifyBackupFile(await rewrite((es) => [...es, fileEntry("config/extra", "x")]))).rejects.toThrow(/not listed/);
     expect(verifyBackupFile(await rewrite((es) => [...es, es[1]]))).rejects.toThrow(/appears twice/);
