@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { runCommand } from "citty";
 import healthcheck, { probeUrl } from "../../src/cli/healthcheck.ts";
 import { StackgenError } from "../../src/errors.ts";
+import { freePort } from "../support/tools.ts";
 
 describe("probeUrl", () => {
   test("probes loopback when the server listens on every interface", () => {
@@ -47,6 +48,33 @@ describe("healthcheck command", () => {
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     expect(code).toBe(0);
     expect(JSON.parse(stdout)).toEqual({ status: "ok", version: "9.9.9", url: `http://127.0.0.1:${server.port}/v1/health` });
+  });
+
+  test("the server's own rate-limit answer counts as up (the probe shares 127.0.0.1's window with local clients)", async () => {
+    answer = { status: 429, body: { error: { code: "RATE_LIMITED", message: "Too many requests; try again in 60 s." } } };
+    await expect(probe()).resolves.toBeDefined();
+    // A 429 that is not stackgen's own limit is not taken for it.
+    answer = { status: 429, body: { message: "slow down" } };
+    await expect(probe()).rejects.toMatchObject({ code: "UNHEALTHY" });
+  });
+
+  test("against a real server whose standard limit the probes use up, every probe still reports it up", async () => {
+    const port = await freePort();
+    const main = new URL("../../src/main.ts", import.meta.url).pathname;
+    const server = Bun.spawn([process.execPath, main, "serve", "--host", "127.0.0.1", "--port", String(port), "--ui-port", "0"], { env: { ...process.env, RATE_LIMIT_STANDARD: "2", LOG_LEVEL: "error" }, stdout: "ignore", stderr: "ignore" });
+    try {
+      for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/v1/health`).then(() => true, () => false)); i++) await Bun.sleep(50);
+      const codes: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const probe = Bun.spawn([process.execPath, main, "healthcheck", "--port", String(port)], { stdout: "ignore", stderr: "ignore" });
+        codes.push(await probe.exited);
+      }
+      expect(codes).toEqual([0, 0, 0, 0]);
+      expect((await fetch(`http://127.0.0.1:${port}/v1/health`)).status).toBe(429);
+    } finally {
+      server.kill();
+      await server.exited;
+    }
   });
 
   test("fails on an error status or a body that is not ok", async () => {
