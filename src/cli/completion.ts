@@ -28,8 +28,10 @@ export async function commandFlags(): Promise<Record<string, CommandFlags>> {
       return;
     }
     const args = Object.entries((cmd.args ?? {}) as ArgsDef).filter(([, def]) => def.type !== "positional");
-    // --secrets next to --from turns secrets back on over a file made without them: both are offered.
-    const flags = args.flatMap(([name, def]) => (def.type === "boolean" && def.default === true ? [`--${name}`, `--no-${name}`] : [`--${name}`]));
+    // --secrets next to --from turns secrets back on over a file made without them: both are
+    // offered, and so is a negation the help names (--no-gpu, over a preset's GPU support).
+    const negated = (name: string, def: ArgsDef[string]) => def.type === "boolean" && (def.default === true || (def.description ?? "").includes(`--no-${name}`));
+    const flags = args.flatMap(([name, def]) => (negated(name, def) ? [`--${name}`, `--no-${name}`] : [`--${name}`]));
     if (!flags.includes("--json")) flags.push("--json"); // every command takes it (strict-args.ts)
     out[path] = { flags, free: args.filter(([, def]) => def.type === "string").map(([name]) => `--${name}`) };
   };
@@ -77,9 +79,12 @@ _stackgen_paths() { # -f: files and directories, -d: directories
 _stackgen_list() { # complete the last item of a comma-separated list, keeping the ones before it
   local done=""; [[ $cur == *,* ]] && done="\${cur%,*},"
   COMPREPLY=( $(compgen -P "$done" -W "$1" -- "\${cur##*,}") )
+  compopt -o nospace 2>/dev/null # so that a comma can follow for the next item
 }
 _stackgen() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" opts=""
+  # --flag=value: bash splits at "=", so the flag is one word further back.
+  if [[ $cur == "=" ]]; then cur=""; elif [[ $prev == "=" ]]; then prev="\${COMP_WORDS[COMP_CWORD-2]}"; fi
   if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=( $(compgen -W "${commands} --help --version" -- "$cur") ); return; fi
   case "$prev" in
     ${FILE_FLAGS.join("|")}) _stackgen_paths -f; return ;;
@@ -111,7 +116,10 @@ complete -F _stackgen stackgen
 # (compinit must have run first, as in any zsh set up for completion: autoload -U compinit && compinit)
 _stackgen() {
   if (( CURRENT == 2 )); then _values 'command' ${commands} --help --version; return; fi
-  case "$words[CURRENT-1]" in
+  local prev=$words[CURRENT-1]
+  # --flag=value: the flag is in the word itself; complete what follows the "=".
+  if [[ $PREFIX == --*=* ]]; then prev=\${PREFIX%%=*}; compset -P '*='; fi
+  case "$prev" in
     ${FILE_FLAGS.join("|")}) _files; return ;;
     ${DIR_FLAGS.join("|")}) _files -/; return ;;
     ${free.join("|")}) _message 'value'; return ;;
@@ -121,7 +129,7 @@ ${rows((flag, v) => `    ${flag}) _values '${flag.slice(2)}' ${v}; return ;;`, v
   if [[ $PREFIX != -* ]]; then
     case "$words[2,CURRENT-1]" in
       "backup restore"*) _files; return ;;
-${rows((cmd, w) => `      ${cmd}) _values '${cmd}' ${w}; return ;;`, positional)}
+${rows((cmd, w) => `      ${cmd}|${cmd}\\ -*) _values '${cmd}' ${w}; return ;;`, positional)}
     esac
   fi
   case "$words[2] $words[3]" in
@@ -131,7 +139,9 @@ ${nested.map(([path, c]) => `    "${path}") _values 'option' ${c.flags.map((f) =
 ${single.map(([path, c]) => `    ${path}) _values 'option' ${c.flags.map((f) => `'${f}'`).join(" ")} ;;`).join("\n")}
   esac
 }
-compdef _stackgen stackgen
+# Sourced, it registers itself; autoloaded from a file named _stackgen on $fpath (as #compdef
+# invites), this body runs for the first completion and must answer it as well.
+if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _stackgen "$@"; else compdef _stackgen stackgen; fi
 `;
   }
   const flagValue = (flag: string) =>
@@ -146,6 +156,7 @@ compdef _stackgen stackgen
     "# fish completion for stackgen; load with: stackgen completion fish | source",
     "complete -c stackgen -f",
     `complete -c stackgen -n __fish_use_subcommand -a '${commands}'`,
+    "complete -c stackgen -n __fish_use_subcommand -l help -l version",
     ...Object.entries(positional).map(([cmd, w]) => `complete -c stackgen -n '__fish_seen_subcommand_from ${cmd}; and not __fish_seen_subcommand_from ${w}' -a '${w}'`),
     "complete -c stackgen -n '__fish_seen_subcommand_from backup; and __fish_seen_subcommand_from restore' -F",
     ...Object.entries(commandsFlags).flatMap(([path, c]) => c.flags.map((f) => `complete -c stackgen -n '${seen(path)}' -l ${f.slice(2)}${flagValue(f)}`)),

@@ -271,10 +271,17 @@ describe("basics", () => {
       ["presets --json ", ["minimal", "devops"], ["myfile.json"]],
       ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
     ];
+    // A negation the help names is offered (--no-gpu turns off a preset's GPU support).
+    cases.push(["validate --", ["--gpu", "--no-gpu"], []]);
+    // `--flag=value`, the form --help prints: bash hands it over split at "=", fish whole.
+    const byShell: Record<string, [string, string[], string[]][]> = {
+      bash: [["generate --preset = de", ["devops"], ["--dir", "minimal"]], ["generate --preset =", ["devops", "minimal"], ["--dir"]], ["generate --services = redis,postg", ["redis,postgresql"], []]],
+      fish: [["generate --preset=de", ["--preset=devops"], []], ["--", ["--help", "--version"], []]],
+    };
     const candidates = (out: string) => out.split("\n").filter(Boolean).map((l) => l.split("\t")[0]!.replace(/\/$/, ""));
     const wrong: string[] = []; // every failing line at once, not just the first
     const check = async (shell: string, complete: (line: string) => Promise<{ stdout: string; stderr: string; code: number }>) => {
-      for (const [line, want, not] of cases) {
+      for (const [line, want, not] of [...cases, ...(byShell[shell] ?? [])]) {
         const r = await complete(line);
         expect(r.code, `${shell}: ${line}: ${r.stderr}`).toBe(0);
         const got = candidates(r.stdout);
@@ -300,6 +307,30 @@ describe("basics", () => {
     for (const [flag, v] of values) if (!new RegExp(`${flag}\\)[^\\n]* ${v.join(" ")};`).test(zsh)) wrong.push(`zsh: no ${flag} values`);
     expect(wrong).toEqual([]);
   });
+
+  test("zsh completes from the script installed as _stackgen on $fpath, first TAB included, --flag=value too", async () => {
+    if (!hasTool("zsh")) return;
+    const fp = mkdtempSync(join(tmp, "fpath-"));
+    const r = await cli(["completion", "zsh"], { env });
+    expectOk(r);
+    writeFileSync(join(fp, "_stackgen"), r.stdout);
+    // An interactive zsh on a pseudo-terminal: type each line, press TAB, wait for the completion.
+    const driver = [
+      "zmodload zsh/zpty",
+      "fp=$1; shift",
+      "zpty -b z zsh -f -i",
+      "zpty -w z \"PS1='> '; fpath=($fp \\$fpath); autoload -U compinit; compinit -u; stackgen() {}; setopt nobeep\"",
+      "while (( $# )); do",
+      "  zpty -w -n z $'\\x15'\"$1\"$'\\t'",
+      "  zpty -r z out \"*$2*\" && print -r -- \"ok: $1\"",
+      "  shift 2",
+      "done",
+      "zpty -d z",
+    ].join("\n");
+    const lines: [string, string][] = [["stackgen generate --preset=de", "--preset=devops"], ["stackgen presets --json min", "minimal"], ["stackgen validate --no-g", "--no-gpu"], ["stackgen backup cr", "create"]];
+    const out = await run(["timeout", "30", "zsh", "-f", "-c", driver, "zsh", fp, ...lines.flat()], { env });
+    expect(out.stdout.split("\n").filter((l) => l.startsWith("ok: ")).sort()).toEqual(lines.map(([line]) => `ok: ${line}`).sort());
+  }, 60_000);
 });
 
 describe("generate", () => {
