@@ -263,7 +263,9 @@ async function ensureBinary(): Promise<string> {
 
 async function compileBaseline(dir: string): Promise<string> {
   const outfile = join(dir, "baseline");
-  const built = await run([BUN, "build", "--compile", "--minify", join(import.meta.dir, "baseline-binary.ts"), "--outfile", outfile], { cwd: ROOT });
+  // Compiled as build.ts compiles stackgen (minified, with bytecode), so the ratios compare the
+  // programs and not the build settings.
+  const built = await run([BUN, "build", "--compile", "--minify", "--bytecode", join(import.meta.dir, "baseline-binary.ts"), "--outfile", outfile], { cwd: ROOT });
   if (built.code !== 0) throw new Error(`baseline compile failed: ${built.stderr}`);
   return outfile;
 }
