@@ -2,7 +2,7 @@
 // argument arrays. Also reads the normalised project model through `compose config`.
 import YAML from "yaml";
 import { failure } from "../errors.ts";
-import type { Stack } from "./stack.ts";
+import { invalidStack, type Stack } from "./stack.ts";
 
 export interface ComposeCli {
   /** Command prefix: ["docker", "compose"] or ["docker-compose"]. */
@@ -100,8 +100,10 @@ export class Compose {
     return result;
   }
 
+  /** The stack as compose reads it; files compose refuses are bad input (exit 2), not a failure. */
   async config(): Promise<ComposeModel> {
-    const result = await this.must(["config"], "docker compose config");
+    const result = await this.run(["config"]);
+    if (result.code !== 0) throw invalidStack(`docker compose refuses the stack's files: ${lastLine(result.stderr) || `exit code ${result.code}`}`);
     return normaliseModel(YAML.parse(result.stdout) ?? {}, this.stack.project);
   }
 

@@ -50,7 +50,9 @@ const COMPOSE_TAGS: (CollectionTag | ScalarTag)[] = [
   { tag: "!reset", resolve: () => null },
 ];
 
-const badInput = (message: string) => new StackgenError("STACK_NOT_FOUND", message, 400, undefined, 2);
+/** Bad input (exit 2): no stack where one was named, or one whose files cannot be read as a stack. */
+const badInput = (message: string, code: "STACK_NOT_FOUND" | "STACK_INVALID" = "STACK_NOT_FOUND") => new StackgenError(code, message, 400, undefined, 2);
+export const invalidStack = (message: string) => badInput(message, "STACK_INVALID");
 
 /** Compose's own rule for a project name taken from a directory: lowercase, [a-z0-9_-], starting alphanumeric. */
 export function normaliseProjectName(name: string): string {
@@ -69,9 +71,9 @@ export function readStackConfig(configPath: string): Record<string, unknown> {
   try {
     config = JSON.parse(readFileSync(configPath, "utf8"));
   } catch (e) {
-    throw badInput(`${configPath} is not valid JSON: ${(e as Error).message}`);
+    throw invalidStack(`${configPath} is not valid JSON: ${(e as Error).message}`);
   }
-  if (typeof config !== "object" || config === null || Array.isArray(config)) throw badInput(`${configPath} must hold a JSON object.`);
+  if (typeof config !== "object" || config === null || Array.isArray(config)) throw invalidStack(`${configPath} must hold a JSON object.`);
   return migrateConfig(config as Record<string, unknown>, `${configPath} has an invalid configVersion`);
 }
 
@@ -153,7 +155,7 @@ export function loadStack(dirArg: string | undefined, env: Record<string, string
   // COMPOSE_PROJECT_NAME beats the files' `name`, and a later file's `name` wins, as in compose.
   const named = documents.findLast((d) => d.name !== undefined)?.name;
   const project = settings.projectName ?? projectNameOf(named, config?.projectName, dir);
-  if (!PROJECT_NAME.test(project)) throw badInput(`"${project}" is not a valid compose project name.`);
+  if (!PROJECT_NAME.test(project)) throw invalidStack(`"${project}" is not a valid compose project name.`);
   return {
     dir,
     composeFiles,
@@ -168,9 +170,9 @@ function parseYamlFile(file: string): Record<string, unknown> {
   try {
     parsed = YAML.parse(readFileSync(file, "utf8"), { customTags: COMPOSE_TAGS });
   } catch (e) {
-    throw badInput(`${file} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+    throw invalidStack(`${file} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== "object" || Array.isArray(parsed)) throw badInput(`${file} must hold a YAML mapping.`);
+  if (typeof parsed !== "object" || Array.isArray(parsed)) throw invalidStack(`${file} must hold a YAML mapping.`);
   return parsed as Record<string, unknown>;
 }

@@ -83,6 +83,22 @@ services:
     },
     60_000,
   );
+
+  e2e("files compose refuses, or that are not YAML, are bad input (exit 2, STACK_INVALID), not a failure", async () => {
+    const override = join(stack.dir, "docker-compose.override.yml");
+    try {
+      writeFileSync(override, "services:\n  ok:\n    depends_on: [nowhere]\n");
+      const refused = await cli(["update", "--dir", stack.dir, "--dry-run", "--json"]);
+      expect(refused.code).toBe(2);
+      expect(JSON.parse(refused.stdout).error).toMatchObject({ code: "STACK_INVALID", message: expect.stringContaining("docker compose refuses the stack's files") });
+      writeFileSync(override, "services: [\n");
+      const unreadable = await cli(["status", "--dir", stack.dir, "--json"]);
+      expect(unreadable.code).toBe(2);
+      expect(JSON.parse(unreadable.stdout).error).toMatchObject({ code: "STACK_INVALID", message: expect.stringContaining("is not valid YAML") });
+    } finally {
+      rmSync(override, { force: true });
+    }
+  });
 });
 
 describe("status errors", () => {
