@@ -145,6 +145,9 @@ export default defineCommand({
     const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
     if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);
     if (input.domain && !stack.services.some((s) => s.category === "proxy")) log.warn(`--domain ${input.domain} has no effect without a reverse proxy: nothing serves <id>.${input.domain}. Add --proxy caddy (or traefik) to have it.`);
+    // Gaps the user must know before relying on the stack (Meet needs a domain to work at all).
+    const limited = stack.services.filter((s) => s.knownLimits).map((s) => s.name);
+    if (limited.length) log.warn(`Known limits of ${limited.join(", ")}: read "Known limits" in ${join(dir, "README.md")} before you rely on ${limited.length === 1 ? "it" : "them"}.`);
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);

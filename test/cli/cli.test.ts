@@ -334,6 +334,16 @@ describe("basics", () => {
 });
 
 describe("generate", () => {
+  test("names the services with known limits (Meet does not work without a domain) and where they are explained", async () => {
+    const limited = await cli(["generate", "--name", "meet", "--preset", "videoconf", "--dir", join(tmp, "meet")], { env });
+    expectOk(limited);
+    expect(limited.stderr).toContain(`Known limits of La Suite Meet (Backend): read "Known limits" in ${join(tmp, "meet", "README.md")}`);
+    expect(readFileSync(join(tmp, "meet", "README.md"), "utf8")).toContain("## Known limits");
+    const plain = await cli(["generate", "--name", "plain", "--services", "redis", "--dir", join(tmp, "plain")], { env });
+    expectOk(plain);
+    expect(plain.stderr).not.toContain("Known limits");
+  });
+
   test("writes the bundle; .env is 0600 and scripts 0755", async () => {
     const dir = join(tmp, "g1");
     const r = await cli(["generate", "--name", "g1", "--services", "n8n,redis", "--deployment", "bare-metal", "--dir", dir, "--json"], { env });
