@@ -734,6 +734,9 @@ describe("input fields take effect", () => {
         "REDIS_PASSWORD=plain\r",
         "export REDIS_PASSWORD=exported",
         'REDIS_PASSWORD="with # hash"',
+        // Escapes back to back, at the start and the end; a long value (a certificate) read whole.
+        'REDIS_PASSWORD="\\$\\\\\\"x\\"\\\\"',
+        `REDIS_PASSWORD="${"k3y-\\$".repeat(5000)}end"`,
       ];
       for (const line of lines) {
         writeFileSync(join(dir, ".env"), `${line}\n`);

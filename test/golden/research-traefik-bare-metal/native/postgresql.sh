@@ -6,20 +6,23 @@ cd "$(dirname "$0")/.."
 # The values this script needs, read from .env as data (never run as shell code): quotes removed,
 # \" \\ \$ \n undone inside double quotes, an inline # comment dropped, as compose reads them.
 dotenv_value() {
-  local raw=$1 out="" i=1 c n
+  local raw=$1 out="" rest chunk n
   case "$raw" in
     \"*)
-      while [ "$i" -lt "${#raw}" ]; do
-        c=${raw:i:1}
-        [ "$c" = '"' ] && break
-        if [ "$c" = '\' ] && [ $((i + 1)) -lt "${#raw}" ]; then
-          n=${raw:i+1:1}
-          case "$n" in n) out+=$'\n' ;; '"' | '\' | '$') out+=$n ;; *) out+="\\$n" ;; esac
-          i=$((i + 2))
-        else
-          out+=$c
-          i=$((i + 1))
-        fi
+      # A run of plain text at a time, up to the next backslash or quote: linear in the value's
+      # length (one character at a time, a long value took seconds).
+      rest=${raw:1}
+      while [ -n "$rest" ]; do
+        chunk=${rest%%[\\\"]*}
+        out+=$chunk
+        rest=${rest:${#chunk}}
+        case "$rest" in
+          \"* | "") break ;;
+        esac
+        n=${rest:1:1}
+        if [ -z "$n" ]; then out+='\'; break; fi
+        case "$n" in n) out+=$'\n' ;; '"' | '\' | '$') out+=$n ;; *) out+="\\$n" ;; esac
+        rest=${rest:2}
       done ;;
     \'*) out=${raw#\'}; out=${out%%\'*} ;;
     *) out=${raw%%[[:space:]]#*}; out=${out%"${out##*[![:space:]]}"} ;;
