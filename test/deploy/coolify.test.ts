@@ -172,6 +172,23 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.changes.find((c) => c.includes("not sent: a platform variable name"))).toContain(`MY-VAR, 1ST, ${long}`);
   });
 
+  test("Coolify's other refusals get their own hints: an address its API allow-list lacks, a token that may not deploy (after the project and service exist)", async () => {
+    const listed = await startFake();
+    listed.injections.push({ operationId: "list-servers", reply: { status: 403, body: { message: "You are not allowed to access the API." } } });
+    const refused = await deployBundle(options(listed));
+    expect(refused).toMatchObject({ success: false, error: "Coolify API 403: Forbidden", created: [] });
+    expect(refused.hint).toContain("allow-list");
+
+    const noDeploy = await startFake();
+    noDeploy.injections.push({ operationId: "deploy-by-tag-or-uuid", reply: { status: 403, body: { message: "Missing required permissions: deploy" } } });
+    const halfway = await deployBundle(options(noDeploy));
+    expect(halfway).toMatchObject({ success: false, error: "Coolify API 403: Forbidden", failedStep: "Deploy" });
+    expect(halfway.hint).toContain("read, write and deploy");
+    // What exists now is named, so the next run can reuse it (--update) rather than duplicate it.
+    expect(halfway.created).toHaveLength(2);
+    expect(noDeploy.violations).toEqual([]);
+  });
+
   test("a 429 says how long Coolify asked to wait", async () => {
     for (const [header, wait] of [["30", "wait 30 seconds (its Retry-After)"], [new Date(Date.now() + 300_000).toUTCString(), "wait 5 minutes"], [undefined, "wait a minute and"], ["0", "wait a second (its Retry-After)"], ["1.5", "wait a minute and"]] as const) {
       const fake = await startFake();

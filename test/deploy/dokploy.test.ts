@@ -114,6 +114,14 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(envOf(fake).get("LITERAL")).toBe("\${DB_USER}");
   });
 
+  test("Dokploy's own refusal text reaches the user (its 400 when a project cannot be made)", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "project-create", reply: { status: 400, body: { message: "Error creating the project: name already taken by an organization", code: "BAD_REQUEST" } } });
+    const result = await deployBundle(options(fake));
+    expect(result).toMatchObject({ success: false, error: "Dokploy API 400: Bad Request", failedStep: "Create project", created: [] });
+    expect(result.steps.find((s) => s.step === "Create project")?.detail).toBe("Error creating the project: name already taken by an organization");
+  });
+
   test("existing project without --update: Project already exists, nothing created", async () => {
     const fake = await startFake();
     fake.addProject(PROJECT);
