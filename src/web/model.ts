@@ -52,7 +52,11 @@ function domainProblem(value: string): string {
   if (/[^\x00-\x7f]/.test(value)) return "Write an international name in its ASCII form (xn--…), as DNS does.";
   if (/^[^/]*[^:]:\d+$/.test(value) && !/^\[?[0-9a-f]*:[0-9a-f]*:/i.test(value)) return "Leave out the port: the proxy serves <service>.<domain> on 80 and 443.";
   if (/^[0-9.]+$/.test(value) || /^\[?[0-9a-f]*:[0-9a-f]*:[0-9a-f:.]*\]?$/i.test(value)) return "An IP address is not a domain: services are served at <service>.<domain>. Leave it empty to use <service>.localhost.";
-  return "Enter a domain name such as example.com (no scheme, no path).";
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) || value.includes("/")) return "Only the name: no https:// in front and no path after it (example.com).";
+  if (value.endsWith(".")) return "Leave out the final dot (example.com, not example.com.).";
+  if (/\s/.test(value)) return "A domain has no spaces.";
+  if (value.includes("_")) return "Use - instead of _: host names cannot hold an underscore.";
+  return "Enter a domain name such as example.com: letters, digits and - between the dots.";
 }
 
 /** Problems with the free-text fields, keyed by field name; empty when all are fine. */

@@ -116,7 +116,13 @@ describe("form model", () => {
     expect(domainError("例え.jp")).toContain("ASCII form (xn--");
     expect(domainError("xn--r8jz45g.jp")).toBeUndefined();
     expect(domainError("192.168.1.10")).toContain("An IP address is not a domain");
-    expect(domainError("https://example.com/")).toContain("no scheme, no path");
+    expect(domainError("https://example.com/")).toContain("no https:// in front and no path after it");
+    expect(domainError("example.com/app")).toContain("no path after it");
+    // Each near miss is named, rather than one message for all.
+    expect(domainError("example.com.")).toContain("Leave out the final dot");
+    expect(domainError("ex_ample.com")).toContain("Use - instead of _");
+    expect(domainError("my domain.com")).toContain("no spaces");
+    expect(domainError("-bad.com")).toContain("letters, digits and - between the dots");
     expect(domainError("cafe.de:8080")).toContain("Leave out the port");
     expect(domainError("fd00::1")).toContain("An IP address is not a domain");
     expect(domainError("[::1]")).toContain("An IP address is not a domain");
