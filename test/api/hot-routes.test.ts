@@ -93,6 +93,17 @@ describe("hot routes answer exactly like the Elysia routes", () => {
       expect(hot).toEqual(app);
     });
   }
+  test("a generate answer is all ASCII (text past it as JSON \\u escapes) and reads back to the same files", async () => {
+    // The skills README holds a "…": one such character made the whole answer a two-byte string.
+    const body = JSON.stringify({ projectName: "p", services: SEVEN });
+    const reply = await hot(request("/v1/generate", body), "/v1/generate");
+    const viaApp = await (await app.handle(request("/v1/generate", body))).text();
+    for (const text of [reply!.body, viaApp]) {
+      expect(/[^\x00-\x7f]/.test(text)).toBe(false);
+      expect(JSON.parse(text).files["skills/README.md"]).toContain("`docker compose …`");
+    }
+  });
+
   test("a JSON body sent as text/plain (fetch's default for a string) or without a Content-Type is read as JSON", async () => {
     for (const path of ["/v1/validate", "/v1/generate"]) {
       for (const headers of [{ "content-type": "text/plain;charset=UTF-8" }, {}] as Record<string, string>[]) {

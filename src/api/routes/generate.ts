@@ -7,6 +7,7 @@ import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument,
 import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { bodySent, documentSent, jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
+import { asciiJson } from "../../core/ascii-json.ts";
 
 export const GENERATE_JSON_TYPE = "application/json; charset=utf-8";
 
@@ -42,7 +43,7 @@ export function generateJson(body: Record<string, unknown>, catalog: Catalog, co
 /** `{files, metadata}` (after `head`), serialized by hand around the cached JSON of the files:
  *  the same document as JSON.stringify at a fraction of the cost. */
 export function bundleJson({ metadata, filesJson }: Generated, head = "{"): string {
-  return `${head}"files":${filesJson()},"metadata":${JSON.stringify(metadata)}}`;
+  return `${head}"files":${filesJson()},"metadata":${asciiJson(JSON.stringify(metadata))}}`;
 }
 
 export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>

@@ -9,6 +9,7 @@ import { checkedAsSent, migrateConfig, requestInput } from "../migrate.ts";
 export { requestInput };
 import { resolve, type ResolvedStack } from "../resolve.ts";
 import { catalogMemo } from "../memo.ts";
+import { asciiJson } from "../ascii-json.ts";
 import type { FileMap, GenContext, GenOptions } from "./context.ts";
 import type { Variable } from "../../schema/catalog.ts";
 import { cryptoSecrets, derivedSecrets, type DerivedSecret, type SecretSource } from "./secrets.ts";
@@ -178,9 +179,9 @@ function interleave(parts: string[], values: string[]): string {
 
 /** The JSON text of `{".env": env, ...files}` cut where the secrets of `.env` go. */
 function filesJsonParts(envParts: string[], files: FileMap): string[] {
-  const inner = envParts.map((part) => JSON.stringify(part).slice(1, -1));
+  const inner = envParts.map((part) => asciiJson(JSON.stringify(part).slice(1, -1)));
   inner[0] = `{".env":"${inner[0]}`;
-  const members = JSON.stringify(files).slice(1, -1);
+  const members = asciiJson(JSON.stringify(files).slice(1, -1));
   inner[inner.length - 1] += members ? `",${members}}` : `"}`;
   return inner;
 }
