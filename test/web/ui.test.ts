@@ -673,6 +673,20 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
   }, TEST_TIMEOUT_MS);
 
+  test("known limits, and apps needing HTTPS served over plain HTTP, are shown before anything is downloaded", async () => {
+    const page = await openPage();
+    await page.locator("#svc-vaultwarden").check();
+    await page.locator("#svc-lasuite-meet-backend").check();
+    await settled(page);
+    expect(await page.textContent('#known-limits-list [data-service="lasuite-meet-backend"]')).toContain("Meet needs a domain");
+    expect(await page.textContent('#known-limits-list [data-service="vaultwarden"]')).toContain("Needs HTTPS in the browser");
+    await page.selectOption("#opt-proxy", "caddy");
+    await page.fill("#opt-domain", "example.com");
+    await settled(page);
+    expect(await page.locator('#known-limits-list [data-service="vaultwarden"]').count()).toBe(0);
+    expect(await page.locator('#known-limits-list [data-service="lasuite-meet-backend"]').count()).toBe(1);
+  }, TEST_TIMEOUT_MS);
+
   test("deploys to a fake Coolify and shows every step", async () => {
     const { CoolifyFake } = await import("../deploy/fakes/coolify-fake.ts");
     const fake = await new CoolifyFake().start();

@@ -132,6 +132,17 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
     out.push(h("h3", {}, "Right after the first start"), h("ul", { id: "first-start-list", class: "issues" }, ...firstStart.map((s) =>
       h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.firstStart!)))));
   }
+  // What the README's "Known limits" will say, and apps that need HTTPS served over plain HTTP:
+  // things to know before relying on the stack, shown before anything is downloaded.
+  const limits = services.filter((s) => s?.knownLimits);
+  const proxied = store.form.proxy !== "" && store.form.domain !== "";
+  const plainHttp = proxied ? [] : services.filter((s) => s?.needsHttps);
+  if (limits.length || plainHttp.length) {
+    out.push(h("h3", {}, "Known limits"), h("ul", { id: "known-limits-list", class: "issues" },
+      ...limits.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.knownLimits!))),
+      ...plainHttp.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name),
+        h("p", {}, "Needs HTTPS in the browser: without a reverse proxy and a domain (step 3) it works from this machine only.")))));
+  }
   if (result.addedDependencies.length) {
     out.push(h("h3", {}, "Added automatically"), h("ul", { id: "dependency-list", class: "deps" }, ...result.addedDependencies.map((d) =>
       h("li", { "data-service": d.service }, h("strong", {}, name(d.service)), ` for ${name(d.requiredBy)}: `, d.reason))));
