@@ -1,5 +1,6 @@
 // Generation: every service alone, every preset and 200 seeded random selections produce sound
 // bundles; caddy and promtool accept the generated configs; each input field takes effect.
+import { asciiJson } from "../../src/core/ascii-json.ts";
 import { generatedSecretNames } from "../../src/core/generate/env.ts";
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
@@ -754,13 +755,18 @@ describe("input fields take effect", () => {
     expect(cfg).toMatchObject({ configVersion: 2, projectName: "t", services: ["postgresql", "n8n"], deploymentType: "bare-metal" });
   });
 
-  test("the cached JSON of the files is exactly JSON.stringify of the files", () => {
+  test("the cached JSON of the files is JSON.stringify of the files, in ASCII (\\u escapes past it)", () => {
     for (const body of [{ services: ["redis"] }, { preset: "devops", domain: "example.com" }, { services: ["n8n"], generateSecrets: false }]) {
       const first = gen(body);
       const again = gen(body); // served from the render cache
-      expect(first.filesJson()).toBe(JSON.stringify(first.files));
-      expect(again.filesJson()).toBe(JSON.stringify(again.files));
+      for (const g of [first, again]) {
+        expect(g.filesJson()).toBe(asciiJson(JSON.stringify(g.files)));
+        expect(JSON.parse(g.filesJson())).toEqual(g.files);
+        expect(/[^\x00-\x7f]/.test(g.filesJson())).toBe(false);
+      }
     }
+    // The devops preset's skills README holds a "…": the escape is really there.
+    expect(JSON.stringify(gen({ preset: "devops" }).files)).toContain("…");
   });
 
   test("generation is deterministic apart from secrets and generatedAt", () => {
