@@ -16,6 +16,7 @@ import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
 import { LOCK_FILE } from "./stack-lock.ts";
+import { PROJECT_NAME } from "./stack.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
 
 export const FORMAT_VERSION = 1;
@@ -475,7 +476,7 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
   }
   // Shown by list, compared by restore and prune, ordered by time: each must be what create
   // writes, or a crafted archive could list itself as the newest, or print escape sequences.
-  if (!MANIFEST_PROJECT.test(manifest.project)) problems.push("manifest.json names a project that is not a Compose project name");
+  if (!PROJECT_NAME.test(manifest.project)) problems.push("manifest.json names a project that is not a Compose project name");
   if (typeof manifest.createdAt !== "string" || !MANIFEST_TIME.test(manifest.createdAt) || Number.isNaN(Date.parse(manifest.createdAt))) problems.push("manifest.json has no valid creation time");
   if (manifest.kind !== undefined && (typeof manifest.kind !== "string" || !MANIFEST_KIND.test(manifest.kind))) problems.push("manifest.json has an unknown kind");
   const listed = new Set<string>();
@@ -531,8 +532,7 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
   return { manifest, files: config, volumes };
 }
 
-/** What create writes into a manifest: a Compose project name, an ISO time, a kind of ours. */
-const MANIFEST_PROJECT = /^[a-z0-9][a-z0-9_-]*$/;
+/** What create writes into a manifest besides the project name: an ISO time, a kind of ours. */
 const MANIFEST_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 const MANIFEST_KIND = /^[a-z][a-z-]{0,31}$/;
 

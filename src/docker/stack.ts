@@ -62,7 +62,8 @@ export function normaliseProjectName(name: string): string {
     .replace(/^[^a-z0-9]+/, "");
 }
 
-const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]*$/;
+/** A Compose project name as compose accepts one (also what a backup manifest must name). */
+export const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
 /** A stackgen.json, migrated to the current configVersion (SPEC §9); one that is not a JSON
  *  object, or of a version with no migration path, is refused (exit 2), never read as absent. */
