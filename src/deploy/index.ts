@@ -87,20 +87,16 @@ export function envForPlatform(envText: string): { text: string; settings: strin
   // A name .env does not set stays as written: on this machine compose takes it from the shell.
   const seen = new Map<string, string>();
   const filledValues = new Map<DotenvStatement, string>();
-  const filled = new Set<string>();
   const unset = new Set<string>();
   for (const s of statements) {
     const read = s.template === undefined ? { value: s.value, unset: [] } : interpolate(s.template, (name) => seen.get(name));
     seen.set(s.key, read.value);
     for (const name of read.unset) unset.add(`${s.key} (\${${name}})`);
-    if (read.value !== s.value && !leftOut(s)) {
-      filledValues.set(s, read.value);
-      filled.add(s.key);
-    }
+    if (read.value !== s.value && !leftOut(s)) filledValues.set(s, read.value);
   }
   const rewrite = settings.length || badNames.length || filledValues.size;
   const text = rewrite ? dotenvText(statements.filter((s) => !leftOut(s)), (s) => `${s.key}=${filledValues.has(s) ? envValue(filledValues.get(s)!) : s.raw}`) : envText;
-  return { text, settings, badNames, filled: [...filled], unset: [...unset] };
+  return { text, settings, badNames, filled: [...new Set([...filledValues.keys()].map((s) => s.key))], unset: [...unset] };
 }
 
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {

@@ -216,10 +216,10 @@ export function mountFiles(store: Store): void {
       // Only this stack's own variables: an export may be someone else's, and other settings in
       // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
       // the export left empty (made without secrets) gets the new value.
-      const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
       const secretNames = fresh ? generatedSecretNames(fresh.files[".env"]!) : new Set<string>();
       if (bundle && fresh) {
         // A value that reaches a config file as text (Caddy's e-mail) is taken only in its shape.
+        const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
         const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
         try {
           env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, [], { keepExtra: false, patterns });

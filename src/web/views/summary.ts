@@ -5,6 +5,7 @@ import { explainConflict, explainWarning, formatMB, plural } from "../explain.ts
 import { fieldErrors } from "../model.ts";
 import type { ValidateResponse } from "../api.ts";
 import type { Store } from "../store.ts";
+import { httpsMissingFor } from "../../core/generate/context.ts";
 
 const HOST_SIZE_KEY = "stackgen.hostSizeGB";
 
@@ -135,12 +136,11 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
   // What the README's "Known limits" will say, and apps that need HTTPS served over plain HTTP:
   // things to know before relying on the stack, shown before anything is downloaded.
   const limits = services.filter((s) => s?.knownLimits);
-  const proxied = store.form.proxy !== "" && store.form.domain !== "";
-  const plainHttp = proxied ? [] : services.filter((s) => s?.needsHttps);
+  const plainHttp = httpsMissingFor(services.filter((s) => s !== undefined), store.form.domain || undefined);
   if (limits.length || plainHttp.length) {
     out.push(h("h3", {}, "Known limits"), h("ul", { id: "known-limits-list", class: "issues" },
       ...limits.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.knownLimits!))),
-      ...plainHttp.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name),
+      ...plainHttp.map((s) => h("li", { class: "issue warning", "data-service": s.id }, h("strong", {}, s.name),
         h("p", {}, "Needs HTTPS in the browser: without a reverse proxy and a domain (step 3) it works from this machine only.")))));
   }
   if (result.addedDependencies.length) {
