@@ -5,9 +5,9 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { GENERATE_MESSAGE, generateBundle } from "../core/generate/index.ts";
-import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "../schema/api.ts";
+import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "../schema/patterns.ts";
 import { keptPortsOf } from "../core/kept-ports.ts";
-import { httpsMissingFor } from "../core/generate/context.ts";
+import { httpsMissingFor, includesProxy } from "../core/generate/context.ts";
 import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError, validationError } from "../errors.ts";
@@ -144,7 +144,7 @@ export default defineCommand({
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
     const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
     if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);
-    if (input.domain && !stack.services.some((s) => s.category === "proxy")) log.warn(`--domain ${input.domain} has no effect without a reverse proxy: nothing serves <id>.${input.domain}. Add --proxy caddy (or traefik) to have it.`);
+    if (input.domain && !includesProxy(stack.services)) log.warn(`--domain ${input.domain} has no effect without a reverse proxy: nothing serves <id>.${input.domain}. Add --proxy caddy (or traefik) to have it.`);
     // Gaps the user must know before relying on the stack (Meet needs a domain to work at all).
     const limited = stack.services.filter((s) => s.knownLimits).map((s) => s.name);
     if (limited.length) log.warn(`Known limits of ${limited.join(", ")}: read "Known limits" in ${join(dir, "README.md")} before you rely on ${limited.length === 1 ? "it" : "them"}.`);

@@ -4,6 +4,7 @@ import { CloneType, Type, type Static, type TSchema } from "@sinclair/typebox";
 import { CatalogService, CategoryId, Maturity, Platform, Preset, SkillPack, Category } from "./catalog.ts";
 import { COMPLETE_FORMAT_VERSION } from "./versions.ts";
 import { MAX_DOMAIN_LENGTH } from "./limits.ts";
+import { CORE_VERSION_PATTERN, DOMAIN_PATTERN, PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "./patterns.ts";
 
 /** A route's own copy of a schema. Elysia changes a route's schema in place when it first checks
  *  a request (it sets `additionalProperties: false` and strips unknown fields), and the core
@@ -30,8 +31,7 @@ const SelectionFields = {
   proxy: Type.Optional(ProxyChoice),
   domain: Type.Optional(Type.String({
     maxLength: MAX_DOMAIN_LENGTH,
-    // DNS labels; the last one not all digits, so an IP address is not taken for a domain.
-    pattern: `^(?=.{1,${MAX_DOMAIN_LENGTH}}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)*(?![0-9]+$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`,
+    pattern: DOMAIN_PATTERN,
     errorMessage: `Expected a DNS name such as example.com or home.lan (letters, digits and hyphens between dots; not an IP address, no scheme or path; at most ${MAX_DOMAIN_LENGTH} characters, so that <service>.<domain> is a valid host name)`,
     description: "Base domain; services are served at <service>.<domain>",
   })),
@@ -45,10 +45,6 @@ export const ValidateRequest = Type.Object(
 );
 export type ValidateRequest = Static<typeof ValidateRequest>;
 
-/** A Compose project name, which is also the bundle's folder name. */
-export const PROJECT_NAME_PATTERN = "^[a-z0-9][a-z0-9_-]{0,62}$";
-export const PROJECT_NAME_MESSAGE = "Expected a Compose project name: 1 to 63 lowercase letters, digits, - and _, starting with a letter or digit";
-
 export const GenerateRequest = Type.Object(
   {
     projectName: Type.String({
@@ -61,7 +57,7 @@ export const GenerateRequest = Type.Object(
     /** Config-file spelling of `deployment` (SPEC §2.8). */
     deploymentType: Type.Optional(DeploymentType),
     generateSecrets: Type.Optional(Type.Boolean({ description: "Fill .env with random secrets (default true)" })),
-    coreVersion: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", errorMessage: "Expected an image tag: up to 128 letters, digits, ., _ and -, starting with a letter or digit", description: "Image tag of the core gateway" })),
+    coreVersion: Type.Optional(Type.String({ pattern: CORE_VERSION_PATTERN, errorMessage: "Expected an image tag: up to 128 letters, digits, ., _ and -, starting with a letter or digit", description: "Image tag of the core gateway" })),
     configVersion: Type.Optional(Type.Integer({ description: "Set when the body is a config file (SPEC §2.8)" })),
   },
   { description: "Generation input (SPEC §2.4); a config document (configVersion) is accepted too" },

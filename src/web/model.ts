@@ -2,6 +2,7 @@
 import type { CatalogService, Preset, SkillPack } from "./api.ts";
 import { COMPLETE_FORMAT_VERSION, CURRENT_CONFIG_VERSION } from "../schema/versions.ts";
 import { MAX_DOMAIN_LENGTH } from "../schema/limits.ts";
+import { CORE_VERSION_PATTERN, DOMAIN_PATTERN, PROJECT_NAME_PATTERN } from "../schema/patterns.ts";
 
 export type Proxy = "" | "caddy" | "traefik";
 /** "" leaves the platform to the server (its own architecture) and out of the compose file. */
@@ -38,13 +39,12 @@ export const initialState = (platform: Platform = ""): FormState => ({
   generateSecrets: true,
 });
 
-const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
-const CORE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const PROJECT_NAME = new RegExp(PROJECT_NAME_PATTERN);
+const DOMAIN = new RegExp(DOMAIN_PATTERN);
+const CORE_VERSION = new RegExp(CORE_VERSION_PATTERN);
 
-/** As the API's schema: DNS labels, the last one not all digits (an IP address is no domain). */
-export const isDomain = (value: string): boolean =>
-  value.length <= MAX_DOMAIN_LENGTH && value.split(".").every((label) => DNS_LABEL.test(label)) && !/^[0-9]+$/.test(value.split(".").pop()!);
+/** The API schema's own test: DNS labels, the last one not all digits (an IP address is no domain). */
+export const isDomain = (value: string): boolean => DOMAIN.test(value);
 
 /** Why `value` is not a domain the API takes, in the words that help fix it. */
 function domainProblem(value: string): string {

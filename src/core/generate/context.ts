@@ -68,10 +68,14 @@ export function publishedPorts(ctx: GenContext, id: string): ResolvedPort[] {
 /** Whether the stack has a reverse proxy (its Caddyfile or Traefik config routes the web services). */
 export const hasProxy = (ctx: GenContext) => has(ctx, "caddy") || has(ctx, "traefik");
 
+/** Whether a selection holds one of the reverse proxies whose config stackgen writes (the only
+ *  way `<id>.<domain>` is served). */
+export const includesProxy = (services: readonly CatalogService[]) => services.some((s) => s.id === "caddy" || s.id === "traefik");
+
 /** Services whose pages need HTTPS in the browser (catalog `needsHttps`) in a bundle that serves
  *  them over plain HTTP (no proxy serving a domain): they work from this machine only. */
 export const httpsMissingFor = (services: readonly CatalogService[], domain: string | undefined) =>
-  domain !== undefined && services.some((s) => s.id === "caddy" || s.id === "traefik") ? [] : services.filter((s) => s.needsHttps);
+  domain !== undefined && includesProxy(services) ? [] : services.filter((s) => s.needsHttps);
 
 /** Whether a published port binds 127.0.0.1 only: databases, caches and admin ports always; a web
  *  port too once a proxy serves it under a domain, since next to the proxy's HTTPS it would hand
