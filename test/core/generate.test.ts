@@ -706,6 +706,21 @@ describe("input fields take effect", () => {
     expect(bundleProblems(g.files)).toEqual([]);
   });
 
+  test("bare-metal: every container, sidecars included, reaches the native services by name", () => {
+    // dify-api and dify-worker talk to Redis, openpanel's API and worker to PostgreSQL and Redis,
+    // authentik's worker to PostgreSQL.
+    for (const services of [["dify", "openpanel"], ["authentik"]]) {
+      const g = gen({ services, deployment: "bare-metal" });
+      const c = composeOf(g.files);
+      const native = ["postgresql", "redis"].filter((id) => g.files[`native/${id}.sh`] !== undefined);
+      expect(native.length).toBeGreaterThan(0);
+      for (const id of native) expect(c.services[id]).toBeUndefined();
+      const names = Object.keys(c.services);
+      expect(names.some((n) => (c.services[n].labels as Record<string, string>)["dev.stackgen.sidecar"] !== undefined)).toBe(true);
+      for (const name of names) expect({ name, hosts: c.services[name].extra_hosts }).toEqual({ name, hosts: native.map((id) => `${id}:host-gateway`) });
+    }
+  });
+
   test("the native install scripts read .env as data: a value never runs as shell code, and only the variables they need are set", async () => {
     const g = gen({ services: ["redis", "n8n"], deployment: "bare-metal" });
     const script = g.files["native/redis.sh"]!;

@@ -107,6 +107,8 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
         // for the same services, or it starts before PostgreSQL has made its user and restarts.
         ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
+        // A sidecar reaches the natively installed services as its service does (dify-api, Redis).
+        ...(extraHosts.length ? { extra_hosts: extraHosts } : {}),
         labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name, ...watched(undefined, sc.image) },
         networks: [NETWORK],
       };
