@@ -12,8 +12,12 @@ export interface ErrorReply {
 }
 
 /** The body of an error answer at `path`: the SPEC shape, or the flat one /v1/skills keeps (SPEC §7). */
+/** The route a path names: the router answers `/v1/generate/` as `/v1/generate`, so its errors
+ *  must read the same. */
+const routeOf = (path: string) => path.replace(/\/+$/, "");
+
 export function errorBodyFor(path: string, error: ErrorReply["body"]["error"]) {
-  return path.replace(/\/+$/, "") === "/v1/skills" ? { error: error.message, code: error.code } : { error };
+  return routeOf(path) === "/v1/skills" ? { error: error.message, code: error.code } : { error };
 }
 
 const MESSAGES: Record<string, string> = { "/v1/generate": GENERATE_MESSAGE, "/v1/deploy": DEPLOY_MESSAGE };
@@ -37,7 +41,7 @@ export function toErrorReply(code: string | number, error: unknown, path: string
   if (code === "VALIDATION" && error instanceof ValidationError) {
     const root = error.type === "query" ? "query" : error.type === "params" ? "params" : "body";
     const details = toFieldIssues(error.all as never, root);
-    return reply(400, "VALIDATION_ERROR", MESSAGES[path] ?? (root === "query" ? "Invalid query parameters" : VALIDATE_MESSAGE), details);
+    return reply(400, "VALIDATION_ERROR", MESSAGES[routeOf(path)] ?? (root === "query" ? "Invalid query parameters" : VALIDATE_MESSAGE), details);
   }
   if (code === "PARSE") return reply(400, "VALIDATION_ERROR", "Malformed request body", [{ field: "body", message: "Expected a JSON document" }]);
   if (code === "NOT_FOUND") return reply(404, "NOT_FOUND", `No route for ${path}`);
@@ -46,6 +50,6 @@ export function toErrorReply(code: string | number, error: unknown, path: string
   if (typeof status === "number" && status >= 400 && status < 500) {
     return reply(status, status === 413 ? "PAYLOAD_TOO_LARGE" : status === 405 ? "METHOD_NOT_ALLOWED" : "BAD_REQUEST", (error as Error).message || "Bad request");
   }
-  if (path.endsWith("/generate")) return reply(500, "GENERATION_ERROR", "Stack generation failed");
+  if (routeOf(path).endsWith("/generate")) return reply(500, "GENERATION_ERROR", "Stack generation failed");
   return reply(500, "INTERNAL_ERROR", "Unexpected failure");
 }

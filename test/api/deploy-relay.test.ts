@@ -212,9 +212,15 @@ describe("POST /v1/deploy", () => {
     const before = fake.calls.length;
     const r = await post({ provider: "heroku", url: fake.url, apiKey: "x", input: { projectName: "a", services: ["redis"] } });
     expect(r.status).toBe(400);
-    expect((await r.json() as any).error.code).toBe("VALIDATION_ERROR");
+    const error = (await r.json() as any).error;
+    expect(error.code).toBe("VALIDATION_ERROR");
+    expect(error.message).toBe("Invalid deploy request");
     const missing = await post({ provider: "coolify", url: fake.url, apiKey: "x" });
     expect(missing.status).toBe(400);
+    // The router takes /v1/deploy/ as /v1/deploy: its errors read the same.
+    const slash = await fetch(`${base}/v1/deploy/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ provider: "heroku", url: fake.url, apiKey: "x", input: { projectName: "a" } }) });
+    expect(slash.status).toBe(400);
+    expect((await slash.json() as any).error.message).toBe("Invalid deploy request");
     // Checks shared with the CLI answer with the API's code, never the CLI's USAGE_ERROR.
     for (const bad of [{ ...body(), url: "ftp://example.com" }, { ...body(), url: "http://169.254.169.254/latest" }, { ...body(), input: { projectName: "a", preset: "minimal" } }]) {
       const r2 = await post(bad);

@@ -513,6 +513,14 @@ describe("POST /v1/generate", () => {
       expect(b.error.details).toEqual([{ field: "configVersion", message: expect.stringMatching(/^Expected integer/) }]);
     }
   });
+
+  test("a path with a trailing slash is the same route, with the same error messages", async () => {
+    for (const [path, message] of [["/v1/generate/", "Invalid generation input"], ["/v1/generate/?format=complete", "Invalid generation input"], ["/v1/validate/", "Invalid request body"]]) {
+      const r = await call("POST", path, { projectName: "a", services: "redis" });
+      expect(r.status, path).toBe(400);
+      expect((await json(r)).error.message, path).toBe(message);
+    }
+  });
 });
 
 describe("over a real listening server", () => {
