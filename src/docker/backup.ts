@@ -49,9 +49,21 @@ const SKIP_DIRS = new Set(["backups", ".git", "node_modules"]);
 /** Nor is the lock of the command at work (stack-lock.ts). */
 const SKIP_FILES = new Set([LOCK_FILE]);
 
+/** Why a path of the stack directory can be no config member (a restore refuses it), or
+ *  undefined. One rule for both sides: create leaves such a file out (and names it), so it never
+ *  writes an archive that restore, or a restore's rollback from its safety backup, refuses. */
+export function configPathProblem(path: string): string | undefined {
+  const comps = safeComponents(path);
+  if ("error" in comps) return comps.error;
+  if (comps.parts.length === 0) return "is empty";
+  if (SKIP_DIRS.has(comps.parts[0]!)) return `lies in ${comps.parts[0]}/, which no backup holds`;
+  return undefined;
+}
+
 /** The bundle's own files (relative paths), without backups or symlinks. With `skipped`, what
  *  else the stack directory holds that a backup does not keep (links, FIFOs, sockets, empty
- *  folders) is added to it: data bind-mounted from there may hold such entries. */
+ *  folders, names a restore refuses) is added to it: data
+ *  bind-mounted from there may hold such entries. */
 export function bundleFiles(dir: string, exclude: string[] = [], skipped?: string[]): string[] {
   const excluded = exclude.map((p) => resolve(p));
   const out: string[] = [];
@@ -61,15 +73,19 @@ export function bundleFiles(dir: string, exclude: string[] = [], skipped?: strin
       const path = join(abs, name);
       // What is left out on purpose (the backups, the work folder) does not make a folder empty.
       any = true;
+      const rel = relative(dir, path).split(sep).join("/");
       if (excluded.some((e) => isWithin(e, path))) continue;
       const st = lstatSync(path);
-      const rel = relative(dir, path).split(sep).join("/");
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
-        if (!walk(path)) skipped?.push(`${rel}/ (an empty folder)`);
+        const problem = configPathProblem(rel);
+        if (problem) skipped?.push(`${rel}/ (a name a restore refuses: it ${problem})`);
+        else if (!walk(path)) skipped?.push(`${rel}/ (an empty folder)`);
       } else if (st.isFile()) {
         if (abs === dir && SKIP_FILES.has(name)) continue;
-        out.push(rel);
+        const refused = configPathProblem(rel);
+        if (refused) skipped?.push(`${rel} (a name a restore refuses: it ${refused})`);
+        else out.push(rel);
       } else skipped?.push(`${rel} (${st.isSymbolicLink() ? "a symbolic link" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device node"})`);
     }
     return any;
@@ -495,9 +511,9 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
     if (name === MANIFEST) continue;
     if (name.startsWith("config/")) {
       const rel = name.slice("config/".length);
-      const comps = safeComponents(rel);
-      if ("error" in comps || comps.parts.length === 0 || SKIP_DIRS.has(comps.parts[0])) problems.push(`config member "${name}" has a forbidden path`);
-      else if (member.data) config.push({ path: comps.parts.join("/"), data: member.data, mode: member.mode & 0o777 });
+      const problem = configPathProblem(rel);
+      if (problem) problems.push(`config member "${name}" has a forbidden path (it ${problem})`);
+      else if (member.data) config.push({ path: (safeComponents(rel) as { parts: string[] }).parts.join("/"), data: member.data, mode: member.mode & 0o777 });
     } else if (!name.startsWith("volumes/")) problems.push(`member "${name}" is neither config nor a volume`);
   }
   // Two members that name one file (config/./x and config/x), or a file where another needs a

@@ -459,6 +459,29 @@ volumes:
   );
 
   e2e(
+    "a data file whose name restore refuses (a backslash) is named as not in the backup, and that backup and its safety backup restore",
+    async () => {
+      const odd = join(stack.dir, "appdata", "win\\path.txt");
+      writeFileSync(odd, "kept where it is");
+      try {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+        expect(r.code, r.stderr).toBe(0);
+        const out = JSON.parse(r.stdout);
+        expect(out.notIncluded).toContain("appdata/win\\path.txt (a name a restore refuses: it contains a backslash)");
+        const restored = await cli(["backup", "restore", out.file, "--dir", stack.dir, "--yes", "--json"]);
+        expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+        // No backup holds it, so no restore removes it as stale.
+        expect(readFileSync(odd, "utf8")).toBe("kept where it is");
+        const back = await cli(["backup", "restore", JSON.parse(restored.stdout).safetyBackup, "--dir", stack.dir, "--yes", "--json"]);
+        expect(back.code, back.stdout + back.stderr).toBe(0);
+      } finally {
+        rmSync(odd, { force: true });
+      }
+    },
+    180_000,
+  );
+
+  e2e(
     "restore brings the bind-mounted data back whole and drops an override file made since; the safety backup keeps both",
     async () => {
       const made = JSON.parse((await cli(["backup", "create", "--dir", stack.dir, "--json"])).stdout);
