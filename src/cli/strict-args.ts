@@ -39,8 +39,11 @@ export function checkArgs(command: string, args: ArgsDef | undefined, words: str
     if (!known) throw usageError(`Unknown option ${flag} for stackgen ${command}. ${help}`);
     const [name, def] = known;
     if (def.type === "boolean") {
+      const negated = flag.startsWith("--no-") && flag !== `--${name}`;
+      // citty reads `--no-gpu=false` as off, like `--no-gpu`: the value would silently mean its opposite.
+      if (negated && eq >= 0) throw usageError(`${flag} takes no value: give ${flag}, or --${name}=true|false.`);
       if (eq >= 0 && !BOOLEAN_VALUES.has(word.slice(eq + 1))) throw usageError(`${flag} takes no value (or true/false), got "${word.slice(eq + 1)}".`);
-      const on = flag.startsWith("--no-") && flag !== `--${name}` ? word.slice(eq + 1) === "false" : eq < 0 || word.slice(eq + 1) === "true";
+      const on = negated ? false : eq < 0 || word.slice(eq + 1) === "true";
       const earlier = switches.get(name);
       // --json keeps citty's rule (it already decided how this very error is printed).
       if (earlier && earlier[1] !== on && name !== "json") throw usageError(`${earlier[0]} and ${word} contradict each other: give one. ${help}`);

@@ -62,6 +62,12 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
       expect(jsonError(both.stdout).message).toContain("contradict");
     }
     expectOk(await cli(["validate", "--services", "redis", "--gpu", "--gpu=true", "--json"], { env }));
+    // A negation with a value is refused: citty reads `--no-gpu=false` as GPU off.
+    for (const flag of ["--no-gpu=false", "--no-gpu=true"]) {
+      const valued = await cli(["validate", "--services", "ollama", flag, "--json"], { env });
+      expect(valued.code, flag).toBe(2);
+      expect(jsonError(valued.stdout).message).toBe("--no-gpu takes no value: give --no-gpu, or --gpu=true|false.");
+    }
     const secrets = await cli(["generate", "--name", "s", "--services", "redis", "--no-secrets", "--secrets", "--dry-run", "--json"], { env });
     expect(secrets.code).toBe(2);
     expect(jsonError(secrets.stdout).message).toBe("--no-secrets and --secrets contradict each other: give one. Run stackgen generate --help.");
