@@ -523,8 +523,9 @@ export function configTargetProblems(stackDir: string, files: VerifiedBackup["fi
  * folders the services write through bind mounts (data, like a database's files, restored whole as
  * volumes are). The safety backup holds them. Anything else of the user's stays.
  */
-export function staleStackFiles(stackDir: string, backupFiles: VerifiedBackup["files"], model: ComposeModel): string[] {
-  const keep = new Set(backupFiles.map((f) => f.path));
+export function staleStackFiles(stackDir: string, backupFiles: VerifiedBackup["files"], model: ComposeModel, archives: string[]): string[] {
+  // The archives at work (the one restored, whatever its name, and the safety backup) stay too.
+  const keep = new Set([...backupFiles.map((f) => f.path), ...archives.map((file) => relative(resolve(stackDir), resolve(file)).split(sep).join("/"))]);
   const root = resolve(stackDir);
   const dataDirs = model.services
     .flatMap((s) => s.binds)
@@ -673,7 +674,7 @@ export async function restoreBackup(
     }
     say(`Restoring ${from.files.length} config file(s)`);
     // Files of the stack's own written state that the backup lacks go (the safety backup has them).
-    for (const path of staleStackFiles(stack.dir, from.files, model)) {
+    for (const path of staleStackFiles(stack.dir, from.files, model, [file, safety.file])) {
       rmSync(join(stack.dir, path));
       if (!rollingBack) removedFiles.push(path);
     }

@@ -60,9 +60,14 @@ export function configPathProblem(path: string): string | undefined {
   return undefined;
 }
 
+/** Backup archives, by the name create gives them (backupFileName), of any project, also while
+ *  written. They are never the stack's config or data: a backup does not hold older backups
+ *  (wherever --output put them), and a restore never removes one as stale data. */
+export const isBackupArchiveName = (name: string) => /^[a-z0-9][a-z0-9_-]*-\d{8}T\d{9}Z\.tar\.gz(\.partial)?$/.test(name);
+
 /** The bundle's own files (relative paths), without backups or symlinks. With `skipped`, what
  *  else the stack directory holds that a backup does not keep (links, FIFOs, sockets, empty
- *  folders, names a restore refuses) is added to it: data
+ *  folders, names a restore refuses, backup archives) is added to it: data
  *  bind-mounted from there may hold such entries. */
 export function bundleFiles(dir: string, exclude: string[] = [], skipped?: string[]): string[] {
   const excluded = exclude.map((p) => resolve(p));
@@ -84,7 +89,8 @@ export function bundleFiles(dir: string, exclude: string[] = [], skipped?: strin
       } else if (st.isFile()) {
         if (abs === dir && SKIP_FILES.has(name)) continue;
         const refused = configPathProblem(rel);
-        if (refused) skipped?.push(`${rel} (a name a restore refuses: it ${refused})`);
+        if (isBackupArchiveName(name)) skipped?.push(`${rel} (a backup archive: backups never hold other backups)`);
+        else if (refused) skipped?.push(`${rel} (a name a restore refuses: it ${refused})`);
         else out.push(rel);
       } else skipped?.push(`${rel} (${st.isSymbolicLink() ? "a symbolic link" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device node"})`);
     }

@@ -482,6 +482,33 @@ volumes:
   );
 
   e2e(
+    "archives kept in a bind-mounted data folder are never removed as stale, nor copied into other backups",
+    async () => {
+      const archives = join(stack.dir, "appdata", "archive");
+      try {
+        const older = await cli(["backup", "create", "--dir", stack.dir, "--output", archives, "--json"]);
+        expect(older.code, older.stderr).toBe(0);
+        const made = await cli(["backup", "create", "--dir", stack.dir, "--output", archives, "--json"]);
+        expect(made.code, made.stderr).toBe(0);
+        const file = JSON.parse(made.stdout).file as string;
+        // A copy under a name of the user's, restored from where it lies.
+        const renamed = join(archives, "before-upgrade.tar.gz");
+        copyFileSync(file, renamed);
+        const r = await cli(["backup", "restore", renamed, "--dir", stack.dir, "--yes", "--json"]);
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout).removedFiles).toEqual([]);
+        expect(readdirSync(archives).sort()).toEqual([basename(JSON.parse(older.stdout).file), basename(file), "before-upgrade.tar.gz"].sort());
+        // The safety backup (in backups/) names the stackgen archives rather than holding them.
+        const safety = await verifyBackupFile(JSON.parse(r.stdout).safetyBackup);
+        expect(safety.files.map((f) => f.path).filter((path) => path.startsWith("appdata/archive/"))).toEqual(["appdata/archive/before-upgrade.tar.gz"]);
+      } finally {
+        rmSync(archives, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
+
+  e2e(
     "restore brings the bind-mounted data back whole and drops an override file made since; the safety backup keeps both",
     async () => {
       const made = JSON.parse((await cli(["backup", "create", "--dir", stack.dir, "--json"])).stdout);
