@@ -22,7 +22,7 @@ import {
   type BackupManifest,
   type VerifiedBackup,
 } from "./backup.ts";
-import { Compose, type ComposeModel } from "./compose.ts";
+import type { Compose, ComposeModel } from "./compose.ts";
 import { isOneOff, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, OVERRIDE_FILE_NAMES, type Stack } from "./stack.ts";
@@ -82,6 +82,21 @@ export function outsideTheBackup(stack: Stack, model: ComposeModel): string[] {
     if (native) out.push(`${id}'s data, installed on this host rather than in a container: ${native.dataOnHost}`);
   }
   return [...new Set(out)];
+}
+
+/** The stack as it runs: a service of a profile the stack's settings do not enable (`profiles:
+ *  [extra]`, started with --profile extra) is missing from plain `compose config`, and so are
+ *  its volumes; while it has a container it is part of the stack, to stop, copy and restore. */
+export async function composeAsItRuns(engine: Engine, compose: Compose): Promise<{ compose: Compose; model: ComposeModel }> {
+  const model = await compose.config();
+  const services = new Set((await engine.listProjectContainers(compose.stack.project)).map((c) => c.Labels["com.docker.compose.service"]));
+  const unlisted = [...services].filter((name) => name && !model.services.some((s) => s.name === name));
+  if (unlisted.length === 0) return { compose, model };
+  const everything = await compose.withProfiles(["*"]).config();
+  const profiles = [...new Set(everything.services.filter((s) => unlisted.includes(s.name)).flatMap((s) => s.profiles ?? []))];
+  if (profiles.length === 0) return { compose, model };
+  const live = compose.withProfiles([...compose.profiles, ...profiles]);
+  return { compose: live, model: await live.config() };
 }
 
 /** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */
@@ -637,7 +652,8 @@ export async function restoreBackup(
   const { running, all, anonymous } = await runningServices(engine, stack.project);
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);
-    await compose.stop();
+    // The services named: the ones said, also those of a profile (see composeAsItRuns).
+    await compose.stop(running);
   }
   say("Taking a safety backup of the current state");
   let safety: CreateResult;
@@ -700,7 +716,7 @@ export async function restoreBackup(
     // Putting the safety backup back runs to the end, interrupted or not.
     await writeVolumes(engine, volumeTars, images, rollingBack ? undefined : opts.signal);
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
-    current = new Compose(compose.cli, loadStack(stack.dir));
+    current = compose.reloaded(loadStack(stack.dir));
     if (only === undefined) {
       say("Starting the stack");
       await current.up();

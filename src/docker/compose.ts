@@ -54,6 +54,8 @@ export class Compose {
   constructor(
     readonly cli: ComposeCli,
     readonly stack: Stack,
+    /** Profiles enabled besides those the stack's own settings (COMPOSE_PROFILES) enable. */
+    readonly profiles: string[] = [],
   ) {}
 
   static async for(stack: Stack): Promise<Compose> {
@@ -62,13 +64,24 @@ export class Compose {
 
   /** The same stack with `file` (holding `document`) given to compose after its own files. */
   withFile(file: string, document: Record<string, unknown>): Compose {
-    return new Compose(this.cli, { ...this.stack, composeFiles: [...this.stack.composeFiles, file], documents: [...this.stack.documents, document] });
+    return new Compose(this.cli, { ...this.stack, composeFiles: [...this.stack.composeFiles, file], documents: [...this.stack.documents, document] }, this.profiles);
+  }
+
+  /** The same files with these profiles enabled too (`*`: every profile). */
+  withProfiles(profiles: string[]): Compose {
+    return new Compose(this.cli, this.stack, profiles);
+  }
+
+  /** The stack read again from its directory (its files changed), with the same profiles. */
+  reloaded(stack: Stack): Compose {
+    return new Compose(this.cli, stack, this.profiles);
   }
 
   private baseArgs(): string[] {
     const args = [...this.cli.argv, "--project-name", this.stack.project];
     for (const file of this.stack.composeFiles) args.push("--file", file);
     args.push("--project-directory", this.stack.dir);
+    for (const profile of this.profiles) args.push("--profile", profile);
     if (this.cli.v2) args.push("--ansi", "never");
     return args;
   }
@@ -155,6 +168,8 @@ export interface ComposeService {
   restart?: string;
   /** Its `pull_policy` as written (`never`, `build`, `always`...), when it has one. */
   pullPolicy?: string;
+  /** The profiles that enable it (none: it always runs). */
+  profiles?: string[];
 }
 
 /** Whether `docker compose pull` fetches this service's image: not one built here, nor one whose
@@ -201,7 +216,7 @@ export function normaliseModel(raw: Record<string, any>, project: string): Compo
   const services: ComposeService[] = Object.entries((raw.services ?? {}) as Record<string, any>).map(([name, svc]) => {
     const deps = svc?.depends_on;
     const dependsOn = Array.isArray(deps) ? deps.map(String) : deps && typeof deps === "object" ? Object.keys(deps) : [];
-    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}), ...(typeof svc?.pull_policy === "string" ? { pullPolicy: svc.pull_policy } : {}) };
+    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}), ...(typeof svc?.pull_policy === "string" ? { pullPolicy: svc.pull_policy } : {}), ...(Array.isArray(svc?.profiles) ? { profiles: svc.profiles.map(String) } : {}) };
   });
   const volumes: ComposeVolume[] = Object.entries((raw.volumes ?? {}) as Record<string, any>).map(([key, vol]) => {
     const external = vol?.external === true || (typeof vol?.external === "object" && vol?.external !== null);

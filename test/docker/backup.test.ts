@@ -991,3 +991,55 @@ describe("backup of a stack whose compose file is a link", () => {
     60_000,
   );
 });
+
+describe("backup of a stack with a service of a profile", () => {
+  const stack = TestStack.unique("bp");
+  afterAll(() => stack.cleanup(), 60_000);
+  const volume = (key: string) => `${stack.project}_${key}`;
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    stack.write(
+      "docker-compose.yml",
+      `name: ${stack.project}
+services:
+  main:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["mdata:/m"]
+  worker:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    profiles: ["extra"]
+    volumes: ["wdata:/w"]
+volumes:
+  mdata: {}
+  wdata: {}
+`,
+    );
+    const up = await stack.compose("--profile", "extra", "up", "-d", "--wait");
+    if (up.code !== 0) throw new Error(up.stderr);
+    await stack.exec("worker", "sh", "-c", "echo queued > /w/job");
+  }, 120_000);
+
+  e2e(
+    "the volume of a running service of a profile is backed up, and restore stops, restores and starts that service too",
+    async () => {
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      expect(JSON.parse(made.stdout).volumes.map((v: any) => v.name).sort()).toEqual([volume("mdata"), volume("wdata")]);
+      expect(made.stderr).toContain("Stopping 2 service(s)");
+      expect((await stack.container("worker")).State.Running).toBe(true);
+
+      await stack.exec("worker", "sh", "-c", "echo done > /w/job");
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).volumes.sort()).toEqual([volume("mdata"), volume("wdata")]);
+      expect(JSON.parse(r.stdout).services).toEqual(["main", "worker"]);
+      expect((await stack.exec("worker", "cat", "/w/job")).trim()).toBe("queued");
+    },
+    180_000,
+  );
+});

@@ -1,6 +1,6 @@
 // stackgen backup create: config files + every named volume in one .tar.gz with a manifest.
 import { defineCommand } from "citty";
-import { createBackup, type CreateResult } from "../../docker/backup-ops.ts";
+import { composeAsItRuns, createBackup, type CreateResult } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
@@ -24,8 +24,7 @@ export default defineCommand({
   },
   async run({ args }) {
     const { stack, engine } = await openStack(args.dir);
-    const compose = await openCompose(stack);
-    const model = await compose.config();
+    const { compose, model } = await composeAsItRuns(engine, await openCompose(stack));
     const result = await withDeferredInterrupts("the backup", (signal) =>
       withStackLock(stack.dir, "backup create", () => createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress, signal })),
     );

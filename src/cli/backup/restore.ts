@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { backupConfigProject, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
+import { backupConfigProject, composeAsItRuns, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
@@ -55,7 +55,8 @@ export default defineCommand({
       // changes: the same project, and volumes that are that project's (not another stack's).
       checkBackupProject(backup, backupConfigProject(backup, dir, work));
       if (!stack) await refuseProjectElsewhere(engine, backup.manifest.project, dir);
-      const current = stack ? await (await openCompose(stack)).config() : undefined;
+      const running = stack ? await composeAsItRuns(engine, await openCompose(stack)) : undefined;
+      const current = running?.model;
       await checkRestoreTargets(engine, backup, current);
       // Asked only once the restore can run.
       const question = stack
@@ -66,8 +67,7 @@ export default defineCommand({
         progress(`Writing the backup's ${backup.files.length} config file(s) into ${dir}`);
         stack = unpackConfigInto(dir, backup);
       }
-      const compose = await openCompose(stack);
-      const model = current ?? (await compose.config());
+      const { compose, model } = running ?? (await composeAsItRuns(engine, await openCompose(stack)));
       const target = stack;
       let safetyBackup: string | undefined;
       // A second Ctrl-C may leave the volumes half replaced: `docker compose up -d` would start
