@@ -1,6 +1,6 @@
 // Writes a generated FileMap into a directory without losing anything: .env values are kept,
 // files the user edited are not overwritten (unless forced), nothing lands outside the directory.
-import { chmod, lstat, mkdir, readFile, realpath, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { access, chmod, constants, lstat, mkdir, readFile, realpath, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { FileMap } from "../core/generate/context.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
@@ -57,6 +57,7 @@ async function readIfExists(path: string): Promise<string | undefined> {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     if ((e as NodeJS.ErrnoException).code === "ENOTDIR") throw usageError(`Cannot write ${path}: a part of that path is a file, not a directory`);
+    if (NOT_WRITABLE.includes((e as NodeJS.ErrnoException).code ?? "")) throw usageError(`Cannot read ${path} (${(e as NodeJS.ErrnoException).code}). Nothing was written: fix its owner or permissions, or choose another --dir.`);
     throw e;
   }
 }
@@ -155,7 +156,43 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, en
   return plan;
 }
 
-/** Write the plan. Directories are created inside root only; .env gets mode 0600, scripts 0755. */
+/** Errors that say the folder or file may not be written: the user's to fix (exit 2). */
+const NOT_WRITABLE = ["EACCES", "EPERM", "EROFS"];
+
+/** The nearest part of `path` that exists (a file to be created: its first existing folder). */
+async function nearestExisting(path: string): Promise<string> {
+  for (let p = path; ; p = dirname(p)) {
+    if (await lstat(p).then(() => true, () => false)) return p;
+    if (dirname(p) === p) return p;
+  }
+}
+
+/** Checks that every file the plan writes or removes may be written, before the first write: an
+ *  unwritable file halfway through left a bundle half old, half new. */
+async function checkWritable(root: string, plan: PlannedFile[]): Promise<void> {
+  for (const f of plan) {
+    if (!WRITES.has(f.action)) continue;
+    const target = insideDir(root, f.path);
+    // Removing or replacing a name needs its folder; rewriting in place, the file itself.
+    const exists = await lstat(target).then(() => true, () => false);
+    const checked = f.action === "remove" ? dirname(target) : exists ? target : await nearestExisting(dirname(target));
+    try {
+      await access(checked, constants.W_OK);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? "";
+      if (NOT_WRITABLE.includes(code)) throw usageError(`Cannot write ${f.path} in ${root} (${code}: ${checked} is not writable). Nothing was written: fix its owner or permissions, or choose another --dir.`);
+      throw e;
+    }
+  }
+}
+
+/** Actions that change a file on disk. */
+const WRITES = new Set<FileAction>(["create", "update", "keep-values", "overwrite-edited", "remove"]);
+
+/** Write the plan. Directories are created inside root only; .env gets mode 0600, scripts 0755.
+ *  All or nothing: a write that fails (a full disk) puts back the files written before it, so
+ *  the bundle and its stackgen.json record never disagree (a half-written compose file would
+ *  otherwise count as the user's edit at the next run). */
 export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void> {
   const root = resolve(dir);
   await mkdir(root, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
@@ -164,31 +201,56 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     throw e;
   });
   const realRoot = await realpath(root);
-  for (const f of plan) {
-    // An unchanged .env still gets back its 0600 (it holds every secret), a script its 0755.
-    if (f.action === "unchanged" && fileMode(f.path) !== 0o644) {
+  await checkWritable(root, plan);
+  const undo: (() => Promise<void>)[] = [];
+  let current = "";
+  try {
+    for (const f of plan) {
+      current = f.path;
+      // An unchanged .env still gets back its 0600 (it holds every secret), a script its 0755.
+      if (f.action === "unchanged" && fileMode(f.path) !== 0o644) {
+        const target = insideDir(root, f.path);
+        if (((await stat(target)).mode & 0o777) !== fileMode(f.path)) await chmod(target, fileMode(f.path));
+        continue;
+      }
+      if (!WRITES.has(f.action)) continue;
       const target = insideDir(root, f.path);
-      if (((await stat(target)).mode & 0o777) !== fileMode(f.path)) await chmod(target, fileMode(f.path));
-      continue;
-    }
-    if (f.action === "unchanged" || f.action === "skip-edited" || f.action === "keep-edited" || f.action === "leave-edited") continue;
-    const target = insideDir(root, f.path);
-    if (f.action === "remove") {
+      if (f.action === "remove") {
+        refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
+        const before = await readFile(target);
+        const beforeMode = (await stat(target)).mode & 0o777;
+        await unlink(target);
+        undo.push(async () => {
+          await mkdir(dirname(target), { recursive: true });
+          await writeFile(target, before, { mode: beforeMode });
+        });
+        await removeEmptyParents(root, dirname(target));
+        continue;
+      }
+      await mkdir(dirname(target), { recursive: true });
+      // A directory on the way may be a symlink planted to redirect the write.
       refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
-      await unlink(target);
-      await removeEmptyParents(root, dirname(target));
-      continue;
+      const mode = fileMode(f.path);
+      const old = await lstat(target).catch(() => undefined);
+      const before = old ? await readFile(target) : undefined;
+      undo.push(before === undefined
+        ? async () => { await unlink(target).catch(() => {}); await removeEmptyParents(root, dirname(target)); }
+        : async () => { await writeFile(target, before); await chmod(target, old!.mode & 0o777); });
+      // In place, as a rule: the file keeps its owner, and a container that bind-mounts it (the
+      // Caddyfile) sees the new text at its next reload. A name hard-linked to another file gets a
+      // file of its own instead (as restore does): the secrets are never written into the other one.
+      if ((old?.nlink ?? 1) > 1) await unlink(target);
+      await writeFile(target, f.content, { mode });
+      await chmod(target, mode);
     }
-    await mkdir(dirname(target), { recursive: true });
-    // A directory on the way may be a symlink planted to redirect the write.
-    refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
-    const mode = fileMode(f.path);
-    // In place, as a rule: the file keeps its owner, and a container that bind-mounts it (the
-    // Caddyfile) sees the new text at its next reload. A name hard-linked to another file gets a
-    // file of its own instead (as restore does): the secrets are never written into the other one.
-    if (((await lstat(target).catch(() => undefined))?.nlink ?? 1) > 1) await unlink(target);
-    await writeFile(target, f.content, { mode });
-    await chmod(target, mode);
+  } catch (error) {
+    const failed = [];
+    for (const step of undo.reverse()) await step().catch(() => failed.push(step));
+    if (error instanceof StackgenError) throw error; // refused (a planted link): put back, as said
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new StackgenError("WRITE_FAILED", failed.length
+      ? `Could not write ${current} in ${root} (${code}), and ${failed.length} of the files written before it could not be put back: compare the folder with its stackgen.json before you use it.`
+      : `Could not write ${current} in ${root} (${code}). The files written before it were put back: the bundle is as it was.`, 500, undefined, NOT_WRITABLE.includes(code) ? 2 : 1);
   }
 }
 

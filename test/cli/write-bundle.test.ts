@@ -1,0 +1,61 @@
+// Writing a bundle is all or nothing: a folder the user may not write is refused before the first
+// write, and a write that fails halfway puts back what was written before it.
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writePlan } from "../../src/cli/write-bundle.ts";
+import { StackgenError } from "../../src/errors.ts";
+import { BUN, cli, expectOk, MAIN, run } from "../support/tools.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "stackgen-write-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const env = { ...process.env, NO_COLOR: "1" };
+
+/** Every file and folder under `dir`, `dir` included. */
+const tree = (dir: string): string[] => [dir, ...readdirSync(dir, { recursive: true }).map((p) => join(dir, String(p)))];
+
+describe("writing a bundle", () => {
+  test("a write that fails halfway puts back the files written before it", async () => {
+    const dir = join(tmp, "halfway");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "docker-compose.yml"), "old compose\n", { mode: 0o644 });
+    writeFileSync(join(dir, "old-skill.md"), "gone?\n", { mode: 0o644 });
+    // A file where a folder must go: the third write fails.
+    writeFileSync(join(dir, "skills"), "not a folder\n");
+    const plan = [
+      { path: "docker-compose.yml", action: "update" as const, content: "new compose\n" },
+      { path: "README.md", action: "create" as const, content: "new readme\n" },
+      { path: "old-skill.md", action: "remove" as const, content: "" },
+      { path: "skills/redis/SKILL.md", action: "create" as const, content: "skill\n" },
+    ];
+    const error = await writePlan(dir, plan).then(() => undefined, (e) => e);
+    expect(error).toBeInstanceOf(StackgenError);
+    expect(error).toMatchObject({ code: "WRITE_FAILED", exitCode: 1 });
+    expect(error.message).toStartWith(`Could not write skills/redis/SKILL.md in ${dir} (`);
+    expect(error.message).toEndWith("The files written before it were put back: the bundle is as it was.");
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toBe("old compose\n");
+    expect(readFileSync(join(dir, "old-skill.md"), "utf8")).toBe("gone?\n");
+    expect(existsSync(join(dir, "README.md"))).toBe(false);
+    expect(readdirSync(dir).sort()).toEqual(["docker-compose.yml", "old-skill.md", "skills"]);
+  });
+
+  test("a file the user may not write is refused before anything is written (exit 2, not an internal error)", async () => {
+    if (process.getuid?.() !== 0 || !Bun.which("setpriv")) return; // needs root to act as another user
+    const dir = join(tmp, "owned");
+    expectOk(await cli(["generate", "--name", "owned", "--preset", "minimal", "--dir", dir], { env }));
+    // The bundle belongs to `nobody`, except its skills folder, which another user owns.
+    chmodSync(tmp, 0o755);
+    for (const path of tree(dir)) chownSync(path, 65534, 65534);
+    chownSync(join(dir, "skills"), 0, 0);
+    chmodSync(join(dir, "skills"), 0o755);
+    const before = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+    const r = await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BUN, MAIN, "generate", "--preset", "minimal", "--services", "qdrant", "--dir", dir, "--json"], { env: { PATH: process.env.PATH!, HOME: "/tmp", NO_COLOR: "1" } });
+    expect(r.code).toBe(2);
+    const error = JSON.parse(r.stdout).error;
+    expect(error.code).toBe("USAGE_ERROR");
+    expect(error.message).toMatch(/^Cannot write skills\/\S+ in .* \(EACCES: .*skills is not writable\)\. Nothing was written/);
+    const after = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+    expect(after).toEqual(before);
+  });
+});
