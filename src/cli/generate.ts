@@ -127,8 +127,10 @@ export default defineCommand({
     if (byHand.length) log.warn(`stackgen.json is stackgen's record of the bundle and is rewritten on every run: what was added to it by hand (${byHand.join(", ")}) is not kept. Keep notes in a file of your own.`);
     if (notGiven.length && !args.from) log.warn(`The previous run's ${notGiven.join(", ")} ${notGiven.length === 1 ? "was" : "were"} not given this time, so the bundle no longer has ${notGiven.length === 1 ? "it" : "them"}: pass ${notGiven.length === 1 ? "it" : "them"} again, or regenerate with --from stackgen.json to start from the recorded choices.`);
     const removed = removedServices(recorded, stack.services.map((s) => s.id));
+    // Renamed, the removed services' containers and volumes are the old project's.
+    const oldProject = typeof recorded?.projectName === "string" ? recorded.projectName : input.projectName;
     const sayLeftBehind = () => {
-      if (removed.length) log.warn(leftBehind(removed, plan, input.projectName));
+      if (removed.length) log.warn(leftBehind(removed, plan, oldProject, oldProject !== input.projectName));
     };
     if (args["dry-run"]) {
       sayLeftBehind();
@@ -163,7 +165,7 @@ export default defineCommand({
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
       ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${dir} --from ${join(dir, "stackgen.json")} --secrets.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
-      `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
+      `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length && oldProject === input.projectName ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));
   },
 });
@@ -223,8 +225,9 @@ function removedServices(recorded: Record<string, unknown> | undefined, now: rea
 }
 
 /** What a service taken out of the stack leaves behind, said once: its containers run on, and
- *  its volumes keep their data, which backups no longer copy. */
-function leftBehind(removed: string[], plan: { path: string; action: string }[], project: string): string {
+ *  its volumes keep their data, which backups no longer copy. `project` is the one they ran in:
+ *  the old name when the bundle is renamed, where `--remove-orphans` of the new one cannot reach. */
+function leftBehind(removed: string[], plan: { path: string; action: string }[], project: string, renamedFrom: boolean): string {
   const catalog = getCatalog();
   const volumes = removed.flatMap((id) => {
     const service = catalog.servicesById.get(id);
@@ -233,7 +236,9 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
   const kept = plan.filter((f) => f.action === "leave-edited").map((f) => f.path);
   return [
     `No longer in the stack: ${removed.join(", ")}.`,
-    "Their containers keep running until `docker compose up -d --remove-orphans`.",
+    renamedFrom
+      ? `Their containers keep running in the project "${project}" until \`docker compose -p ${project} down --remove-orphans\` (which keeps its volumes).`
+      : "Their containers keep running until `docker compose up -d --remove-orphans`.",
     volumes.length ? `Their volumes (${[...new Set(volumes)].join(", ")}) keep their data, but stackgen backup no longer copies them; remove them with docker volume rm once you no longer need it.` : "",
     kept.length ? `Files of theirs you edited were left in place: ${kept.join(", ")}.` : "",
   ].filter(Boolean).join(" ");

@@ -481,6 +481,15 @@ describe("generate", () => {
     expect(third.stdout).toContain("&& docker compose up -d\n");
     const fourth = await cli(["generate", "--services", "n8n", "--dir", dir], { env });
     expect(fourth.stdout).toContain("&& docker compose up -d --remove-orphans\n");
+    // Renamed as well: what was taken out ran in the old project, which the new one's
+    // --remove-orphans does not reach.
+    const renamed = await cli(["generate", "--name", "gr2", "--services", "redis", "--dir", dir], { env });
+    expectOk(renamed);
+    expect(renamed.stderr).toContain("No longer in the stack: postgresql, n8n.");
+    expect(renamed.stderr).toContain("(gr_postgresql-data, gr_n8n-data)");
+    expect(renamed.stderr).toContain('keep running in the project "gr" until `docker compose -p gr down --remove-orphans`');
+    expect(renamed.stderr).not.toContain("gr2_n8n-data");
+    expect(renamed.stdout).toContain("&& docker compose up -d\n");
   });
 
   test("regenerating a bundle from before its API keys signs them with the JWT secret it keeps", async () => {
