@@ -17,6 +17,7 @@ export const CategoryId = Type.Union([
 ], { description: "One of the 20 catalog categories" });
 export type CategoryId = Static<typeof CategoryId>;
 
+export const MATURITY_IDS = ["stable", "beta", "experimental"] as const;
 export const Maturity = Type.Union([Type.Literal("stable"), Type.Literal("beta"), Type.Literal("experimental")]);
 export type Maturity = Static<typeof Maturity>;
 

@@ -168,6 +168,10 @@ describe("basics", () => {
     // With --json, the codes the API answers for the same query.
     const category = await cli(["services", "--category", "nope", "--json"], { env });
     expect([category.code, JSON.parse(category.stdout).error.code]).toEqual([2, "VALIDATION_ERROR"]);
+    // Naming the field as the API does for GET /v1/services?category=nope.
+    expect(JSON.parse(category.stdout).error.details).toEqual([{ field: "category", message: expect.stringMatching(/^Expected one of "ai-agents", .*, received "nope"$/) }]);
+    const maturity = await cli(["services", "--maturity", "nope", "--json"], { env });
+    expect(JSON.parse(maturity.stdout).error.details).toEqual([{ field: "maturity", message: 'Expected one of "stable", "beta", "experimental", received "nope"' }]);
     const skills = await cli(["skills", "--services", "nope", "--json"], { env });
     expect([skills.code, JSON.parse(skills.stdout).error.code]).toEqual([2, "INVALID_SERVICE_ID"]);
     // What the user typed is quoted back with its control characters shown, never sent to the
