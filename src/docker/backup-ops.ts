@@ -25,7 +25,7 @@ import {
 import type { Compose, ComposeModel } from "./compose.ts";
 import { isOneOff, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
-import { loadStack, OVERRIDE_FILE_NAMES, type Stack } from "./stack.ts";
+import { loadStack, OVERRIDE_FILE_NAMES, readStackConfig, type Stack } from "./stack.ts";
 
 export interface CreateOptions {
   outputDir?: string;
@@ -395,6 +395,42 @@ export function unpackConfigInto(dir: string, backup: VerifiedBackup): Stack {
   } catch (e) {
     // The directory was empty: every top-level entry the files made is ours to remove.
     for (const top of new Set(written.map((path) => path.split("/")[0]!))) rmSync(join(dir, top), { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** The stack's own config is refused (a compose file that is not YAML, a `${VAR:?}` whose .env
+ *  is gone), so no restore of it can stop, copy or start anything. The backup holds config that
+ *  works: it goes in first, as on a new machine, once every file of the directory is kept in an
+ *  archive of its own (`<project>-broken-config-…` in `outputDir`, restorable like any backup).
+ *  What it replaced is put back when the written config does not make the backup's stack, or
+ *  `open` (compose reading it) fails. */
+export async function replaceBrokenConfig<T>(dir: string, backup: VerifiedBackup, outputDir: string, open: (stack: Stack) => Promise<T>): Promise<{ opened: T; kept: string }> {
+  const project = backup.manifest.project;
+  // A stackgen.json still readable names the stack the directory held.
+  const configPath = join(dir, "stackgen.json");
+  let named: unknown;
+  try {
+    named = readStackConfig(configPath).projectName;
+  } catch {
+    // none, or unreadable too: nothing to compare
+  }
+  if (typeof named === "string" && named !== project) throw new StackgenError("BACKUP_FOREIGN", `The backup is of project "${project}", but ${configPath} names "${named}". Nothing was changed.`, 400);
+  const oversized = oversizedConfig(dir);
+  if (oversized) throw failure("RESTORE_FAILED", `The files the restore replaces could not be kept: ${oversized} Nothing was changed.`);
+  const before = bundleFiles(dir).map((path) => ({ path, data: readFileBytes(join(dir, path)), mode: statSync(join(dir, path)).mode }));
+  const kept = join(outputDir, backupFileName(project, new Date(), "broken-config"));
+  await writeArchive(kept, { project, hot: false, kind: "broken-config", services: [], files: before, volumes: [] });
+  const written: string[] = [];
+  try {
+    writeConfigFiles(dir, backup.files, written);
+    const stack = loadStack(dir);
+    if (stack.project !== project) throw foreignConfig(project, stack.project);
+    return { opened: await open(stack), kept };
+  } catch (e) {
+    for (const path of written) rmSync(join(dir, path), { force: true });
+    writeConfigFiles(dir, before.filter((f) => backup.files.some((b) => b.path === f.path)));
+    rmSync(kept, { force: true });
     throw e;
   }
 }

@@ -1043,3 +1043,57 @@ volumes:
     180_000,
   );
 });
+
+describe("restore over a stack whose own config is refused", () => {
+  const stack = TestStack.unique("bb");
+  afterAll(() => stack.cleanup(), 60_000);
+  const compose = `name: ${stack.project}
+services:
+  app:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    environment: {SECRET: "\${SECRET:?set SECRET in .env}"}
+    volumes: ["data:/data"]
+volumes:
+  data: {}
+`;
+  let backup = "";
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    stack.write("docker-compose.yml", compose);
+    stack.write(".env", "SECRET=kept\n");
+    await stack.up();
+    await stack.exec("app", "sh", "-c", "echo backed-up > /data/f");
+    const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+    if (made.code !== 0) throw new Error(made.stderr);
+    backup = JSON.parse(made.stdout).file;
+  }, 120_000);
+
+  for (const [what, breakIt] of [
+    ["a .env that is gone while compose requires one of its values", () => rmSync(join(stack.dir, ".env"))],
+    ["a compose file that is not YAML", () => stack.write("docker-compose.yml", "services: [unclosed\n")],
+  ] as const) {
+    e2e(
+      `the backup's config goes in first, the files there are kept in an archive, and the stack is restored: ${what}`,
+      async () => {
+        await stack.exec("app", "sh", "-c", "echo later > /data/f");
+        breakIt();
+        const broken = readFileSync(join(stack.dir, "docker-compose.yml"));
+        const r = await cli(["backup", "restore", backup, "--dir", stack.dir, "--yes", "--json"]);
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout).healthy).toBe(true);
+        expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("backed-up");
+        expect(readFileSync(join(stack.dir, ".env"), "utf8")).toBe("SECRET=kept\n");
+        expect(readFileSync(join(stack.dir, "docker-compose.yml"), "utf8")).toBe(compose);
+        const keptIn = /The files that were there are kept in (\S+)/.exec(r.stderr)?.[1];
+        expect(keptIn).toContain("-broken-config-");
+        // The compose file as it was, broken or not.
+        const held = (await verifyBackupFile(keptIn!)).files.find((f) => f.path === "docker-compose.yml");
+        expect(Buffer.from(held!.data).equals(broken)).toBe(true);
+      },
+      180_000,
+    );
+  }
+});

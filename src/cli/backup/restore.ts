@@ -2,12 +2,12 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { backupConfigProject, composeAsItRuns, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
+import { backupConfigProject, composeAsItRuns, replaceBrokenConfig, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
-import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
+import { isEmptyStackDir, loadStack, type Stack } from "../../docker/stack.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
-import { INTERRUPTED_EXIT } from "../../errors.ts";
+import { INTERRUPTED_EXIT, StackgenError } from "../../errors.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 
@@ -36,7 +36,19 @@ export default defineCommand({
     const fresh = isEmptyStackDir(dir);
     // The user's input (stack, file, --yes) is checked before the engine is asked: a wrong
     // file is exit 2 whether Docker runs or not.
-    let stack = fresh ? undefined : loadStack(dir);
+    // A stack whose own config is refused is restored config first (see replaceBrokenConfig).
+    let broken: StackgenError | undefined;
+    const refused = (e: unknown) => {
+      if (!(e instanceof StackgenError) || e.code !== "STACK_INVALID") throw e;
+      broken = e;
+      return undefined;
+    };
+    let stack: Stack | undefined;
+    try {
+      if (!fresh) stack = loadStack(dir);
+    } catch (e) {
+      refused(e);
+    }
     checkBackupFile(file);
     // Verify everything before asking or touching anything.
     // The backup's volume tars are extracted (and checked) here first, beside the stack's
@@ -54,20 +66,32 @@ export default defineCommand({
       // What the backup's own config makes of the stack, checked against the engine before anything
       // changes: the same project, and volumes that are that project's (not another stack's).
       checkBackupProject(backup, backupConfigProject(backup, dir, work));
+      const opened = stack ? await composeAsItRuns(engine, await openCompose(stack)).catch(refused) : undefined;
+      if (broken) stack = undefined;
       if (!stack) await refuseProjectElsewhere(engine, backup.manifest.project, dir);
-      const running = stack ? await composeAsItRuns(engine, await openCompose(stack)) : undefined;
-      const current = running?.model;
+      const current = opened?.model;
       await checkRestoreTargets(engine, backup, current);
       // Asked only once the restore can run.
       const question = stack
         ? `Replace the volumes and config of "${stack.project}" with the backup from ${backup.manifest.createdAt}?`
-        : `Restore "${backup.manifest.project}" from the backup of ${backup.manifest.createdAt} into the empty directory ${dir}?`;
+        : broken
+          ? `The stack's config in ${dir} is refused (${broken.message}). Replace it and the volumes of "${backup.manifest.project}" with the backup from ${backup.manifest.createdAt}? The files there now are kept in an archive first.`
+          : `Restore "${backup.manifest.project}" from the backup of ${backup.manifest.createdAt} into the empty directory ${dir}?`;
       await confirmOrAbort(args.yes, question, "Restore cancelled; nothing was changed.");
-      if (!stack) {
+      const openAsItRuns = async (s: Stack) => ({ stack: s, ...(await composeAsItRuns(engine, await openCompose(s))) });
+      let ready;
+      if (stack) ready = { stack, ...opened! };
+      else if (broken) {
+        progress(`The stack's config is refused (${broken.message}); writing the backup's ${backup.files.length} config file(s) first`);
+        const replaced = await replaceBrokenConfig(dir, backup, backupsDir, openAsItRuns);
+        progress(`The files that were there are kept in ${replaced.kept}`);
+        ready = replaced.opened;
+      } else {
         progress(`Writing the backup's ${backup.files.length} config file(s) into ${dir}`);
-        stack = unpackConfigInto(dir, backup);
+        ready = await openAsItRuns(unpackConfigInto(dir, backup));
       }
-      const { compose, model } = running ?? (await composeAsItRuns(engine, await openCompose(stack)));
+      const { compose, model } = ready;
+      stack = ready.stack;
       const target = stack;
       let safetyBackup: string | undefined;
       // A second Ctrl-C may leave the volumes half replaced: `docker compose up -d` would start
