@@ -145,6 +145,9 @@ export const NativeRecipe = Type.Object({
   dataOnHost: Type.String({ minLength: 20 }),
   /** Shell lines run after install (no user input is ever interpolated into them). */
   configure: Type.Optional(Type.Array(Type.String())),
+  /** The host's form of a command skills run in its container (`docker compose exec -T <id>
+   *  <command>`): installed natively, the service has no container to run it in. */
+  hostCommands: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
 }, STRICT);
 export type NativeRecipe = Static<typeof NativeRecipe>;
 

@@ -721,6 +721,23 @@ describe("input fields take effect", () => {
     }
   });
 
+  test("bare-metal skills call the natively installed services on the host, not in containers compose does not have", () => {
+    let rewritten = 0;
+    for (const preset of catalog.presets) {
+      const g = gen({ preset: preset.id, deployment: "bare-metal" });
+      const native = ["postgresql", "redis"].filter((id) => g.files[`native/${id}.sh`] !== undefined);
+      for (const [path, text] of Object.entries(g.files)) {
+        if (!path.startsWith("skills/")) continue;
+        for (const id of native) expect({ path, call: text.includes(`docker compose exec -T ${id} `) }).toEqual({ path, call: false });
+        if (native.includes("redis") && text.includes(`REDISCLI_AUTH="$(sed -n 's/^REDIS_PASSWORD=//p' .env)" redis-cli`)) rewritten++;
+        if (native.includes("postgresql") && text.includes("sudo -u postgres psql")) rewritten++;
+      }
+    }
+    expect(rewritten).toBeGreaterThan(1);
+    // In containers, as written.
+    expect(gen({ preset: "devops" }).files["skills/postgresql/SKILL.md"]).toContain("docker compose exec -T postgresql psql -U postgres");
+  });
+
   test("the native install scripts read .env as data: a value never runs as shell code, and only the variables they need are set", async () => {
     const g = gen({ services: ["redis", "n8n"], deployment: "bare-metal" });
     const script = g.files["native/redis.sh"]!;

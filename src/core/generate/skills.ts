@@ -22,11 +22,21 @@ function withHostPorts(ctx: GenContext, markdown: string): string {
   });
 }
 
+/** On bare metal, a call into the container of a natively installed service (`docker compose
+ *  exec -T redis redis-cli`) becomes its host form: compose has no such service. */
+function withNativeCalls(ctx: GenContext, markdown: string): string {
+  for (const id of ctx.nativeIds) {
+    const commands = ctx.catalog.servicesById.get(id)?.native?.hostCommands ?? {};
+    for (const [command, host] of Object.entries(commands)) markdown = markdown.replaceAll(`docker compose exec -T ${id} ${command}`, host);
+  }
+  return markdown;
+}
+
 export function skillFiles(ctx: GenContext): FileMap {
   const files: FileMap = {};
   const ids = skillIds(ctx);
   const skills = ids.map((id) => ctx.catalog.skills.get(id)!);
-  for (const [i, id] of ids.entries()) files[`skills/${id}/SKILL.md`] = withHostPorts(ctx, skills[i]!.markdown);
+  for (const [i, id] of ids.entries()) files[`skills/${id}/SKILL.md`] = withNativeCalls(ctx, withHostPorts(ctx, skills[i]!.markdown));
   const index = ids.map((id, i) => `- [${id}](${id}/SKILL.md): ${skills[i]!.description}`);
   const markdowns = skills.map((skill) => skill.markdown);
   const tools = toolsUsed(markdowns);
