@@ -249,8 +249,11 @@ export class Engine {
     return created.Id;
   }
 
+  /** Removes a container with its anonymous volumes (`v=true`; named volumes are never removed
+   *  so). A volume helper made from an image that declares `VOLUME` (postgres, redis) gets one of
+   *  its own, which would otherwise be left behind at every backup and restore. */
   async removeContainer(id: string): Promise<void> {
-    await this.json("DELETE", `/containers/${encodeURIComponent(id)}?force=true&v=false`, undefined, [404]);
+    await this.json("DELETE", `/containers/${encodeURIComponent(id)}?force=true&v=true`, undefined, [404]);
   }
 
   /** A tar of `path` inside a container (the top folder is the path's last component), as it streams in. */

@@ -1097,3 +1097,45 @@ volumes:
     );
   }
 });
+
+describe("backup of a service whose image declares a VOLUME", () => {
+  const stack = TestStack.unique("ba");
+  const ref = stack.ref("db");
+  afterAll(() => stack.cleanup(), 60_000);
+  const volumeCount = async () => (await docker("volume", "ls", "-q")).split("\n").filter(Boolean).length;
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    // As postgres and redis images do: the helper that copies the volumes is made from it.
+    await stack.build(ref, ["VOLUME /declared"]);
+    stack.write(
+      "docker-compose.yml",
+      `name: ${stack.project}
+services:
+  db:
+    image: ${ref}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["data:/data", "declared:/declared"]
+volumes:
+  data: {}
+  declared: {}
+`,
+    );
+    await stack.up();
+  }, 120_000);
+
+  e2e(
+    "backup and restore leave no anonymous volume behind",
+    async () => {
+      const before = await volumeCount();
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      expect(await volumeCount()).toBe(before);
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(await volumeCount()).toBe(before);
+    },
+    180_000,
+  );
+});
