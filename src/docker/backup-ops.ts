@@ -23,7 +23,7 @@ import {
   type VerifiedBackup,
 } from "./backup.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
-import { isOneOff, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
+import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, OVERRIDE_FILE_NAMES, readStackConfig, type Stack } from "./stack.ts";
 
@@ -496,7 +496,8 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
       // The stack's own containers go before the volume is recreated; any other container (a
       // one-off `compose run`, a `docker run -v`) keeps it in use, and the engine refuses to
       // remove it only after the stack was taken down.
-      const others = (await engine.containersUsingVolume(v.name)).filter((c) => !goesDown(c));
+      // A volume helper a quit stackgen left is removed by the restore (see putInPlace).
+      const others = (await engine.containersUsingVolume(v.name)).filter((c) => !goesDown(c) && !isVolumeHelper(c));
       if (others.length) busy.push(`${v.name} is in use by ${others.map((c) => (c.Names?.[0] ?? c.Id.slice(0, 12)).replace(/^\//, "")).join(", ")}`);
     }
   }
@@ -739,6 +740,9 @@ export async function restoreBackup(
       // Never extract over old data: the volume is recreated empty with its old labels/driver.
       const existing = await engine.inspectVolume(v.name);
       say(`Recreating volume ${v.name}`);
+      // Under the stack's lock no helper of a running stackgen mounts it: one there was left by a
+      // stackgen that quit at once (a second Ctrl-C), and would keep the volume from going.
+      for (const c of existing ? await engine.containersUsingVolume(v.name) : []) if (isVolumeHelper(c)) await engine.removeContainer(c.Id);
       if (existing) await engine.removeVolume(v.name);
       else createdVolumes.push(v.name);
       await engine.createVolume({

@@ -115,6 +115,11 @@ const UNREACHABLE_REASON: Record<string, string> = {
 /** A container `docker compose run` made: not one of the project's services, and `down` leaves it. */
 export const isOneOff = (c: ContainerSummary) => (c.Labels?.["com.docker.compose.oneoff"] ?? "False") === "True";
 
+/** The label of the containers that mount volumes for a backup or restore (never started). */
+const HELPER_LABEL = { "dev.stackgen.role": "volume-helper" };
+/** One of those: stackgen's own, left behind when a second Ctrl-C quit before removing it. */
+export const isVolumeHelper = (c: ContainerSummary) => c.Labels?.["dev.stackgen.role"] === HELPER_LABEL["dev.stackgen.role"];
+
 export class Engine {
   constructor(readonly endpoint: EngineEndpoint = parseDockerHost(process.env.DOCKER_HOST)) {}
 
@@ -234,7 +239,7 @@ export class Engine {
       Image: image,
       Entrypoint: ["/stackgen-volume-helper-never-started"],
       Cmd: [],
-      Labels: { "dev.stackgen.role": "volume-helper" },
+      Labels: HELPER_LABEL,
       NetworkDisabled: true,
       HostConfig: {
         NetworkMode: "none",

@@ -1138,4 +1138,18 @@ volumes:
     },
     180_000,
   );
+
+  e2e(
+    "a volume helper left by a stackgen that quit at once does not block the restore, which removes it",
+    async () => {
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      // As a second Ctrl-C leaves one: created, never started, mounting the stack's volume.
+      const helper = await docker("create", "--label", "dev.stackgen.role=volume-helper", "-v", `${stack.project}_data:/stackgen-volumes/data`, ref, "/stackgen-volume-helper-never-started");
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect((await run(["docker", "inspect", helper])).code).not.toBe(0);
+    },
+    180_000,
+  );
 });
