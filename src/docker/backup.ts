@@ -8,6 +8,7 @@
 import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
+import { isUtf8 } from "node:buffer";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { isWithin } from "../core/paths.ts";
@@ -67,18 +68,25 @@ export const isBackupArchiveName = (name: string) => /^[a-z0-9][a-z0-9_-]*-\d{8}
 
 /** The bundle's own files (relative paths), without backups or symlinks. With `skipped`, what
  *  else the stack directory holds that a backup does not keep (links, FIFOs, sockets, empty
- *  folders, names a restore refuses, backup archives) is added to it: data
+ *  folders, names a restore refuses or that are not UTF-8, backup archives) is added to it: data
  *  bind-mounted from there may hold such entries. */
 export function bundleFiles(dir: string, exclude: string[] = [], skipped?: string[]): string[] {
   const excluded = exclude.map((p) => resolve(p));
   const out: string[] = [];
   const walk = (abs: string): boolean => {
     let any = false;
-    for (const name of readdirSync(abs).sort()) {
+    // Read as bytes: a name that is not UTF-8 would come back as another name, which lstat cannot find.
+    const raws = readdirSync(abs, { encoding: "buffer" });
+    const notUtf8 = new Set(raws.filter((raw) => !isUtf8(raw)).map(String));
+    for (const name of raws.map(String).sort()) {
       const path = join(abs, name);
       // What is left out on purpose (the backups, the work folder) does not make a folder empty.
       any = true;
       const rel = relative(dir, path).split(sep).join("/");
+      if (notUtf8.has(name)) {
+        skipped?.push(`${rel} (a name that is not valid UTF-8)`);
+        continue;
+      }
       if (excluded.some((e) => isWithin(e, path))) continue;
       const st = lstatSync(path);
       if (st.isDirectory()) {

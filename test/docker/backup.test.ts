@@ -482,6 +482,26 @@ volumes:
   );
 
   e2e(
+    "a data file whose name is not UTF-8 is named as not in the backup, and create and restore work",
+    async () => {
+      const bad = Buffer.concat([Buffer.from(join(stack.dir, "appdata", "bad")), Buffer.from([0xff]), Buffer.from("name")]);
+      writeFileSync(bad, "bytes of another encoding");
+      try {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout).notIncluded).toContain("appdata/bad\ufffdname (a name that is not valid UTF-8)");
+        const restored = await cli(["backup", "restore", JSON.parse(r.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+        expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+        // No backup holds it, so no restore removes it.
+        expect(readFileSync(bad, "utf8")).toBe("bytes of another encoding");
+      } finally {
+        rmSync(bad, { force: true });
+      }
+    },
+    180_000,
+  );
+
+  e2e(
     "archives kept in a bind-mounted data folder are never removed as stale, nor copied into other backups",
     async () => {
       const archives = join(stack.dir, "appdata", "archive");
