@@ -58,6 +58,8 @@ export function configPathProblem(path: string): string | undefined {
   if ("error" in comps) return comps.error;
   if (comps.parts.length === 0) return "is empty";
   if (SKIP_DIRS.has(comps.parts[0]!)) return `lies in ${comps.parts[0]}/, which no backup holds`;
+  // Restored, it would block every later update, backup and restore of the stack.
+  if (comps.parts.length === 1 && SKIP_FILES.has(comps.parts[0]!)) return "is the lock of a stackgen command, which no backup holds";
   return undefined;
 }
 

@@ -4,8 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bundleFiles, verifyBackupFile, writeArchive } from "../../src/docker/backup.ts";
-import { readFileBytes } from "../../src/docker/backup.ts";
+import { bundleFiles, readFileBytes, verifyBackupFile, writeArchive } from "../../src/docker/backup.ts";
 
 const made: string[] = [];
 afterEach(() => {
@@ -36,5 +35,12 @@ describe("config members", () => {
     expect(paths).toEqual(["data/ok.txt", "docker-compose.yml"]);
     expect(skipped).toEqual(["data/win\\path.txt (a name a restore refuses: it contains a backslash)"]);
     expect((await archiveAndVerify(dir, paths)).files.map((f) => f.path)).toEqual(paths);
+  });
+
+  test("an archive whose config holds a stack lock is refused: restored, it would block every later command", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "docker-compose.yml"), "services: {}\n");
+    writeFileSync(join(dir, ".stackgen.lock"), JSON.stringify({ pid: 1, command: "update" }));
+    await expect(archiveAndVerify(dir, ["docker-compose.yml", ".stackgen.lock"])).rejects.toThrow('config member "config/.stackgen.lock" has a forbidden path');
   });
 });
