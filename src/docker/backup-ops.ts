@@ -192,17 +192,19 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     const writing = liveDatabases(model, running);
     if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; without --hot they are stopped for the copy.`);
   }
+  let work: string;
   try {
     // Made private: every archive holds the stack's .env. An existing folder is left as the user set it.
     mkdirSync(outputDir, { recursive: true, mode: 0o700 });
+    // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
+    // the archive is written under a temporary name and renamed, so a listed backup is complete.
+    // The first write there: an existing folder this user may not write (or a read-only disk) shows here.
+    work = mkdtempSync(join(outputDir, ".work-"));
   } catch (e) {
     if (diskFull(e)) throw e;
     // A file where the folder should be, or a place the user may not write: their input, not our failure.
     throw usageError(`Cannot write backups to ${outputDir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Nothing was done.`);
   }
-  // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
-  // the archive is written under a temporary name and renamed, so a listed backup is complete.
-  const work = mkdtempSync(join(outputDir, ".work-"));
   const createdAt = new Date();
   const file = join(outputDir, backupFileName(stack.project, createdAt, opts.kind));
   const partial = `${file}.partial`;

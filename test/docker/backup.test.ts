@@ -87,6 +87,19 @@ volumes:
   );
 
   e2e(
+    "create into an existing folder it may not write is refused as the user's input, before anything stops",
+    async () => {
+      const before = (await stack.container("store")).State.StartedAt;
+      // An existing folder where no one, root included, may make the work folder.
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--output", "/sys", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(2);
+      expect(JSON.parse(r.stdout).error.message).toMatch(/^Cannot write backups to \/sys: E[A-Z]+\. Nothing was done\.$/);
+      expect((await stack.container("store")).State.StartedAt).toBe(before);
+    },
+    60_000,
+  );
+
+  e2e(
     "restore brings back volume contents and config, after a safety backup",
     async () => {
       await stack.exec("store", "sh", "-c", "echo changed > /data/a.txt && echo junk > /data/junk && rm -rf /more/m.txt");
