@@ -262,7 +262,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       files,
       volumes: volumeFiles,
       createdAt,
-    });
+    }, opts.signal);
     renameSync(partial, file);
     say(`Wrote ${file}`);
     return {

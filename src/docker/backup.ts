@@ -276,8 +276,9 @@ export interface WrittenArchive {
   sha256: string;
 }
 
-/** Write the gzipped archive to `file` (a new, owner-only file: it holds .env secrets). */
-export async function writeArchive(file: string, input: ArchiveInput): Promise<WrittenArchive> {
+/** Write the gzipped archive to `file` (a new, owner-only file: it holds .env secrets).
+ *  `signal` stops the writing (Ctrl-C): the caller removes the partial file. */
+export async function writeArchive(file: string, input: ArchiveInput, signal?: AbortSignal): Promise<WrittenArchive> {
   const createdAt = input.createdAt ?? new Date();
   const mtime = Math.floor(createdAt.getTime() / 1000);
   const config = input.files.map((f) => fileEntry(`config/${f.path}`, f.data, f.mode & 0o777, mtime));
@@ -326,7 +327,12 @@ export async function writeArchive(file: string, input: ArchiveInput): Promise<W
       done(null, chunk);
     },
   });
-  await pipeline(Readable.from(tar()), createGzip(), measure, createWriteStream(file, { flags: "wx", mode: 0o600 }));
+  try {
+    await pipeline(Readable.from(tar()), createGzip(), measure, createWriteStream(file, { flags: "wx", mode: 0o600 }), ...(signal ? [{ signal }] : []));
+  } catch (error) {
+    signal?.throwIfAborted(); // the reason the caller gave, not the stream's AbortError
+    throw error;
+  }
   return { manifest, size, sha256: hasher.digest("hex") };
 }
 

@@ -86,6 +86,19 @@ volumes:
   );
 
   e2e(
+    "while the archive is written (the services already run again): exit 130 and no partial archive",
+    async () => {
+      const r = await interruptWhen(["backup", "create", "--dir", stack.dir], "Writing the archive");
+      expect(r.code).toBe(130);
+      expect(r.stderr).not.toContain("Wrote ");
+      expect(await running()).toBe(true);
+      expect(existsSync(backupsDir) ? readdirSync(backupsDir).filter((f) => f.endsWith(".tar.gz")) : []).toEqual([]);
+      expect(leftovers()).toEqual([]);
+    },
+    120_000,
+  );
+
+  e2e(
     "during restore, while volumes are written: the state before the restore is put back and runs",
     async () => {
       const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
