@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import YAML from "yaml";
 import { failure, interruptedError } from "../errors.ts";
-import { createBackup, oversizedConfig } from "./backup-ops.ts";
+import { composeAsItRuns, createBackup, oversizedConfig } from "./backup-ops.ts";
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import type { ContainerSummary, Engine, ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
@@ -392,7 +392,9 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     await compose.stop();
     if (opts.backup) {
       try {
-        result.backup = (await createBackup(stack, engine, compose, model, { hot: false, stopServices: false, kind: "pre-update", progress: opts.progress, signal: opts.signal })).file;
+        // The stack as it runs: a service of a profile not enabled in its settings keeps its volume.
+        const running = await composeAsItRuns(engine, compose);
+        result.backup = (await createBackup(stack, engine, running.compose, running.model, { hot: false, stopServices: false, kind: "pre-update", progress: opts.progress, signal: opts.signal })).file;
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");

@@ -290,6 +290,52 @@ services:
   );
 });
 
+describe("update --backup of a stack with a service of a profile", () => {
+  const stack = TestStack.unique("ub");
+  const mainRef = stack.ref("main");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(mainRef, ["RUN echo main-v1 > /version"]);
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  main:
+    image: ${mainRef}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["mdata:/m"]
+  worker:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    profiles: ["extra"]
+    volumes: ["wdata:/w"]
+volumes:
+  mdata: {}
+  wdata: {}
+`);
+    const up = await stack.compose("--profile", "extra", "up", "-d", "--wait");
+    if (up.code !== 0) throw new Error(up.stderr);
+    await stack.exec("worker", "sh", "-c", "echo queued > /w/job");
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "the safety backup holds the volume of the running service of a profile too",
+    async () => {
+      await stack.pushNewVersion(mainRef, ["RUN echo main-v2 > /version"]);
+      const r = await cli(["update", "--dir", stack.dir, "--backup", "--json", "--timeout", "60"]);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["main"]);
+      const manifest = await verifyBackupFile(out.backup);
+      expect(manifest.manifest.volumes.map((v) => v.name).sort()).toEqual([`${stack.project}_mdata`, `${stack.project}_wdata`]);
+      expect((await stack.container("worker")).State.Running).toBe(true);
+    },
+    150_000,
+  );
+});
+
 describe("update of a stack the user has partly stopped", () => {
   const stack = TestStack.unique("us");
   const aRef = stack.ref("a");
