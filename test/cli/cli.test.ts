@@ -87,6 +87,8 @@ describe("basics", () => {
       expectOk(r);
       expect(r.stdout).toMatch(new RegExp(`^USAGE stackgen backup ${sub} `, "m"));
     }
+    // The one option prune cannot run without says so.
+    expect((await cli(["backup", "prune", "--help"], { env })).stdout).toMatch(/--keep=<n>\s+Required: how many/);
   });
 
   test("help carries no colour codes into a pipe, whatever NO_COLOR holds, nor on a terminal with NO_COLOR", async () => {

@@ -27,7 +27,7 @@ const newest = (keep: number, backups: ListedBackup[]) => `the newest ${keep}${b
 export default defineCommand({
   meta: { name: "prune", description: "Delete all but the newest --keep backups of the stack (only archives that verify and are this stack's)" },
   args: {
-    keep: { type: "string", description: "How many of the newest backups to keep (1 or more; safety backups of restore and update --backup are counted apart, per kind)" },
+    keep: { type: "string", valueHint: "n", description: "Required: how many of the newest backups to keep (1 or more; safety backups of restore and update --backup are counted apart, per kind)" },
     dir: dirArg,
     output: backupFolderArg,
     "dry-run": { type: "boolean", description: "Show what would be deleted, delete nothing", default: false },
