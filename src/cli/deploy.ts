@@ -126,7 +126,7 @@ function readProjectName(dir: string, composeYaml: string): string {
   }
   let compose: unknown;
   try {
-    compose = parseYaml(composeYaml);
+    compose = parseYaml(composeYaml, { logLevel: "error" }); // no raw warnings on stderr
   } catch (e) {
     throw usageError(`docker-compose.yml is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
   }

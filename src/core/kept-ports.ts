@@ -9,7 +9,7 @@ import { keptPortKey } from "./resolve.ts";
 export function keptPortsOf(composeText: string): Record<string, number> {
   let doc: unknown;
   try {
-    doc = parse(composeText);
+    doc = parse(composeText, { logLevel: "error" }); // no warnings printed for an odd file
   } catch {
     return {};
   }

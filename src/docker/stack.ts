@@ -69,8 +69,9 @@ export const PROJECT_NAME = /^[a-z0-9][a-z0-9_-]*$/;
  *  object, or of a version with no migration path, is refused (exit 2), never read as absent. */
 export function readStackConfig(configPath: string): Record<string, unknown> {
   let config: unknown;
+  const text = readStackFile(configPath);
   try {
-    config = JSON.parse(readFileSync(configPath, "utf8"));
+    config = JSON.parse(text);
   } catch (e) {
     throw invalidStack(`${configPath} is not valid JSON: ${(e as Error).message}`);
   }
@@ -156,7 +157,8 @@ export function loadStack(dirArg: string | undefined, env: Record<string, string
   // COMPOSE_PROJECT_NAME beats the files' `name`, and a later file's `name` wins, as in compose.
   const named = documents.findLast((d) => d.name !== undefined)?.name;
   const project = settings.projectName ?? projectNameOf(named, config?.projectName, dir);
-  if (!PROJECT_NAME.test(project)) throw invalidStack(`"${project}" is not a valid compose project name.`);
+  // Quoted as JSON: a line break or control character in it stays visible on one line.
+  if (!PROJECT_NAME.test(project)) throw invalidStack(`${JSON.stringify(project)} is not a valid compose project name.`);
   return {
     dir,
     composeFiles,
@@ -166,10 +168,25 @@ export function loadStack(dirArg: string | undefined, env: Record<string, string
   };
 }
 
+/** A stack file's text. Only a regular file is read: opening a FIFO would wait for a writer
+ *  forever. Unreadable is bad input too, with the reason (permission, a folder in its place). */
+function readStackFile(file: string): string {
+  try {
+    if (!statSync(file).isFile()) throw invalidStack(`${file} is not a regular file.`);
+    return readFileSync(file, "utf8");
+  } catch (e) {
+    if (e instanceof StackgenError) throw e;
+    throw invalidStack(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}.`);
+  }
+}
+
 function parseYamlFile(file: string): Record<string, unknown> {
   let parsed: unknown;
+  const text = readStackFile(file);
   try {
-    parsed = YAML.parse(readFileSync(file, "utf8"), { customTags: COMPOSE_TAGS });
+    // logLevel "error": the library would print its warnings (an unknown tag) on stderr itself,
+    // quoting the file's line raw, escape sequences included.
+    parsed = YAML.parse(text, { customTags: COMPOSE_TAGS, logLevel: "error" });
   } catch (e) {
     throw invalidStack(`${file} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
   }

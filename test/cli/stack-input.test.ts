@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeArchive } from "../../src/docker/backup.ts";
-import { cli } from "../support/tools.ts";
+import { cli, hasTool } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-stack-input-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -212,5 +212,41 @@ describe("backup prune keeps the newest --keep backups of this stack, and nothin
     } finally {
       rmSync(offsite, { recursive: true, force: true });
     }
+  });
+});
+
+describe("hostile stack files", () => {
+  test("a compose file's unknown tag prints no library warning, and its escape sequences never reach the terminal", async () => {
+    const dir = join(tmp, "tagged");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "docker-compose.yml"), 'name: tagged\nservices:\n  a:\n    image: !evil "\x1b]0;PWNED\x07\x1b[2J\x1b[31mred"\n');
+    for (const args of [["status"], ["deploy", "--provider", "coolify", "--url", "http://127.0.0.1:9", "--api-key", "k"]]) {
+      const r = await cli([...args, "--dir", dir], { env });
+      expect(r.stderr, args[0]).not.toContain("\x1b");
+      expect(r.stderr, args[0]).not.toContain("YAMLWarning");
+    }
+  });
+
+  test("a FIFO in place of stackgen.json or the compose file is refused at once, never waited on", async () => {
+    if (!hasTool("mkfifo")) return;
+    for (const name of ["stackgen.json", "docker-compose.yml"]) {
+      const dir = join(tmp, `fifo-${name.split(".")[0]}`);
+      mkdirSync(dir);
+      if (name === "stackgen.json") writeFileSync(join(dir, "docker-compose.yml"), "name: fifo\nservices:\n  a:\n    image: x\n");
+      const made = Bun.spawnSync(["mkfifo", join(dir, name)]);
+      expect(made.exitCode).toBe(0);
+      const r = await cli(["status", "--dir", dir, "--json"], { env });
+      expect(r.code, name).toBe(2);
+      expect(jsonError(r.stdout)).toEqual({ code: "STACK_INVALID", message: `${join(dir, name)} is not a regular file.` });
+    }
+  });
+
+  test("a project name with a line break is named on one line", async () => {
+    const dir = join(tmp, "newline");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "docker-compose.yml"), 'name: "a\\nb"\nservices: {}\n');
+    const r = await cli(["status", "--dir", dir], { env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('"a\\nb" is not a valid compose project name.');
   });
 });
