@@ -7,12 +7,11 @@ import { createInterface } from "node:readline/promises";
 import { defineCommand } from "citty";
 import { parse as parseYaml } from "yaml";
 import { INTERRUPTED_EXIT, usageError } from "../errors.ts";
-import { migrateConfig } from "../core/migrate.ts";
 import { isWithin } from "../core/paths.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
 import { deployBundle, DESTINATION_ENV, normaliseInstanceUrl, PROVIDER_NAMES, PROVIDERS, sendsKeyInClear } from "../deploy/index.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
-import { composeSettings, OVERRIDE_FILE_NAMES } from "../docker/stack.ts";
+import { composeSettings, invalidStack, OVERRIDE_FILE_NAMES, readStackConfig, readStackFile, stackNotFound } from "../docker/stack.ts";
 import { log, printJson, printText } from "./output.ts";
 import { withDeferredInterrupts } from "./interrupt.ts";
 
@@ -98,10 +97,11 @@ interface Bundle {
 function readBundle(dir: string): Bundle {
   const composePath = path.join(dir, "docker-compose.yml");
   const envPath = path.join(dir, ".env");
-  if (!existsSync(composePath)) throw usageError(`No docker-compose.yml in ${dir}; run deploy in a generated stack directory or pass --dir`);
-  if (!existsSync(envPath)) throw usageError(`No .env in ${dir}; the deploy pushes its variables to the platform`);
-  const composeYaml = readFileSync(composePath, "utf8");
-  const envText = readFileSync(envPath, "utf8");
+  // The codes status, update and backup give for the same stack files (exit 2 all the same).
+  if (!existsSync(composePath)) throw stackNotFound(`No docker-compose.yml in ${dir}; run deploy in a generated stack directory or pass --dir`);
+  if (!existsSync(envPath)) throw stackNotFound(`No .env in ${dir}; the deploy pushes its variables to the platform`);
+  const composeYaml = readStackFile(composePath);
+  const envText = readStackFile(envPath);
   const projectName = readProjectName(dir, composeYaml);
   const files: BundleFiles = {};
   for (const source of listBundleMounts(composeYaml)) readMountedFiles(dir, source, files);
@@ -112,23 +112,15 @@ function readBundle(dir: string): Bundle {
 function readProjectName(dir: string, composeYaml: string): string {
   const configPath = path.join(dir, "stackgen.json");
   if (existsSync(configPath)) {
-    let config: unknown;
-    try {
-      config = JSON.parse(readFileSync(configPath, "utf8"));
-    } catch (e) {
-      throw usageError(`stackgen.json is not valid JSON: ${(e as Error).message}`);
-    }
-    // SPEC §9: an unknown configVersion is refused here as on every other load (exit 2).
-    const isObject = typeof config === "object" && config !== null && !Array.isArray(config);
-    if (isObject) config = migrateConfig(config as Record<string, unknown>, "stackgen.json has an invalid configVersion");
-    const name = (config as { projectName?: unknown })?.projectName;
+    // Read as every command reads it: SPEC §9's unknown configVersion is refused (exit 2).
+    const name = readStackConfig(configPath).projectName;
     if (typeof name === "string" && name.trim()) return name.trim();
   }
   let compose: unknown;
   try {
     compose = parseYaml(composeYaml, { logLevel: "error" }); // no raw warnings on stderr
   } catch (e) {
-    throw usageError(`docker-compose.yml is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+    throw invalidStack(`docker-compose.yml is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
   }
   const name = (compose as { name?: unknown })?.name;
   if (typeof name === "string" && name.trim()) return name.trim();

@@ -53,6 +53,7 @@ const COMPOSE_TAGS: (CollectionTag | ScalarTag)[] = [
 /** Bad input (exit 2): no stack where one was named, or one whose files cannot be read as a stack. */
 const badInput = (message: string, code: "STACK_NOT_FOUND" | "STACK_INVALID" = "STACK_NOT_FOUND") => new StackgenError(code, message, 400, undefined, 2);
 export const invalidStack = (message: string) => badInput(message, "STACK_INVALID");
+export const stackNotFound = (message: string) => badInput(message, "STACK_NOT_FOUND");
 
 /** Compose's own rule for a project name taken from a directory: lowercase, [a-z0-9_-], starting alphanumeric. */
 export function normaliseProjectName(name: string): string {
@@ -170,7 +171,7 @@ export function loadStack(dirArg: string | undefined, env: Record<string, string
 
 /** A stack file's text. Only a regular file is read: opening a FIFO would wait for a writer
  *  forever. Unreadable is bad input too, with the reason (permission, a folder in its place). */
-function readStackFile(file: string): string {
+export function readStackFile(file: string): string {
   try {
     if (!statSync(file).isFile()) throw invalidStack(`${file} is not a regular file.`);
     return readFileSync(file, "utf8");

@@ -241,6 +241,25 @@ describe("hostile stack files", () => {
     }
   });
 
+  test("deploy names a missing or broken stack file with the codes status gives (exit 2), and never waits on a FIFO", async () => {
+    const deploy = (dir: string) => cli(["deploy", "--provider", "coolify", "--url", "http://127.0.0.1:9", "--api-key", "k", "--dir", dir, "--json"], { env });
+    const empty = join(tmp, "deploy-empty");
+    mkdirSync(empty);
+    const missing = await deploy(empty);
+    expect([missing.code, jsonError(missing.stdout).code]).toEqual([2, "STACK_NOT_FOUND"]);
+    const broken = stackDir("deploy-broken", {});
+    writeFileSync(join(broken, "stackgen.json"), "{not json");
+    const invalid = await deploy(broken);
+    expect([invalid.code, jsonError(invalid.stdout).code]).toEqual([2, "STACK_INVALID"]);
+    if (!hasTool("mkfifo")) return;
+    const piped = stackDir("deploy-fifo", {});
+    rmSync(join(piped, ".env"));
+    expect(Bun.spawnSync(["mkfifo", join(piped, ".env")]).exitCode).toBe(0);
+    const fifo = await deploy(piped);
+    expect(fifo.code).toBe(2);
+    expect(jsonError(fifo.stdout)).toEqual({ code: "STACK_INVALID", message: `${join(piped, ".env")} is not a regular file.` });
+  });
+
   test("a project name with a line break is named on one line", async () => {
     const dir = join(tmp, "newline");
     mkdirSync(dir);
