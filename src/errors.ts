@@ -29,8 +29,9 @@ export const failure = (code: string, message: string) => new StackgenError(code
 export const INTERRUPTED_EXIT = 130;
 /** An operation stopped at a safe point after Ctrl-C (SIGINT, SIGTERM, SIGHUP), exit 130. */
 export const interruptedError = (message: string) => new StackgenError("INTERRUPTED", message, 500, undefined, INTERRUPTED_EXIT);
-/** Bad flags or input files (exit 2). */
-export const usageError = (message: string) => new StackgenError("USAGE_ERROR", message, 400, undefined, 2);
+/** Bad flags or input files (exit 2). `field` names the input it is about, for the API (whose
+ *  VALIDATION_ERROR details name it) when the same check serves both. */
+export const usageError = (message: string, field?: string) => new StackgenError("USAGE_ERROR", message, 400, field ? [{ field, message }] : undefined, 2);
 
 /** An address as messages may show it: without its user part (`tcp://user:pass@host` names a
  *  password, a pasted `https://user:token@…` a token). */

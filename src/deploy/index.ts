@@ -101,13 +101,13 @@ export function envForPlatform(envText: string): { text: string; settings: strin
 
 export async function deployBundle(opts: DeployOptions, onStep: StepHandler = () => {}): Promise<DeployResult> {
   const provider = PROVIDERS[opts.provider as ProviderName];
-  if (!provider) throw usageError(`Unknown provider "${opts.provider}" (use ${PROVIDER_NAMES.join(" or ")})`);
+  if (!provider) throw usageError(`Unknown provider "${opts.provider}" (use ${PROVIDER_NAMES.join(" or ")})`, "provider");
   // Trimmed as fetch trims a header value: the key the platform sees is the one hidden in output.
   const apiKey = opts.apiKey.trim();
-  if (!apiKey) throw usageError(`An API key for ${provider.label} is required`);
+  if (!apiKey) throw usageError(`An API key for ${provider.label} is required`, "apiKey");
   // A header cannot carry a control or non-ASCII character (a key pasted with a stray line break
   // or quote mark); fetch would refuse it and the message would blame the network.
-  if (!/^[\x20-\x7e]+$/.test(apiKey)) throw usageError(`The API key for ${provider.label} holds a character no HTTP header can carry (a line break, a control or non-ASCII character): copy it again from ${provider.label}`);
+  if (!/^[\x20-\x7e]+$/.test(apiKey)) throw usageError(`The API key for ${provider.label} holds a character no HTTP header can carry (a line break, a control or non-ASCII character): copy it again from ${provider.label}`, "apiKey");
   const baseUrl = normaliseInstanceUrl(opts.url);
   await checkInstanceAddress(baseUrl);
   const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
@@ -251,7 +251,7 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
 /** Refuses when one of the addresses `host` resolved to is one instanceAddressAllowed refuses. */
 function refuseResolved(host: string, addresses: readonly { address: string }[]): void {
   const refused = addresses.find((a) => !instanceAddressAllowed(a.address));
-  if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`));
+  if (refused) throw usageError(refusedAddress(`${refused.address} (${host})`), "url");
 }
 
 /** Refuses an instance whose name resolves to an address instanceAddressAllowed refuses. A name
@@ -279,7 +279,7 @@ export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input,
     if (url.protocol !== "http:" || isIP(host)) return fetchImpl(input, init);
     const addresses = await resolve(host);
     refuseResolved(host, addresses);
-    if (addresses.length === 0) throw usageError(refusedAddress(`no address (${host})`));
+    if (addresses.length === 0) throw usageError(refusedAddress(`no address (${host})`), "url");
     const headers = new Headers(init.headers);
     headers.set("host", url.host);
     // Each checked address in turn, as fetch would try them (::1 first where the instance listens
@@ -314,14 +314,14 @@ export function normaliseInstanceUrl(raw: string): string {
     url = new URL(raw.trim());
   } catch {
     // Said without the input's user part: a pasted `https://user:token@…` must not be echoed.
-    throw usageError(`"${withoutUserPart(raw)}" is not a URL (expected e.g. https://coolify.example.com)`);
+    throw usageError(`"${withoutUserPart(raw)}" is not a URL (expected the address of your instance, e.g. https://paas.example.com)`, "url");
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`);
+    throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`, "url");
   }
-  if (url.username || url.password) throw usageError("The instance URL must not contain credentials; pass the API key instead");
+  if (url.username || url.password) throw usageError("The instance URL must not contain credentials; pass the API key instead", "url");
   const literal = hostOf(url);
-  if (isIP(literal) && !instanceAddressAllowed(literal)) throw usageError(refusedAddress(literal));
+  if (isIP(literal) && !instanceAddressAllowed(literal)) throw usageError(refusedAddress(literal), "url");
   const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v1)?$/, "");
   return `${url.origin}${path}`;
 }

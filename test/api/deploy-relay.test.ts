@@ -222,12 +222,22 @@ describe("POST /v1/deploy", () => {
     expect(slash.status).toBe(400);
     expect((await slash.json() as any).error.message).toBe("Invalid deploy request");
     // Checks shared with the CLI answer with the API's code, never the CLI's USAGE_ERROR.
-    for (const bad of [{ ...body(), url: "ftp://example.com" }, { ...body(), url: "http://169.254.169.254/latest" }, { ...body(), input: { projectName: "a", preset: "minimal" } }]) {
+    // Each names the field it is about (CONTRACT §3).
+    const cases: [unknown, string][] = [
+      [{ ...body(), url: "ftp://example.com" }, "url"],
+      [{ ...body(), url: "http://169.254.169.254/latest" }, "url"],
+      [{ ...body(), url: "http://" }, "url"],
+      [{ ...body(), url: "https://user:pw@paas.example.com" }, "url"],
+      [{ ...body(), apiKey: "line\nbreak" }, "apiKey"],
+      [{ ...body(), input: { projectName: "a", preset: "minimal" } }, "input.projectName"],
+    ];
+    for (const [bad, field] of cases) {
       const r2 = await post(bad);
       expect(r2.status).toBe(400);
       const error = ((await r2.json()) as any).error;
       expect(error.code).toBe("VALIDATION_ERROR");
-      expect(error.details.length).toBeGreaterThan(0);
+      expect(error.details.map((d: any) => d.field), field).toEqual([field]);
+      expect(error.message).not.toContain("coolify.example.com");
     }
     expect(fake.calls.length).toBe(before);
   });
