@@ -26,6 +26,12 @@ export async function readJsonObject(request: Request, message: string, maxBytes
  * CORS preflight, so a web page cannot make a visitor's browser post a deploy to a local stackgen.
  */
 export async function readJsonText(request: Request, message: string, maxBytes: number, jsonTypeOnly = false): Promise<string> {
+  // A compressed body would be read as bytes of JSON: "Malformed JSON" for gzip, or taken as it
+  // is for an encoding named but not applied. Neither is what the sender meant.
+  const encoding = request.headers.get("content-encoding");
+  if (encoding !== null && encoding.trim().toLowerCase() !== "identity") {
+    throw new StackgenError("UNSUPPORTED_MEDIA_TYPE", `Content-Encoding ${encoding.trim().slice(0, 64) || "(empty)"} is not supported: send the JSON body uncompressed.`, 415);
+  }
   const type = request.headers.get("content-type") ?? "";
   if (jsonTypeOnly && !JSON_TYPE.test(type)) {
     throw validationError(message, [{ field: "body", message: `Expected Content-Type application/json, received ${type.split(";")[0] || "none"}` }]);

@@ -540,6 +540,22 @@ describe("over a real listening server", () => {
     }
   });
 
+  test("a compressed body is refused as such (415), not read as malformed JSON or taken as it is", async () => {
+    const body = JSON.stringify({ projectName: "enc", services: ["redis"] });
+    const cases: [string, string, BodyInit][] = [
+      ["/v1/validate", "gzip", Bun.gzipSync(body)],
+      ["/v1/generate", "gzip", Bun.gzipSync(body)],
+      ["/v1/generate?format=complete", "br", body],
+    ];
+    for (const [path, encoding, payload] of cases) {
+      const r = await fetch(api + path, { method: "POST", headers: { "content-type": "application/json", "content-encoding": encoding }, body: payload });
+      expect(r.status, path).toBe(415);
+      expect(await r.json(), path).toEqual({ error: { code: "UNSUPPORTED_MEDIA_TYPE", message: `Content-Encoding ${encoding} is not supported: send the JSON body uncompressed.` } });
+    }
+    const identity = await fetch(`${api}/v1/validate`, { method: "POST", headers: { "content-type": "application/json", "content-encoding": "identity" }, body });
+    expect(identity.status).toBe(200);
+  });
+
   test("validate and generate over HTTP", async () => {
     const v = await fetch(`${api}/v1/validate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ preset: "devops" }) });
     expect((await v.json() as any).valid).toBe(true);

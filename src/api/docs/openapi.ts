@@ -4,7 +4,8 @@
 //   which the plugin infers no media type (it leaves `content: {}`); each gets application/json
 //   with the body schema the route validates with;
 // - the guard's answers (../guard), which run outside Elysia: 401 (invalid X-API-Key), 429 (with
-//   Retry-After) and, for operations with a body, 413; the X-RateLimit-* and X-Request-Id headers
+//   Retry-After) and, for operations with a body, 413 and 415 (read by the body reader, but the same
+//   for every body); the X-RateLimit-* and X-Request-Id headers
 //   of every response; the optional X-API-Key. Their error body is the route's (errorBodyFor);
 // - the document itself, whose route the plugin hides.
 import { Elysia } from "elysia";
@@ -42,7 +43,10 @@ function guardResponses(path: string, hasBody: boolean): Json {
   const content = { "application/json": { schema: schemaRef(flat ? "FlatErrorBody" : "ErrorBody") } };
   return {
     401: { description: "UNAUTHORIZED: the X-API-Key header holds an invalid key (requests without a key are not refused)", content },
-    ...(hasBody ? { 413: { description: "PAYLOAD_TOO_LARGE: the body is larger than the server's limit (1 MiB by default)", content } } : {}),
+    ...(hasBody ? {
+      413: { description: "PAYLOAD_TOO_LARGE: the body is larger than the server's limit (1 MiB by default)", content },
+      415: { description: "UNSUPPORTED_MEDIA_TYPE: the body is sent with a Content-Encoding (gzip, br): send it uncompressed", content },
+    } : {}),
     429: { description: "RATE_LIMITED: too many requests in the window; retry after Retry-After seconds", headers: { "Retry-After": headerRef("Retry-After") }, content },
     // SPEC §7: any route may fail unexpectedly; generate documents its own GENERATION_ERROR.
     500: { description: "INTERNAL_ERROR: an unexpected failure on the server (never a client's mistake)", content },
