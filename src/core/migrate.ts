@@ -44,7 +44,12 @@ export const checkedAsSent = <T>(body: Doc, input: Doc, check: () => T): T => (i
  *  `message` is the caller's VALIDATION_ERROR message for an export of another format version. */
 export function requestInput(doc: Doc, message: string): Doc {
   // Any formatVersion marks an export (a number is a wrong version, not a field to ignore).
-  if (!("formatVersion" in doc && typeof doc.input === "object" && doc.input !== null && !Array.isArray(doc.input) && !("projectName" in doc))) return doc;
+  if (!("formatVersion" in doc && "input" in doc && !("projectName" in doc))) return doc;
+  // An export whose input is not an object is broken, not a body of unknown fields to ignore
+  // (validate answered it with an empty stack).
+  if (typeof doc.input !== "object" || doc.input === null || Array.isArray(doc.input)) {
+    throw validationError(message, [{ field: "input", message: `Expected object, received ${doc.input === null ? "null" : Array.isArray(doc.input) ? "array" : typeof doc.input}` }]);
+  }
   // A later format may mean something else by the same fields: refuse it rather than guess.
   if (doc.formatVersion !== COMPLETE_FORMAT_VERSION) {
     throw validationError(message, [{ field: "formatVersion", message: `Unsupported format version ${JSON.stringify(doc.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"` }]);

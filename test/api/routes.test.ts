@@ -514,6 +514,19 @@ describe("POST /v1/generate", () => {
     }
   });
 
+  test("a complete document whose input is not an object is refused, naming input, on both routes", async () => {
+    for (const input of ["x", null, [], 3]) {
+      for (const [path, message] of [["/v1/validate", "Invalid request body"], ["/v1/generate", "Invalid generation input"], ["/v1/generate?format=complete", "Invalid generation input"]]) {
+        const sent = { formatVersion: "1", input };
+        const r = path === "/v1/generate" ? await hotCall("POST", path, sent) : await call("POST", path, sent);
+        expect(r.status, `${path} ${JSON.stringify(input)}`).toBe(400);
+        const b = await json(r);
+        expect(b.error.message).toBe(message);
+        expect(b.error.details).toEqual([{ field: "input", message: expect.stringMatching(/^Expected object, received /) }]);
+      }
+    }
+  });
+
   test("a path with a trailing slash is the same route, with the same error messages", async () => {
     for (const [path, message] of [["/v1/generate/", "Invalid generation input"], ["/v1/generate/?format=complete", "Invalid generation input"], ["/v1/validate/", "Invalid request body"]]) {
       const r = await call("POST", path, { projectName: "a", services: "redis" });
