@@ -22,6 +22,15 @@ const CONTRACT_IDS = `redis postgresql valkey supabase convex neo4j qdrant chrom
   codex gemini-cli kimi matomo umami openpanel desktop-environment stream-gateway`.split(/\s+/);
 
 describe("catalog", () => {
+  test("each entry's maturity is the reference data's (maturity filters and EXPERIMENTAL_SERVICE read it)", async () => {
+    // Its categories are not SPEC's ids (`ai`, `dev-tools`): those are the contract's own.
+    const facts = (await Bun.file(new URL("./reference/catalog-facts.json", import.meta.url)).json()) as { services: { id: string; maturity: string }[] };
+    expect(facts.services).toHaveLength(94);
+    expect(facts.services.map((f) => [f.id, catalog.servicesById.get(f.id)!.maturity])).toEqual(facts.services.map((f) => [f.id, f.maturity]));
+    expect(catalog.services.filter((s) => s.maturity === "experimental").map((s) => s.id).sort()).toEqual(
+      ["comfyui", "desktop-environment", "hexstrike", "kimi", "motion-canvas", "pentagi", "pentestagent", "stable-diffusion", "stream-gateway"]);
+  });
+
   test("has exactly the 94 contract services, 9 presets and 20 categories", () => {
     expect(catalog.services.map((s) => s.id).sort()).toEqual([...CONTRACT_IDS].sort());
     expect(catalog.presets.map((p) => p.id).sort()).toEqual(
