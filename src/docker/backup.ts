@@ -50,17 +50,19 @@ const SKIP_DIRS = new Set(["backups", ".git", "node_modules"]);
 /** Nor is the lock of the command at work (stack-lock.ts). */
 const SKIP_FILES = new Set([LOCK_FILE]);
 
-/** Why a path of the stack directory can be no config member (a restore refuses it), or
- *  undefined. One rule for both sides: create leaves such a file out (and names it), so it never
- *  writes an archive that restore, or a restore's rollback from its safety backup, refuses. */
-export function configPathProblem(path: string): string | undefined {
+/** A path of the stack directory as a config member holds it (normalised), or why it can be
+ *  none (a restore refuses it). One rule for both sides: create leaves such a file out (and names
+ *  it), so it never writes an archive that restore, or a restore's rollback from its safety
+ *  backup, refuses. */
+export function configMemberPath(path: string): { path: string } | { problem: string } {
   const comps = safeComponents(path);
-  if ("error" in comps) return comps.error;
-  if (comps.parts.length === 0) return "is empty";
-  if (SKIP_DIRS.has(comps.parts[0]!)) return `lies in ${comps.parts[0]}/, which no backup holds`;
+  if ("error" in comps) return { problem: comps.error };
+  const [first] = comps.parts;
+  if (first === undefined) return { problem: "is empty" };
+  if (SKIP_DIRS.has(first)) return { problem: `lies in ${first}/, which no backup holds` };
   // Restored, it would block every later update, backup and restore of the stack.
-  if (comps.parts.length === 1 && SKIP_FILES.has(comps.parts[0]!)) return "is the lock of a stackgen command, which no backup holds";
-  return undefined;
+  if (comps.parts.length === 1 && SKIP_FILES.has(first)) return { problem: "is the lock of a stackgen command, which no backup holds" };
+  return { path: comps.parts.join("/") };
 }
 
 /** Backup archives, by the name create gives them (backupFileName), of any project, also while
@@ -93,14 +95,14 @@ export function bundleFiles(dir: string, exclude: string[] = [], skipped?: strin
       const st = lstatSync(path);
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
-        const problem = configPathProblem(rel);
-        if (problem) skipped?.push(`${rel}/ (a name a restore refuses: it ${problem})`);
+        const member = configMemberPath(rel);
+        if ("problem" in member) skipped?.push(`${rel}/ (a name a restore refuses: it ${member.problem})`);
         else if (!walk(path)) skipped?.push(`${rel}/ (an empty folder)`);
       } else if (st.isFile()) {
         if (abs === dir && SKIP_FILES.has(name)) continue;
-        const refused = configPathProblem(rel);
+        const member = configMemberPath(rel);
         if (isBackupArchiveName(name)) skipped?.push(`${rel} (a backup archive: backups never hold other backups)`);
-        else if (refused) skipped?.push(`${rel} (a name a restore refuses: it ${refused})`);
+        else if ("problem" in member) skipped?.push(`${rel} (a name a restore refuses: it ${member.problem})`);
         else out.push(rel);
       } else skipped?.push(`${rel} (${st.isSymbolicLink() ? "a symbolic link" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device node"})`);
     }
@@ -533,9 +535,9 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
     if (name === MANIFEST) continue;
     if (name.startsWith("config/")) {
       const rel = name.slice("config/".length);
-      const problem = configPathProblem(rel);
-      if (problem) problems.push(`config member "${name}" has a forbidden path (it ${problem})`);
-      else if (member.data) config.push({ path: (safeComponents(rel) as { parts: string[] }).parts.join("/"), data: member.data, mode: member.mode & 0o777 });
+      const checked = configMemberPath(rel);
+      if ("problem" in checked) problems.push(`config member "${name}" has a forbidden path (it ${checked.problem})`);
+      else if (member.data) config.push({ path: checked.path, data: member.data, mode: member.mode & 0o777 });
     } else if (!name.startsWith("volumes/")) problems.push(`member "${name}" is neither config nor a volume`);
   }
   // Two members that name one file (config/./x and config/x), or a file where another needs a
