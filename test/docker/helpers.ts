@@ -151,6 +151,31 @@ export class TestStack {
     if (r.code !== 0) throw new Error(`compose up failed: ${r.stderr}`);
   }
 
+  /** Write and start a stack of `main` (volume mdata at /m) and `worker`, a service of the profile
+   *  `extra` (volume wdata at /w, holding the file /w/job), both running. */
+  async upWithProfiledWorker(mainImage: string): Promise<void> {
+    this.write("docker-compose.yml", `name: ${this.project}
+services:
+  main:
+    image: ${mainImage}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["mdata:/m"]
+  worker:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    profiles: ["extra"]
+    volumes: ["wdata:/w"]
+volumes:
+  mdata: {}
+  wdata: {}
+`);
+    const up = await this.compose("--profile", "extra", "up", "-d", "--wait");
+    if (up.code !== 0) throw new Error(`compose up failed: ${up.stderr}`);
+    await this.exec("worker", "sh", "-c", "echo queued > /w/job");
+  }
+
   async container(service: string): Promise<any> {
     const id = await docker("ps", "-aq", "--filter", `label=com.docker.compose.project=${this.project}`, "--filter", `label=com.docker.compose.service=${service}`);
     return JSON.parse(await docker("inspect", id.split("\n")[0]))[0];

@@ -297,26 +297,7 @@ describe("update --backup of a stack with a service of a profile", () => {
   beforeAll(async () => {
     if (await dockerUnavailable()) return;
     await stack.publish(mainRef, ["RUN echo main-v1 > /version"]);
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
-  main:
-    image: ${mainRef}
-    init: true
-    command: ["sleep", "3600"]
-    volumes: ["mdata:/m"]
-  worker:
-    image: ${BASE_IMAGE}
-    init: true
-    command: ["sleep", "3600"]
-    profiles: ["extra"]
-    volumes: ["wdata:/w"]
-volumes:
-  mdata: {}
-  wdata: {}
-`);
-    const up = await stack.compose("--profile", "extra", "up", "-d", "--wait");
-    if (up.code !== 0) throw new Error(up.stderr);
-    await stack.exec("worker", "sh", "-c", "echo queued > /w/job");
+    await stack.upWithProfiledWorker(mainRef);
   }, 120_000);
   afterAll(() => stack.cleanup(), 60_000);
 
