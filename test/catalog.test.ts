@@ -129,6 +129,16 @@ describe("catalog", () => {
     expect(tagOf("convex-dashboard")).toBe(tagOf("convex")!);
   });
 
+  test("a MinIO container's health check uses mc: MinIO images dropped curl (late 2023), so a curl check never passes", () => {
+    const checks: [string, string[] | undefined][] = [];
+    for (const s of catalog.services) {
+      if (s.image.startsWith("minio/minio:")) checks.push([s.id, s.healthCheck?.test]);
+      for (const c of s.sidecars ?? []) if (c.image.startsWith("minio/minio:")) checks.push([`${s.id}/${c.name}`, c.healthCheck?.test]);
+    }
+    expect(checks.filter(([, check]) => check).length).toBeGreaterThanOrEqual(2);
+    for (const [name, check] of checks) if (check) expect(check.slice(0, 2), name).toEqual(["CMD", "mc"]);
+  });
+
   test("every variable a service refers to is declared by it or a dependency, and namespaced", () => {
     // loadCatalog enforces both; this checks the rule itself catches a bad file.
     const broken = { ...catalogFiles, "services/redis.yaml": catalogFiles["services/redis.yaml"].replace("REDISCLI_AUTH: ${REDIS_PASSWORD}", "REDISCLI_AUTH: ${UNDECLARED_THING}") };
