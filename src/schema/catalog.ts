@@ -183,6 +183,9 @@ export const CatalogService = Type.Object({
   command: Type.Optional(Type.Array(Type.String())),
   entrypoint: Type.Optional(Type.Array(Type.String())),
   user: Type.Optional(Type.String()),
+  /** Size of /dev/shm (compose `shm_size`) for apps that need more than Docker's 64 MB: Chromium
+   *  and desktops crash or hang when it fills. */
+  shmSize: Type.Optional(Type.String({ pattern: "^[1-9][0-9]*[kmg]$" })),
   sidecars: Type.Optional(Type.Array(Sidecar)),
   metrics: Type.Optional(MetricsEndpoint),
   native: Type.Optional(NativeRecipe),

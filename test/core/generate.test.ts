@@ -529,6 +529,14 @@ describe("input fields take effect", () => {
     expect(d.services.redis.platform).toBeUndefined();
   });
 
+  test("browsers and desktops get a /dev/shm Chromium does not fill (Docker gives 64 MB), and nothing else gets one", () => {
+    const c = composeOf(gen({ services: ["desktop-environment", "playwright-server", "steel-browser", "redis"] }).files);
+    expect(c.services["desktop-environment"].shm_size).toBe("512m");
+    expect(c.services["playwright-server"].shm_size).toBe("1g");
+    expect(c.services["steel-browser"].shm_size).toBe("1g");
+    expect(c.services.redis.shm_size).toBeUndefined();
+  });
+
   test("databases and caches are not published on all interfaces", () => {
     const c = composeOf(gen({ services: ["postgresql", "redis"] }).files);
     expect(c.services.postgresql.ports).toEqual(["127.0.0.1:5432:5432"]);

@@ -170,6 +170,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       ...(s.entrypoint ? { entrypoint: s.entrypoint.map((a) => interpolate(ctx, a)) } : {}),
       ...(s.command ? { command: s.command.map((a) => interpolate(ctx, a)) } : {}),
       ...(s.user ? { user: s.user } : {}),
+      ...(s.shmSize ? { shm_size: s.shmSize } : {}),
       ...(Object.keys(environment).length ? { environment } : {}),
       ...(ports.length ? { ports } : {}),
       ...(vols.length ? { volumes: vols } : {}),
