@@ -4,6 +4,7 @@
 // the platform would refuse anyway throws, before any call, as a usage error.
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { parse as parseYaml } from "yaml";
 import { usageError, withoutUserPart } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
@@ -137,6 +138,14 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (problem) throw usageError(problem);
   const envProblems = provider.checkEnv?.(target.envText, target.envVars) ?? [];
   if (envProblems.length) throw usageError(`${envProblems.join("; ")}. Change ${envProblems.length === 1 ? "it" : "them"} in .env and deploy again.`);
+  const required = unsetRequiredVariables(yaml, target.envVars, target.update, target.keepExistingValues);
+  if (required.refused.length) {
+    throw usageError(`docker-compose.yml refuses to start without ${required.refused.join(", ")}: ${provider.label} would fail to start the stack. Set ${required.refused.length === 1 ? "it" : "them"} in .env (or generate the stack again with secrets) and deploy again.`);
+  }
+  if (required.leftToPlatform.length) {
+    const one = required.leftToPlatform.length === 1;
+    changes.push(`.env: ${required.leftToPlatform.join(", ")} required by docker-compose.yml but not set here: this update leaves ${one ? "it" : "them"} as on ${provider.label}, so the stack starts only if ${one ? "it is" : "they are"} set there`);
+  }
 
   const result: DeployResult = { success: false, provider: provider.name, steps: [], changes, created: [] };
   const clean = redactor(apiKey);
@@ -188,6 +197,35 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     if (hint) result.hint = hint;
   }
   return result;
+}
+
+/** `${NAME:?…}` (stops when unset or empty) and `${NAME?…}` (when unset); `$$` is a literal `$`. */
+const REQUIRED_REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)\?/g;
+
+/**
+ * The variables the compose file stops without that the env sent leaves empty or unset: the
+ * platform would accept the stack and then fail to start it. On an update a variable the platform
+ * may already hold is left to it (in `leftToPlatform`): one .env does not name (both platforms
+ * keep variables they alone have), and an empty one when the platform's set values are kept.
+ */
+export function unsetRequiredVariables(composeYaml: string, envVars: readonly EnvVar[], update: boolean, keepExistingValues: boolean): { refused: string[]; leftToPlatform: string[] } {
+  const values = new Map(envVars.map((v) => [v.key, v.value]));
+  const refused = new Set<string>();
+  const leftToPlatform = new Set<string>();
+  // Every string compose interpolates (keys too), read from the parsed file: comments do not count.
+  const visit = (node: unknown): void => {
+    if (typeof node === "string") {
+      for (const [whole, name, colon] of node.matchAll(REQUIRED_REFERENCE)) {
+        if (whole === "$$") continue;
+        const value = values.get(name!);
+        if (value === undefined) (update ? leftToPlatform : refused).add(`${name} (not in .env)`);
+        else if (value === "" && colon) (update && keepExistingValues ? leftToPlatform : refused).add(`${name} (empty)`);
+      }
+    } else if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === "object") for (const [key, value] of Object.entries(node)) visit(key), visit(value);
+  };
+  visit(parseYaml(composeYaml, { logLevel: "error" }));
+  return { refused: [...refused], leftToPlatform: [...leftToPlatform] };
 }
 
 /** What to do after a platform limited the call rate: wait as long as its Retry-After asked. */

@@ -260,6 +260,18 @@ describe("stackgen deploy (subprocess)", () => {
     expectNoKey(json, fake.apiKey);
   });
 
+  test("a required secret left empty in .env (a bundle generated with --no-secrets): exit 2 naming it, before any call", async () => {
+    const fake = await coolify();
+    const dir = bundle();
+    writeFileSync(path.join(dir, ".env"), readFileSync(path.join(dir, ".env"), "utf8").replace(/^POSTGRES_PASSWORD=.*$/m, "POSTGRES_PASSWORD="));
+    const run = await runCli(["--provider", "coolify", "--url", fake.url, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: fake.token });
+    expect(run.code).toBe(2);
+    expect(JSON.parse(run.stdout).error).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("docker-compose.yml refuses to start without POSTGRES_PASSWORD (empty)") });
+    expect(run.stdout).not.toContain("Deployed");
+    expect(fake.calls).toHaveLength(0);
+    expectNoKey(run, fake.token);
+  });
+
   test("existing project without --update: exit 1, SPEC message, hint to use --update", async () => {
     const fake = await coolify();
     fake.addProject(PROJECT);

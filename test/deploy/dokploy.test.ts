@@ -22,6 +22,8 @@ const AWKWARD_ENV = [
   'LINES="one\ntwo"',
   'TRAILING="ends with a backslash \\\\"',
   "HASH='a #b'",
+  // The fixture's compose file refuses to start without it.
+  "POSTGRES_PASSWORD=Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4",
   "",
 ].join("\n");
 

@@ -89,3 +89,13 @@ export function trackFakes<F extends { start(): Promise<F>; stop(): Promise<void
 export function fixtureOptions(provider: "coolify" | "dokploy", url: string, apiKey: string, overrides: Partial<DeployOptions> = {}): DeployOptions {
   return { provider, url, apiKey, projectName: PROJECT, composeYaml: COMPOSE, envText: ENV_TEXT, files: FILES, ...overrides };
 }
+
+/** What `call` was rejected with (the test fails when it settles instead). */
+export async function rejection<E = Error>(call: Promise<unknown>): Promise<E> {
+  try {
+    await call;
+  } catch (e) {
+    return e as E;
+  }
+  throw new Error("expected the call to fail");
+}

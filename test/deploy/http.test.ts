@@ -7,17 +7,11 @@ import { checkInstanceAddress, instanceAddressAllowed, normaliseInstanceUrl, par
 import { envValues } from "../../src/core/parse-env.ts";
 import { envTextForUpdate, variablesToPush } from "../../src/deploy/existing-env.ts";
 import { derivedSecrets, signJwt } from "../../src/core/generate/secrets.ts";
+import { rejection } from "./fixtures.ts";
 
 const v = (s: string) => parseVersion(s)!;
 
-async function failure(call: Promise<unknown>): Promise<DeployError> {
-  try {
-    await call;
-  } catch (e) {
-    return e as DeployError;
-  }
-  throw new Error("expected the call to fail");
-}
+const failure = (call: Promise<unknown>) => rejection<DeployError>(call);
 
 describe("version order", () => {
   test("betas sort below the release, numerically", () => {
