@@ -790,6 +790,25 @@ describe("input fields take effect", () => {
     }
   });
 
+  test("bare-metal PostgreSQL admits password logins from every address pool Docker may give the stack network, once each", async () => {
+    const script = gen({ services: ["n8n"], deployment: "bare-metal" }).files["native/postgresql.sh"]!;
+    const hbaLine = script.split("\n").find((line) => line.includes("pg_hba.conf") && line.includes(">>"));
+    expect(hbaLine).toBeDefined();
+    const conf = mkdtempSync(join(tmpdir(), "stackgen-pghba-"));
+    try {
+      writeFileSync(join(conf, "pg_hba.conf"), "local all postgres peer\nhost all all 127.0.0.1/32 scram-sha-256\n");
+      // Run twice: a second install must not add the lines again.
+      for (let i = 0; i < 2; i++) {
+        const r = await run(["bash", "-c", `set -euo pipefail; CONF="${conf}"; ${hbaLine}`]);
+        expect(r.code, r.stderr).toBe(0);
+      }
+      const hba = (await Bun.file(join(conf, "pg_hba.conf")).text()).trim().split("\n");
+      expect(hba.slice(2)).toEqual(["172.16.0.0/12", "192.168.0.0/16", "10.0.0.0/8"].map((net) => `host all all ${net} scram-sha-256`));
+    } finally {
+      rmSync(conf, { recursive: true, force: true });
+    }
+  });
+
   test("stackgen.json is the v2 config file", () => {
     const cfg = JSON.parse(gen({ services: ["n8n"], deployment: "bare-metal" }).files["stackgen.json"]);
     expect(cfg).toMatchObject({ configVersion: 2, projectName: "t", services: ["postgresql", "n8n"], deploymentType: "bare-metal" });

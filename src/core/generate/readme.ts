@@ -103,7 +103,7 @@ function nativeData(ctx: GenContext): string {
   if (natives.length === 0) return "";
   const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
   return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n` +
-    "`install.sh` sets up the host's own packages: an existing Redis or PostgreSQL is changed (it listens on docker0\ntoo, gets the password of `.env`, PostgreSQL lets Docker's networks in), so run it on a host without them or one\nyou can set back. There is no uninstall script: `apt-get purge` the packages, then remove `/etc/redis/stackgen.conf`\n(and its `include` line), `conf.d/stackgen.conf` and the `172.16.0.0/12` line of the PostgreSQL cluster, and the\n`stackgen.conf` drop-ins under `/etc/systemd/system/`.\n\n";
+    "`install.sh` sets up the host's own packages: an existing Redis or PostgreSQL is changed (it listens on docker0\ntoo, gets the password of `.env`, PostgreSQL lets Docker's networks in), so run it on a host without them or one\nyou can set back. There is no uninstall script: `apt-get purge` the packages, then remove `/etc/redis/stackgen.conf`\n(and its `include` line), `conf.d/stackgen.conf`, the `host all all` lines for Docker's networks in the cluster's\n`pg_hba.conf` and the `stackgen.conf` drop-ins under `/etc/systemd/system/`.\n\n";
 }
 
 /** The apps that need HTTPS in the browser, in a bundle that serves them over plain HTTP. */
