@@ -472,3 +472,64 @@ describe("a bare-metal install with an empty secret", () => {
     expect(ran().filter((tool) => tool !== "docker")).toEqual([]);
   });
 });
+
+describe("coding CLIs are installed on the first start only", () => {
+  // Images that are only a language runtime, given their CLI by the compose command.
+  const installing = getCatalog().services.filter((s) => s.command?.[0] === "sh" && /\b(npm|pip) install\b/.test(s.command[2] ?? ""));
+  /** The compose command of a service, its shell by path (the PATH holds only the stand-ins). */
+  const commandOf = (id: string) => ["/bin/sh", ...(composeFor({ services: [id] }).services[id].command as string[]).slice(1)];
+
+  /** A PATH of stand-ins that log their calls: npm and python answer the "is it installed?" check
+   *  as `installed` says, everything else (the install, sleep, the CLI's server) succeeds. */
+  function standIns(root: string, installed: boolean): { path: string; log: string } {
+    const bin = join(root, "bin");
+    const log = join(root, "calls.log");
+    mkdirSync(bin, { recursive: true });
+    const check = installed ? 0 : 1;
+    const stands: Record<string, string> = {
+      npm: `[ "$1" = ls ] && exit ${check}; exit 0`,
+      python: `exit ${check}`,
+      pip: "exit 0",
+      sleep: "exit 0",
+      opencode: "exit 0",
+    };
+    for (const [name, body] of Object.entries(stands)) writeFileSync(join(bin, name), `#!/bin/sh\necho "${name} $*" >> "${log}"\n${body}\n`, { mode: 0o755 });
+    return { path: bin, log };
+  }
+
+  test("the claude-code, codex, gemini-cli, opencode and kimi containers install their CLI", () => {
+    expect(installing.map((s) => s.id).sort()).toEqual(["claude-code", "codex", "gemini-cli", "kimi", "opencode"]);
+  });
+
+  for (const s of installing) {
+    test(`${s.id}: the pinned version is installed when missing, and a restart with it in place installs nothing`, () => {
+      const command = commandOf(s.id);
+      const pinned = /(?:@|=)(\d+\.\d+\.\d+)\b/.exec(command[2]!)![1]!;
+      for (const installed of [false, true]) {
+        const root = mkdtempSync(join(tmpdir(), "stackgen-cli-install-"));
+        roots.push(root);
+        mkdirSync(join(root, "workspace"));
+        const { path, log } = standIns(root, installed);
+        const r = runStartScript(command, [["/workspace", join(root, "workspace")]], { PATH: path });
+        expect(r.exitCode, r.stderr.toString()).toBe(0);
+        const installs = readFileSync(log, "utf8").split("\n").filter((line) => /^(npm|pip) install /.test(line));
+        if (installed) expect(installs).toEqual([]);
+        else {
+          expect(installs).toHaveLength(1);
+          expect(installs[0]).toContain(pinned);
+        }
+      }
+    });
+  }
+
+  test("an install that fails stops the container (restart policy tries again) instead of idling without the CLI", () => {
+    const command = commandOf("codex");
+    const root = mkdtempSync(join(tmpdir(), "stackgen-cli-install-"));
+    roots.push(root);
+    const { path, log } = standIns(root, false);
+    writeFileSync(join(path, "npm"), `#!/bin/sh\necho "npm $*" >> "${log}"\nexit 1\n`, { mode: 0o755 });
+    const r = runStartScript(command, [], { PATH: path });
+    expect(r.exitCode).toBe(1);
+    expect(readFileSync(log, "utf8")).not.toContain("sleep");
+  });
+});
