@@ -244,7 +244,13 @@ function printSummary(result: DeployResult, projectName: string): void {
   }
   log.error(`Deploy failed at step "${result.failedStep ?? "?"}": ${result.error}`);
   if (result.hint) log.info(result.hint);
+  const possibly = result.possiblyCreated ?? [];
   if (result.created.length) {
     log.warn(`Already created on ${label}: ${result.created.join(", ")}. Delete them, or run again with --update to reuse them.`);
-  } else log.info(`This run created nothing on ${label}.`);
+  }
+  if (possibly.length) {
+    const them = possibly.length === 1 ? "it" : "them";
+    log.warn(`Possibly created on ${label}: ${possibly.join(", ")} (the call that creates ${them} got no answer). Check ${label}, and run again with --update, which reuses ${them} if ${label} made ${them}.`);
+  }
+  if (!result.created.length && !possibly.length) log.info(`This run created nothing on ${label}.`);
 }

@@ -110,8 +110,8 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     steps.note({ projectId: projectUuid });
   } else {
     projectUuid = await steps.run("Create project", async () => {
-      const res = await api.call<{ uuid?: string }>("POST", "/projects", { body: { name, description: DESCRIPTION } });
-      const uuid = requireString(res?.uuid, "POST /projects", "uuid");
+      const uuid = await steps.creating(`Coolify project "${name}"`, async () =>
+        requireString((await api.call<{ uuid?: string }>("POST", "/projects", { body: { name, description: DESCRIPTION } }))?.uuid, "POST /projects", "uuid"));
       steps.note({ projectId: uuid, created: `Coolify project "${name}" (${uuid})` });
       return { value: uuid, detail: uuid };
     });
@@ -153,8 +153,8 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     });
   } else {
     serviceUuid = await steps.run("Create compose service", async () => {
-      const create = (destinationUuid?: string) =>
-        api.call<{ uuid?: string }>("POST", "/services", {
+      const create = (destinationUuid?: string) => steps.creating(`Coolify service "${name}"`, async () => {
+        const res = await api.call<{ uuid?: string }>("POST", "/services", {
           body: {
             project_uuid: projectUuid,
             server_uuid: server.uuid,
@@ -169,18 +169,19 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
             instant_deploy: false,
           },
         });
-      let res: { uuid?: string } | null;
+        return requireString(res?.uuid, "POST /services", "uuid");
+      });
+      let uuid: string;
       let where = "";
       try {
-        res = await create();
+        uuid = await create();
       } catch (e) {
         // A server with several Docker destinations needs one named (research §2).
         if (!(e instanceof DeployError && e.status === 400 && /multiple destinations/i.test(e.detail ?? ""))) throw e;
         const destination = await chooseDestination(api, server, t.destination);
-        res = await create(destination.uuid);
+        uuid = await create(destination.uuid);
         where = ` on destination ${destination.name ?? destination.uuid} (network ${destination.network})`;
       }
-      const uuid = requireString(res?.uuid, "POST /services", "uuid");
       steps.note({ created: `Coolify service "${name}" (${uuid})` });
       return { value: uuid, detail: uuid + where };
     });

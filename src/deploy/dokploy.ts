@@ -105,10 +105,13 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     steps.note({ projectId });
   } else {
     projectId = await steps.run("Create project", async () => {
-      const res = await api.call<DokployCreatedProject>("POST", "/project.create", { body: { name, description: DESCRIPTION } });
-      const id = res?.project?.projectId ?? res?.projectId;
-      if (typeof id !== "string" || id === "") throw new DeployError('Dokploy answered project.create without "projectId"');
-      createdEnvironment = res?.environment;
+      const id = await steps.creating(`Dokploy project "${name}"`, async () => {
+        const res = await api.call<DokployCreatedProject>("POST", "/project.create", { body: { name, description: DESCRIPTION } });
+        const created = res?.project?.projectId ?? res?.projectId;
+        if (typeof created !== "string" || created === "") throw new DeployError('Dokploy answered project.create without "projectId"');
+        createdEnvironment = res?.environment;
+        return created;
+      });
       steps.note({ projectId: id, created: `Dokploy project "${name}" (${id})` });
       return { value: id, detail: id };
     });
@@ -130,8 +133,8 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   } else {
     const sourceTypeOnCreate = version === undefined || compareVersions(version, parseVersion(SOURCE_TYPE_ON_CREATE)!) >= 0;
     composeId = await steps.run("Create compose stack", async () => {
-      const create = (serverId?: string) =>
-        api.call<{ composeId?: string }>("POST", "/compose.create", {
+      const create = (serverId?: string) => steps.creating(`Dokploy compose "${name}"`, async () => {
+        const res = await api.call<{ composeId?: string }>("POST", "/compose.create", {
           body: {
             name,
             description: DESCRIPTION,
@@ -142,19 +145,21 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
             ...(serverId ? { serverId } : {}),
           },
         });
+        const created = res?.composeId;
+        if (typeof created !== "string" || created === "") throw new DeployError('Dokploy answered compose.create without "composeId"');
+        return created;
+      });
       let server: { serverId: string; name?: string } | undefined;
-      let res: { composeId?: string } | undefined;
+      let id: string;
       try {
-        res = await create();
+        id = await create();
       } catch (e) {
         // Dokploy Cloud, or an instance set to remote servers only, runs stacks on a remote
         // server and says so with a 401 that is not about the key: deploy to its first server.
         if (!(e instanceof DeployError && e.status === 401 && /use a server/i.test(e.detail ?? ""))) throw e;
         server = await firstServer(api);
-        res = await create(server.serverId);
+        id = await create(server.serverId);
       }
-      const id = res?.composeId;
-      if (typeof id !== "string" || id === "") throw new DeployError('Dokploy answered compose.create without "composeId"');
       steps.note({ created: `Dokploy compose "${name}" (${id})` });
       return { value: id, detail: server ? `${id} on server ${server.name ?? server.serverId}` : id };
     });

@@ -14,6 +14,10 @@ export function retryAfterSeconds(header: string | null, now = Date.now()): numb
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
+/** An answer that says the platform did not carry the call out: a redirect or a refusal. A
+ *  gateway's 502 or 504 only says the platform's own answer was lost. */
+const isRefusal = (status: number) => status >= 300 && status !== 502 && status !== 504;
+
 /** A failed call. `message` is short and stable; `detail` carries what the server said. */
 export class DeployError extends Error {
   constructor(
@@ -24,6 +28,10 @@ export class DeployError extends Error {
     readonly body?: unknown,
     /** A 429's Retry-After, in seconds. */
     readonly retryAfterSeconds?: number,
+    /** The platform certainly did not do what the call asked: it refused it, or the call never
+     *  reached it. Otherwise (a timeout, a dropped connection, an answer that cannot be read) it
+     *  may have. */
+    readonly notDone = status !== undefined && isRefusal(status),
   ) {
     super(message);
     this.name = "DeployError";
@@ -101,14 +109,15 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
       try {
         res = await doFetch(url, init);
       } catch (e) {
-        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)));
+        const code = (e as { code?: string })?.code ?? "";
+        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, NOT_SENT.test(code) || TLS_CODE.test(code));
       }
 
       let text: string;
       try {
         text = await res.text();
       } catch (e) {
-        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)));
+        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, isRefusal(res.status));
       }
       const head = `${opts.provider} API ${res.status}: ${reasonPhrase(res.status, res.statusText)}`;
 
@@ -198,6 +207,8 @@ export function serverMessage(body: unknown, raw: string): string {
 }
 
 const TLS_CODE = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS_CERT_ALTNAME_INVALID/;
+/** Failures before a request could reach the platform: no connection, no address. */
+const NOT_SENT = /^(ECONNREFUSED|ConnectionRefused|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/;
 
 /** Turn a fetch rejection into one line: timeout, untrusted certificate or unreachable host. */
 function transportMessage(e: unknown, provider: string, baseUrl: string, timeoutMs: number): string {

@@ -184,6 +184,14 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
       if (fields.dashboardUrl) result.dashboardUrl = fields.dashboardUrl;
       if (fields.created) result.created.push(clean(fields.created));
     },
+    async creating(what, call) {
+      try {
+        return await call();
+      } catch (e) {
+        if (!(e instanceof DeployError && e.notDone)) (result.possiblyCreated ??= []).push(clean(what));
+        throw e;
+      }
+    },
   };
 
   try {

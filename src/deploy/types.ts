@@ -36,6 +36,9 @@ export interface DeployResult {
   hint?: string;
   /** Resources this run created on the platform (so a failed run can be cleaned up or retried with --update). */
   created: string[];
+  /** Resources a create call may have made though its answer never came (a timeout, a dropped
+   *  connection, an answer that cannot be read); only present when there are some. */
+  possiblyCreated?: string[];
 }
 
 export type StepHandler = (event: DeployStep) => void;
@@ -73,12 +76,15 @@ export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 /**
  * The step runner a provider drives. `run` reports running/ok/failed around one step;
  * `skip` reports a step that was not needed; `note` records ids and created resources so
- * that a failure later on can still say what exists.
+ * that a failure later on can still say what exists; `creating` wraps a create call.
  */
 export interface StepContext {
   run<T>(step: string, work: () => Promise<StepOutcome<T>>): Promise<T>;
   skip(step: string, detail: string): void;
   note(fields: { projectId?: string; stackId?: string; dashboardUrl?: string; created?: string }): void;
+  /** Runs the call that creates `what`; when it fails without the platform's refusal (its outcome
+   *  unknown), records `what` as possibly created before passing the failure on. */
+  creating<T>(what: string, call: () => Promise<T>): Promise<T>;
 }
 
 export interface StepOutcome<T> {

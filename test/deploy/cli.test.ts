@@ -2,6 +2,7 @@
 // temp dir. Besides exit codes and output shape, every run checks that the key never shows up.
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { connect, createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts";
@@ -61,7 +62,7 @@ function expectNoKey(run: Run, key: string) {
   expect(run.stderr).not.toContain(key);
 }
 
-const RESULT_KEYS = ["success", "provider", "steps", "projectId", "stackId", "dashboardUrl", "changes", "error", "failedStep", "created"];
+const RESULT_KEYS = ["success", "provider", "steps", "projectId", "stackId", "dashboardUrl", "changes", "error", "failedStep", "created", "possiblyCreated"];
 
 describe("stackgen deploy (subprocess)", () => {
   test("coolify, key by flag, --json: exactly the DeployResult on stdout, progress on stderr", async () => {
@@ -270,6 +271,39 @@ describe("stackgen deploy (subprocess)", () => {
     expect(run.stdout).not.toContain("Deployed");
     expect(fake.calls).toHaveLength(0);
     expectNoKey(run, fake.token);
+  });
+
+  test("the connection drops after a create call was sent: the user is told it may exist and to check, not that nothing was created", async () => {
+    const fake = await coolify();
+    // A TCP front that passes everything on, but closes the connection instead of relaying
+    // the answer to POST /projects (which the fake has carried out by then).
+    const front = createServer((client) => {
+      const upstream = connect(Number(new URL(fake.url).port), "127.0.0.1");
+      let dropAnswer = false;
+      client.on("data", (chunk) => {
+        if (chunk.toString("latin1").startsWith("POST /api/v1/projects ")) dropAnswer = true;
+        upstream.write(chunk);
+      });
+      upstream.on("data", (chunk) => (dropAnswer ? client.destroy() : client.write(chunk)));
+      for (const socket of [client, upstream]) socket.on("error", () => {});
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => front.close(() => resolve())));
+    const url = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+    const dir = bundle();
+    const text = await runCli(["--provider", "coolify", "--url", url, "--dir", dir], { STACKGEN_DEPLOY_API_KEY: fake.token });
+    expect(text.code).toBe(1);
+    expect(text.stderr).toContain(`Possibly created on Coolify: Coolify project "${PROJECT}" (the call that creates it got no answer)`);
+    expect(text.stderr).toContain("run again with --update");
+    expect(text.stderr).not.toContain("created nothing");
+    expect(fake.projects).toHaveLength(1);
+    fake.projects.splice(0);
+    const json = await runCli(["--provider", "coolify", "--url", url, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: fake.token });
+    expect(JSON.parse(json.stdout)).toMatchObject({ success: false, failedStep: "Create project", created: [], possiblyCreated: [`Coolify project "${PROJECT}"`] });
+    expectNoKey(text, fake.token);
+    expectNoKey(json, fake.token);
   });
 
   test("existing project without --update: exit 1, SPEC message, hint to use --update", async () => {

@@ -6,7 +6,7 @@ import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts"
 import { adaptCompose } from "../../src/deploy/adapt-compose.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
-import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<CoolifyFake>();
 const startFake = (options?: ConstructorParameters<typeof CoolifyFake>[0]) => track(new CoolifyFake(options));
@@ -433,6 +433,37 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.projectId).toBe(fake.projects[0]!.uuid);
     expect(fake.deployments).toHaveLength(0);
     expect(fake.violations).toEqual([]);
+  });
+
+  test("a create call whose answer never comes may have created its resource: named as possibly created, not as nothing created", async () => {
+    const fake = await startFake();
+    const result = await deployBundle(options(fake, { fetch: losingAnswersTo("POST", "/api/v1/projects", timedOut), timeoutMs: 2000 }));
+    expect(result).toMatchObject({ success: false, failedStep: "Create project", created: [], possiblyCreated: [`Coolify project "${PROJECT}"`] });
+    expect(result.error).toBe("Coolify did not answer within 2 s");
+    // It had: --update finds and reuses it.
+    expect(fake.projects).toHaveLength(1);
+    const again = await deployBundle(options(fake, { update: true }));
+    expect(again.success).toBe(true);
+    expect(again.possiblyCreated).toBeUndefined();
+    expect(fake.projects).toHaveLength(1);
+
+    // The service's answer lost after the project was made: one of each list.
+    const second = await startFake();
+    const lost = await deployBundle(options(second, { fetch: losingAnswersTo("POST", "/api/v1/services", connectionDropped) }));
+    expect(lost.created).toEqual([`Coolify project "${PROJECT}" (${second.projects[0]!.uuid})`]);
+    expect(lost.possiblyCreated).toEqual([`Coolify service "${PROJECT}"`]);
+    expect(second.services).toHaveLength(1);
+
+    // A create Coolify refuses made nothing, and one that never left this machine neither.
+    const third = await startFake();
+    third.injections.push({ operationId: "create-project", reply: { status: 422, body: { message: "Validation failed." } } });
+    const refused = await deployBundle(options(third));
+    expect(refused).toMatchObject({ success: false, failedStep: "Create project", created: [] });
+    expect(refused.possiblyCreated).toBeUndefined();
+    const unsent = await deployBundle(options(third, { fetch: async (input, init) => (init.method === "POST" ? Promise.reject(Object.assign(new TypeError("ECONNREFUSED"), { code: "ECONNREFUSED" })) : fetch(input, init)) }));
+    expect(unsent.failedStep).toBe("Create project");
+    expect(unsent.possiblyCreated).toBeUndefined();
+    expect(fake.violations.concat(second.violations, third.violations)).toEqual([]);
   });
 
   test("a deploy Coolify answers 200 but refuses in its message is a failure, not a success", async () => {

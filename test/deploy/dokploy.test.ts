@@ -3,7 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import { envValues } from "../../src/core/parse-env.ts";
 import { DokployFake, dokployContainerEnv } from "./fakes/dokploy-fake.ts";
-import { COMPOSE, ENV_TEXT, FILES, PROJECT, fixtureOptions, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<DokployFake>();
 const startFake = (options?: ConstructorParameters<typeof DokployFake>[0]) => track(new DokployFake(options));
@@ -340,6 +340,22 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     ]);
     expect(fake.deployments).toHaveLength(0);
     expect(fake.violations).toEqual([]);
+  });
+
+  test("a create call whose answer never comes (a dropped connection) may have created its resource: named as possibly created", async () => {
+    const fake = await startFake();
+    const result = await deployBundle(options(fake, { fetch: losingAnswersTo("POST", "/api/compose.create", connectionDropped) }));
+    expect(result).toMatchObject({ success: false, failedStep: "Create compose stack" });
+    expect(result.error).toContain("Cannot reach Dokploy");
+    expect(result.created).toEqual([`Dokploy project "${PROJECT}" (${fake.projects[0]!.projectId})`]);
+    expect(result.possiblyCreated).toEqual([`Dokploy compose "${PROJECT}"`]);
+    expect(fake.composes).toHaveLength(1);
+    // The project's own answer lost: that one is possibly created.
+    const second = await startFake();
+    const lost = await deployBundle(options(second, { fetch: losingAnswersTo("POST", "/api/project.create", timedOut) }));
+    expect(lost).toMatchObject({ failedStep: "Create project", created: [], possiblyCreated: [`Dokploy project "${PROJECT}"`] });
+    expect(second.projects).toHaveLength(1);
+    expect(fake.violations.concat(second.violations)).toEqual([]);
   });
 
   test("a redirect is reported, never followed", async () => {

@@ -2,6 +2,7 @@
 import { afterEach } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import type { DeployOptions } from "../../src/deploy/index.ts";
+import type { FetchLike } from "../../src/deploy/types.ts";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -99,3 +100,18 @@ export async function rejection<E = Error>(call: Promise<unknown>): Promise<E> {
   }
   throw new Error("expected the call to fail");
 }
+
+/** fetch whose calls to a path ending in `lost` (with `method`) reach the platform, which does
+ *  what they ask, and then fail with `error` as if the answer never came. */
+export function losingAnswersTo(method: string, lost: string, error: () => Error): FetchLike {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    if (init.method !== method || !new URL(input).pathname.endsWith(lost)) return res;
+    await res.arrayBuffer();
+    throw error();
+  };
+}
+
+/** What fetch rejects with when its timeout signal fires, and when the connection drops. */
+export const timedOut = () => new DOMException("The operation timed out.", "TimeoutError");
+export const connectionDropped = () => Object.assign(new TypeError("ECONNRESET: The socket connection was closed unexpectedly."), { code: "ECONNRESET" });
