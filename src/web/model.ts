@@ -168,11 +168,17 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   // input's, or the default the API would take for it (an imported export regenerates as exported).
   const fresh = initialState();
   let state: FormState = { ...base, services: [], skillPacks: [], presetId: null, proxy: "", gpu: false, domain: "", deployment: fresh.deployment, generateSecrets: fresh.generateSecrets, coreVersion: fresh.coreVersion };
+  const proxy = input.proxy === "caddy" || input.proxy === "traefik" ? input.proxy
+    : input.proxy === "none" || input.proxy === null || input.proxy === "" ? "" : undefined;
   const presetId = typeof input.preset === "string" ? input.preset : undefined;
   if (presetId) {
     const preset = known.presets.get(presetId);
-    if (preset) state = applyPreset(state, preset);
-    else ignored.push(`preset ${presetId}`);
+    if (preset) {
+      state = applyPreset(state, preset);
+      // The input's own proxy replaces the preset's, and the preset's proxy service (full-stack
+      // lists caddy) goes with it, as the API resolves it; named in the input's services, it stays.
+      if (proxy !== undefined && preset.proxy && preset.proxy !== proxy) state.services = state.services.filter((id) => id !== preset.proxy);
+    } else ignored.push(`preset ${presetId}`);
   }
   for (const id of stringList(input.services)) {
     if (!known.services.has(id)) ignored.push(id);
@@ -183,13 +189,20 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
     if (!id || !known.packs.has(id)) ignored.push(`pack ${raw}`);
     else if (!state.skillPacks.includes(id)) state.skillPacks.push(id);
   }
-  if (typeof input.projectName === "string") state.projectName = input.projectName;
   // A value the page has no choice for is named as left out, not dropped in silence.
   const unknown = (name: string, value: unknown) => value !== undefined && ignored.push(`${name} ${typeof value === "string" ? value : JSON.stringify(value)}`);
-  if (input.proxy === "caddy" || input.proxy === "traefik") state.proxy = input.proxy;
-  else if (input.proxy === "none" || input.proxy === null || input.proxy === "") state.proxy = "";
+  // A one-line field drops a line break (and shows no other control character), so it would show
+  // one value while the check refuses another: such a value is left out, named in quotes.
+  const text = (name: string, value: unknown): string | undefined => {
+    if (typeof value !== "string") return undefined;
+    if (!/[\x00-\x1f\x7f]/.test(value)) return value;
+    ignored.push(`${name} ${JSON.stringify(value)}`);
+    return undefined;
+  };
+  state.projectName = text("projectName", input.projectName) ?? state.projectName;
+  if (proxy !== undefined) state.proxy = proxy;
   else unknown("proxy", input.proxy);
-  if (typeof input.domain === "string") state.domain = input.domain;
+  state.domain = text("domain", input.domain) ?? state.domain;
   if (typeof input.gpu === "boolean") state.gpu = input.gpu;
   else unknown("gpu", input.gpu);
   state.platform = input.platform === "linux/amd64" || input.platform === "linux/arm64" ? input.platform : "";
@@ -200,7 +213,7 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   else unknown("deployment", deployment);
   if (typeof input.generateSecrets === "boolean") state.generateSecrets = input.generateSecrets;
   else unknown("generateSecrets", input.generateSecrets);
-  if (typeof input.coreVersion === "string") state.coreVersion = input.coreVersion;
+  state.coreVersion = text("coreVersion", input.coreVersion) ?? state.coreVersion;
   return { state, ignored: [...new Set(ignored)] };
 }
 
@@ -242,7 +255,8 @@ export function inputOfLink(search: string): Record<string, unknown> | undefined
     if (value !== null) input[name] = value.split(",").map((id) => id.trim()).filter(Boolean);
   }
   // Trimmed: a link can carry a line break or spaces around a value that the field would show as
-  // nothing, leaving the user with an error they cannot see the cause of.
+  // nothing, leaving the user with an error they cannot see the cause of (one inside a value is
+  // left out by stateFromInput).
   for (const name of [...TEXT_PARAMS, "preset"]) {
     const value = params.get(name);
     if (value !== null) input[name] = value.trim();

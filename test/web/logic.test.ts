@@ -105,9 +105,29 @@ describe("form model", () => {
     const { state, ignored } = stateFromInput(input, known, initialState());
     expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops"], presetId: "devops", gpu: false, generateSecrets: true, proxy: "caddy", platform: "" });
     // Odd values are named as left out, as unknown ids are, never dropped in silence.
-    expect(ignored).toEqual(["<script>", "../etc", "proxy evil", "gpu maybe", "platform linux/s390x", "generateSecrets 0"]);
-    // The form refuses the domain before anything is generated.
-    expect(fieldErrors(state).domain).toBeDefined();
+    expect(ignored).toEqual(["<script>", "../etc", "proxy evil", 'domain "x.com\\nname: evil"', "gpu maybe", "platform linux/s390x", "generateSecrets 0"]);
+    // The domain with a line break in it is not taken: the field could not show it as it is.
+    expect(state.domain).toBe("");
+  });
+
+  test("a value with a line break inside is left out, not shown as another value than the one checked", () => {
+    const known = { services: new Set(byId.keys()), packs: new Set<string>(), presets: new Map<string, Preset>() };
+    const { state, ignored } = stateFromInput(inputOfLink("?projectName=a%0Ab&domain=example.com%0Aevil.com&coreVersion=1%092&services=redis&proxy=caddy")!, known, initialState());
+    expect(state).toMatchObject({ projectName: "my-stack", domain: "", coreVersion: "latest", services: ["redis"], proxy: "caddy" });
+    expect(ignored).toEqual(['projectName "a\\nb"', 'domain "example.com\\nevil.com"', 'coreVersion "1\\t2"']);
+    expect(fieldErrors(state)).toEqual({});
+  });
+
+  test("a proxy of the input's own replaces a preset's, with the preset's proxy service, as the API resolves it", () => {
+    const known = { services: new Set([...byId.keys(), "caddy", "traefik"]), packs: new Set(["devops"]), presets: new Map([["devops", preset]]) };
+    const withCaddy = { ...preset, services: [...preset.services, "caddy"] };
+    const presets = { ...known, presets: new Map([["devops", withCaddy]]) };
+    expect(stateFromInput({ preset: "devops", proxy: "traefik" }, presets, initialState()).state).toMatchObject({ proxy: "traefik", services: ["n8n", "redis"] });
+    expect(stateFromInput({ preset: "devops", proxy: "none" }, presets, initialState()).state).toMatchObject({ proxy: "", services: ["n8n", "redis"] });
+    // Named in the input's services, or the preset's own proxy again: it stays.
+    expect(stateFromInput({ preset: "devops", proxy: "traefik", services: ["caddy"] }, presets, initialState()).state.services).toEqual(["n8n", "redis", "caddy"]);
+    expect(stateFromInput({ preset: "devops", proxy: "caddy" }, presets, initialState()).state).toMatchObject({ proxy: "caddy", services: ["n8n", "redis", "caddy"] });
+    expect(stateFromInput({ preset: "devops" }, presets, initialState()).state).toMatchObject({ proxy: "caddy", services: ["n8n", "redis", "caddy"] });
   });
 
   test("a domain the API would refuse gets the reason that helps fix it", () => {
