@@ -421,6 +421,30 @@ describe.skipIf(!haveChromium)("web UI", () => {
     problems = problems.filter((p) => !p.endsWith("/v1/validate net::ERR_ABORTED"));
   }, TEST_TIMEOUT_MS);
 
+  test("the header's live status speaks only when its verdict changes, and an empty stack is not called valid", async () => {
+    const page = await openPage();
+    // Nothing chosen: a neutral note, not a green "valid".
+    expect(await page.locator("#validity").getAttribute("class")).not.toContain("ok");
+    expect(await page.textContent("#validity")).not.toContain("✓");
+    expect(await page.textContent("#validity")).toContain("Nothing selected yet");
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    // What a screen reader hears: each change inside the header's live region.
+    await page.evaluate(() => {
+      const live = document.querySelector("header [aria-live]")!;
+      const heard: string[] = ((window as any).heard = []);
+      new MutationObserver(() => heard.push(live.textContent!)).observe(live, { childList: true, subtree: true, characterData: true });
+    });
+    await page.focus("#opt-projectName");
+    await page.keyboard.press("End");
+    await page.keyboard.type("-hello-world", { delay: 30 });
+    await page.locator("#svc-n8n").check();
+    await page.waitForSelector("#status-bar:has-text('checking…')");
+    await settled(page);
+    const check = await apiJson("/v1/validate", { services: ["redis", "n8n"] });
+    expect(await page.evaluate(() => (window as any).heard)).toEqual([`✓ Valid · ${plural(check.resolvedServices.length, "service")} · ${formatMB(check.estimatedMemoryMB)}`]);
+  }, TEST_TIMEOUT_MS);
+
   test("a platform problem shows on the service's card, and card facts are searchable", async () => {
     const page = await openPage();
     await page.locator("#svc-stable-diffusion").check();

@@ -1,6 +1,6 @@
 // The "Your stack" panel: live validation (resolved services, added dependencies, warnings and
 // conflicts explained) and memory against the host size the user picks.
-import { h, replaceChildren, byId } from "../dom.ts";
+import { h, replaceChildren, byId, type Child } from "../dom.ts";
 import { explainConflict, explainWarning, formatMB, plural } from "../explain.ts";
 import { fieldErrors } from "../model.ts";
 import type { ValidateResponse } from "../api.ts";
@@ -12,6 +12,8 @@ const HOST_SIZE_KEY = "stackgen.hostSizeGB";
 export function mountSummary(store: Store): void {
   const body = byId("summary-body");
   const statusBar = byId("status-bar");
+  const statusVerdict = byId("status-verdict");
+  const statusChecking = byId("status-checking");
   const hostSelect = byId<HTMLSelectElement>("host-size");
   const saved = localStorage.getItem(HOST_SIZE_KEY);
   if (saved && Array.from(hostSelect.options).some((o) => o.value === saved)) hostSelect.value = saved;
@@ -46,32 +48,36 @@ export function mountSummary(store: Store): void {
     renderStatus();
   };
 
+  /** The header's live verdict is replaced only when its words change: a screen reader reads
+   *  every change of it aloud, and the form changes with every key typed. */
+  const showVerdict = (href: string, ...parts: Child[]) => {
+    statusBar.setAttribute("href", href);
+    const next = h("span", {}, ...parts);
+    if (next.textContent !== statusVerdict.textContent) statusVerdict.replaceChildren(...Array.from(next.childNodes));
+  };
+
   // The header's verdict covers the options too (a project name the API refuses): they change
   // without a new check, so it follows the form as well.
   const renderStatus = () => {
     const v = store.validation;
+    // The last verdict stays until the next one, marked (outside the live region) while a check is under way.
+    statusChecking.textContent = v.kind === "checking" ? " · checking…" : "";
     if (v.kind === "error") {
-      statusBar.setAttribute("href", "#summary");
-      statusBar.replaceChildren(h("span", { class: "error-text" }, v.code === "NETWORK_ERROR" ? "✗ Server unreachable" : "✗ Check failed"));
+      showVerdict("#summary", h("span", { class: "error-text" }, v.code === "NETWORK_ERROR" ? "✗ Server unreachable" : "✗ Check failed"));
       return;
     }
     const result = store.lastResult();
     if (!result) return;
-    // The last verdict stays until the next one, marked while a check is under way.
-    const checking = store.validation.kind === "checking" ? h("span", { class: "muted" }, " · checking…") : "";
     if (result.resolvedServices.length === 0) {
-      statusBar.setAttribute("href", "#start");
-      statusBar.replaceChildren("Nothing selected yet", checking);
+      showVerdict("#start", "Nothing selected yet");
       return;
     }
     const badOptions = Object.keys(fieldErrors(store.form)).length > 0;
     const problems = [result.valid ? "" : plural(result.conflicts.length, "conflict"), badOptions ? "options need fixing" : ""].filter(Boolean).join(", ");
     // The link goes where the fix is.
-    statusBar.setAttribute("href", badOptions && result.valid ? "#options" : "#summary");
-    statusBar.replaceChildren(
+    showVerdict(badOptions && result.valid ? "#options" : "#summary",
       h("span", { class: problems ? "error-text" : "ok-text" }, problems ? `✗ ${problems[0]!.toUpperCase()}${problems.slice(1)}` : "✓ Valid"),
       ` · ${plural(result.resolvedServices.length, "service")} · ${formatMB(result.estimatedMemoryMB)}`,
-      checking,
     );
   };
   store.onValidation(render);
@@ -82,8 +88,11 @@ export function mountSummary(store: Store): void {
 function renderResult(store: Store, result: ValidateResponse, hostMB: number, stale: boolean): HTMLElement[] {
   const name = (id: string) => store.catalog.servicesById.get(id)?.name ?? id;
   const out: HTMLElement[] = [];
-  out.push(h("p", { id: "validity", class: `validity ${result.valid ? "ok" : "bad"}`, "data-valid": String(result.valid) },
-    result.valid ? "✓ This stack is valid." : "✗ This stack cannot be generated until the conflicts below are fixed.",
+  // Nothing chosen is neither a valid stack nor a wrong one: nothing can be generated yet.
+  const empty = result.resolvedServices.length === 0;
+  out.push(h("p", { id: "validity", class: `validity ${empty ? "empty" : result.valid ? "ok" : "bad"}`, "data-valid": String(result.valid) },
+    empty ? "Nothing selected yet: start from a preset, a skill pack or a service."
+      : result.valid ? "✓ This stack is valid." : "✗ This stack cannot be generated until the conflicts below are fixed.",
     stale ? h("span", { class: "muted" }, " (updating…)") : null,
   ));
 
