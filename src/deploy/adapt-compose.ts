@@ -1,6 +1,7 @@
 // Adapt a bundle's compose file for a PaaS. Two things break there:
 // - host port bindings: the platform's own proxy owns 80/443 and routes to container ports, so a
-//   host binding clashes with it (or with another stack). Container ports stay, as `expose`.
+//   host binding clashes with it (or with another stack). Container ports stay, as `expose`; the
+//   ones that proxy cannot carry (UDP, TCP that is not HTTP) are named, to publish in the platform.
 // - bind mounts of bundle files (`./Caddyfile`, `./prometheus/prometheus.yml`): the platform only
 //   receives the compose text, so those files do not exist on its host. When their text is known
 //   they travel inside the compose file as top-level `configs` with inline `content`.
@@ -11,6 +12,8 @@
 import path from "node:path";
 import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from "yaml";
 import { usageError } from "../errors.ts";
+import type { Catalog } from "../catalog/index.ts";
+import type { Port as CatalogPort } from "../schema/catalog.ts";
 
 export interface AdaptResult {
   yaml: string;
@@ -20,7 +23,8 @@ export interface AdaptResult {
 /** Bundle-relative path -> file text. Keys are normalised (`prometheus/prometheus.yml`, no `./`). */
 export type BundleFiles = Record<string, string>;
 
-export function adaptCompose(composeYaml: string, files: BundleFiles = {}): AdaptResult {
+/** `catalog`: what it says of the services stackgen generated (which of their ports are HTTP). */
+export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catalog?: Catalog): AdaptResult {
   const doc = parseCompose(composeYaml);
   const services = doc.get("services");
   const changes: string[] = [];
@@ -34,8 +38,19 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}): Adap
     const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
     if (!isMap(pair.value)) continue;
     const service = pair.value as YAMLMap;
-    const portChange = moveHostPortsToExpose(doc, service);
-    if (portChange) changes.push(`service "${name}": ${portChange}`);
+    const moved = moveHostPortsToExpose(doc, service);
+    if (moved) {
+      changes.push(`service "${name}": ${moved.change}`);
+      const { never, unlessHttp } = portsBeyondProxy(moved.ports, catalog ? catalogPortsOf(service, catalog) : []);
+      if (never.length || unlessHttp.length) {
+        const one = (list: string[]) => list.length === 1;
+        const cannot = [
+          never.length ? `${never.join(", ")}, which ${one(never) ? "is" : "are"} not TCP` : "",
+          unlessHttp.length ? `${unlessHttp.join(", ")} unless ${one(unlessHttp) ? "it speaks" : "they speak"} HTTP (not the service's web port)` : "",
+        ];
+        changes.push(`service "${name}": the platform's proxy carries only HTTP(S) to a domain, so clients cannot reach ${cannot.filter(Boolean).join(", nor ")}, until you publish ${one([...never, ...unlessHttp]) ? "it" : "them"} in the platform and open ${one([...never, ...unlessHttp]) ? "it" : "them"} on its server`);
+      }
+    }
     changes.push(...inlineBindMounts(doc, service, name, known, configNames));
   }
   return { yaml: doc.toString({ lineWidth: 0 }), changes };
@@ -166,19 +181,49 @@ function withoutScrapeJobs(text: string, jobs: string[]): string {
 // ---------------------------------------------------------------------------------------------
 // Ports
 
-/** Remove `ports`, add the container side of each to `expose`. Returns a change line or null. */
-function moveHostPortsToExpose(doc: Document, service: YAMLMap): string | null {
+/** The catalog's ports of a service stackgen generated (its `dev.stackgen.service` label); none
+ *  for a sidecar or a service of the user's own. */
+function catalogPortsOf(service: YAMLMap, catalog: Catalog): readonly CatalogPort[] {
+  if (labelOf(service, "dev.stackgen.sidecar") !== undefined) return [];
+  const id = labelOf(service, "dev.stackgen.service");
+  if (id === undefined) return [];
+  return (catalog.servicesById.get(id) ?? (catalog.core.id === id ? catalog.core : undefined))?.ports ?? [];
+}
+
+/**
+ * The published ports the platform's proxy, which carries HTTP(S) only, may not stand in for:
+ * UDP (never HTTP), and TCP ports the catalog does not give as the service's web port (WebRTC,
+ * SSH, but also a second HTTP API: the proxy carries those only if they speak HTTP). A service
+ * the catalog does not know gives no such facts, so only its UDP ports are named. Ports bound to
+ * this machine's loopback were never reachable from elsewhere: nothing is lost for them.
+ */
+function portsBeyondProxy(ports: readonly ParsedPort[], known: readonly CatalogPort[]): { never: string[]; unlessHttp: string[] } {
+  const never: string[] = [];
+  const unlessHttp: string[] = [];
+  for (const port of ports) {
+    if (port.loopback) continue;
+    const entry = known.find((k) => String(k.container) === port.target && (k.protocol ?? "tcp") === port.protocol);
+    const shown = entry?.description ? `${port.text} (${entry.description})` : port.text;
+    if (port.protocol !== "tcp") never.push(shown);
+    else if (known.length && !entry?.web) unlessHttp.push(shown);
+  }
+  return { never, unlessHttp };
+}
+
+/** Remove `ports`, add the container side of each to `expose`. Returns a change line and the
+ *  bindings removed, or null. */
+function moveHostPortsToExpose(doc: Document, service: YAMLMap): { change: string; ports: ParsedPort[] } | null {
   const ports = service.get("ports");
   if (!isSeq(ports) || ports.items.length === 0) {
     if (ports !== undefined) service.delete("ports");
     return null;
   }
-  const removed: string[] = [];
+  const removed: ParsedPort[] = [];
   const containerPorts: string[] = [];
   for (const item of ports.items) {
     const parsed = parsePortItem(item);
     if (!parsed) continue;
-    removed.push(parsed.text);
+    removed.push(parsed);
     containerPorts.push(parsed.container);
   }
   service.delete("ports");
@@ -191,7 +236,7 @@ function moveHostPortsToExpose(doc: Document, service: YAMLMap): string | null {
     else service.set("expose", doc.createNode([...present, ...added]));
   }
   const kept = [...new Set(containerPorts)];
-  return `removed host port bindings ${removed.join(", ")} (container ports ${kept.join(", ")} kept as expose)`;
+  return { change: `removed host port bindings ${removed.map((p) => p.text).join(", ")} (container ports ${kept.join(", ")} kept as expose)`, ports: removed };
 }
 
 interface ParsedPort {
@@ -199,7 +244,14 @@ interface ParsedPort {
   text: string;
   /** Container side with a non-tcp protocol suffix: `80`, `53/udp`, `3000-3005`. */
   container: string;
+  /** Container side alone, and its protocol (`tcp` when none is written). */
+  target: string;
+  protocol: string;
+  /** Published on a loopback address only (`127.0.0.1:9090:9090`). */
+  loopback: boolean;
 }
+
+const isLoopback = (hostIp: string) => /^(127\.|localhost$|\[?::1\]?$)/.test(hostIp);
 
 function parsePortItem(item: unknown): ParsedPort | null {
   if (isScalar(item)) {
@@ -207,15 +259,17 @@ function parsePortItem(item: unknown): ParsedPort | null {
     const [spec, protocol] = splitProtocol(text);
     const segments = splitOutsideBraces(spec, ":");
     const container = segments[segments.length - 1]!;
-    return { text, container: withProtocol(container, protocol) };
+    const loopback = segments.length === 3 && isLoopback(segments[0]!);
+    return { text, container: withProtocol(container, protocol), target: container, protocol: protocol ?? "tcp", loopback };
   }
   if (isMap(item)) {
     const target = item.get("target");
     if (target === undefined) return null;
     const published = item.get("published");
-    const protocol = item.get("protocol");
-    const container = withProtocol(String(target), protocol === undefined ? undefined : String(protocol));
-    return { text: published === undefined ? container : `${published}:${container}`, container };
+    const protocol = item.get("protocol") === undefined ? "tcp" : String(item.get("protocol")).toLowerCase();
+    const container = withProtocol(String(target), protocol);
+    const hostIp = item.get("host_ip");
+    return { text: published === undefined ? container : `${published}:${container}`, container, target: String(target), protocol, loopback: hostIp !== undefined && isLoopback(String(hostIp)) };
   }
   return null;
 }

@@ -111,7 +111,9 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (!/^[\x20-\x7e]+$/.test(apiKey)) throw usageError(`The API key for ${provider.label} holds a character no HTTP header can carry (a line break, a control or non-ASCII character): copy it again from ${provider.label}`, "apiKey");
   const baseUrl = normaliseInstanceUrl(opts.url);
   await checkInstanceAddress(baseUrl);
-  const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {});
+  // The catalog only for a stack stackgen generated: loading it takes a while (seconds from source).
+  const catalog = opts.composeYaml.includes("dev.stackgen.service") ? (await import("../catalog/index.ts")).getCatalog() : undefined;
+  const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {}, catalog);
   const { text: envText, settings, badNames, filled, unset } = envForPlatform(opts.envText);
   if (filled.length) changes.push(`.env: ${filled.join(", ")} sent with the \${…} references in ${filled.length === 1 ? "its value" : "their values"} filled in from .env, as compose fills them here: the platform takes values as written`);
   if (unset.length) changes.push(`.env: ${unset.join(", ")} ${unset.length === 1 ? "refers" : "refer"} to a variable .env does not set (compose here takes it from the shell): sent as written, so set it in .env if the stack needs it`);

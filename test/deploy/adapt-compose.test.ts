@@ -26,8 +26,18 @@ describe("adaptCompose", () => {
     const web = parseYaml(out).services.web;
     expect(web.ports).toBeUndefined();
     expect(web.expose).toEqual(["8080", "80", "443", "53/udp", "9000", "3000", "7000-7002"]);
-    expect(changes).toHaveLength(1);
     expect(changes[0]).toContain('service "web": removed host port bindings 80:80, 127.0.0.1:8443:443');
+    // A service the catalog does not know: only its UDP port is known not to be HTTP.
+    expect(changes.slice(1)).toEqual(['service "web": the platform\'s proxy carries only HTTP(S) to a domain, so clients cannot reach ${DNS_PORT:-53}:53/udp, which is not TCP, until you publish it in the platform and open it on its server']);
+  });
+
+  test("ports the platform's proxy cannot carry are named from the catalog: UDP always, TCP that is not the web port unless HTTP; loopback ones never", () => {
+    const bundle = generateBundle({ projectName: "media", services: ["livekit", "redis", "headscale"] }, getCatalog());
+    const { changes } = adaptCompose(bundle.files["docker-compose.yml"]!, bundle.files, getCatalog());
+    const warnings = changes.filter((c) => c.includes("cannot reach"));
+    expect(warnings).toContain('service "livekit": the platform\'s proxy carries only HTTP(S) to a domain, so clients cannot reach 7882:7882/udp (WebRTC media over UDP (one muxed port)), which is not TCP, nor 7881:7881 (WebRTC over TCP) unless it speaks HTTP (not the service\'s web port), until you publish them in the platform and open them on its server');
+    // Web ports (livekit 7880, headscale 8080) go through the proxy; redis is published on loopback only.
+    expect(warnings.some((w) => /"(headscale|redis)"|7880/.test(w))).toBe(false);
   });
 
   test("services without ports or mounts are left alone, comments kept", () => {

@@ -113,6 +113,14 @@ describe("Coolify deployer against a spec-validating fake", () => {
     }
   });
 
+  test("a generated stack's ports Coolify's proxy cannot carry (LiveKit's UDP and WebRTC ones) are named among the changes", async () => {
+    const fake = await startFake();
+    const bundle = generateBundle({ projectName: PROJECT, services: ["livekit"] }, getCatalog());
+    const result = await deployBundle(options(fake, { composeYaml: bundle.files["docker-compose.yml"]!, envText: bundle.files[".env"]!, files: bundle.files }));
+    expect(result.success).toBe(true);
+    expect(result.changes.find((c) => c.startsWith('service "livekit": the platform\'s proxy carries only HTTP(S)'))).toContain("7882:7882/udp (WebRTC media over UDP (one muxed port)), which is not TCP, nor 7881:7881 (WebRTC over TCP) unless it speaks HTTP");
+  });
+
   test("${NAME} references in .env values arrive filled in as compose fills them; names .env lacks are sent as written and named", async () => {
     const fake = await startFake();
     const envText = `${ENV_TEXT}DB_USER=app\nDATABASE_URL=postgres://\${DB_USER}:\${POSTGRES_PASSWORD}@postgres/app\nGREETING2="\${GREETING}, \${MISSING:-friend}"\nLITERAL='\${DB_USER}'\nFROM_SHELL=\${HOME_DIR}/data\nDOLLARS=$$DB_USER\n`;
