@@ -87,6 +87,13 @@ export function digestOf(image: ImageInspect | undefined, ref: string): string {
   return match ? match.slice(match.indexOf("@") + 1) : image.Id;
 }
 
+/** Whether the registry's `digest` for `ref` is one this local image was pulled as. An image has
+ *  one RepoDigest per manifest it came by: when a tag moves to a new multi-platform index whose
+ *  entry for this platform is unchanged, the pull adds the index's digest beside the old one. */
+export function pulledAs(image: ImageInspect | undefined, ref: string, digest: string): boolean {
+  return (image?.RepoDigests ?? []).some((d) => d.slice(d.indexOf("@") + 1) === digest && sameName(d.split("@")[0]!, ref));
+}
+
 /** "repo:tag" split for re-tagging; undefined for digest-pinned references. */
 export function splitTag(ref: string): { repo: string; tag: string } | undefined {
   if (ref.includes("@")) return undefined;
@@ -213,8 +220,9 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
       (result.failed ??= []).push({ service: s.service, image: s.image, error: (e as Error).message });
       continue;
     }
-    const oldDigest = s.current ? digestOf(s.current, s.ranImage ?? s.image) : digestOf(await engine.inspectImage(s.image), s.image);
-    if (oldDigest === newDigest && !s.ranImage) result.unchanged.push(s.service);
+    const local = s.current ?? (await engine.inspectImage(s.image));
+    const oldDigest = digestOf(local, s.ranImage ?? s.image);
+    if (!s.ranImage && (oldDigest === newDigest || pulledAs(local, s.image, newDigest))) result.unchanged.push(s.service);
     else result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest, newDigest });
   }
   // The running services restart, as the real update does, when one of them changes.

@@ -16,7 +16,7 @@ import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker
 import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
-import { digestOf, splitTag } from "../../src/docker/update.ts";
+import { digestOf, pulledAs, splitTag } from "../../src/docker/update.ts";
 
 const entry = (name: string, type: TarEntry["type"] = "file", linkname = ""): TarEntry => ({
   ...fileEntry(name, type === "file" ? "x" : ""),
@@ -252,6 +252,12 @@ describe("image references", () => {
     const image = { Id: "sha256:id", RepoTags: [], RepoDigests: ["other/x@sha256:no", "127.0.0.1:5000/a/b@sha256:yes"] };
     expect(digestOf(image, "127.0.0.1:5000/a/b:1")).toBe("sha256:yes");
     expect(digestOf({ ...image, RepoDigests: [] }, "x")).toBe("sha256:id");
+    // A tag moved to a new index with this platform's image unchanged: the image holds both digests.
+    const twice = { ...image, RepoDigests: ["127.0.0.1:5000/a/b@sha256:old-index", "127.0.0.1:5000/a/b@sha256:new-index"] };
+    expect(pulledAs(twice, "127.0.0.1:5000/a/b:1", "sha256:new-index")).toBe(true);
+    expect(pulledAs(twice, "127.0.0.1:5000/a/b:1", "sha256:newer")).toBe(false);
+    expect(pulledAs(image, "other/x:1", "sha256:yes")).toBe(false);
+    expect(pulledAs(undefined, "x", "sha256:id")).toBe(false);
     expect(splitTag("127.0.0.1:5000/a/b:1")).toEqual({ repo: "127.0.0.1:5000/a/b", tag: "1" });
     expect(splitTag("127.0.0.1:5000/a/b")).toEqual({ repo: "127.0.0.1:5000/a/b", tag: "latest" });
     expect(splitTag("a/b@sha256:x")).toBeUndefined();

@@ -204,6 +204,58 @@ volumes:
   );
 });
 
+describe("update --dry-run after the tag moved to a new multi-platform index", () => {
+  const stack = TestStack.unique("um");
+  const listRef = stack.ref("multi");
+  const amd64Ref = stack.ref("multi", "amd64");
+  const otherRef = stack.ref("multi", "other");
+
+  /** Push `ref` as an index of the given images (the second labelled arm64). */
+  async function pushIndex(ref: string, images: string[]): Promise<void> {
+    await run(["docker", "manifest", "rm", ref]);
+    const created = await run(["docker", "manifest", "create", "--insecure", ref, ...images]);
+    if (created.code !== 0) throw new Error(created.stderr);
+    if (images[1]) await docker("manifest", "annotate", "--os", "linux", "--arch", "arm64", ref, images[1]);
+    const pushed = await run(["docker", "manifest", "push", "--insecure", "--purge", ref]);
+    if (pushed.code !== 0) throw new Error(pushed.stderr);
+  }
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(amd64Ref, ["RUN echo amd64 > /version"]);
+    await stack.publish(otherRef, ["RUN echo other > /version"]);
+    await pushIndex(listRef, [amd64Ref]);
+    stack.images.add(listRef);
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  multi:
+    image: ${listRef}
+    init: true
+    command: ["sleep", "3600"]
+`);
+    expect((await stack.compose("pull")).code).toBe(0);
+    expect((await stack.compose("up", "-d")).code).toBe(0);
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "this platform's image is the same, so the dry run and the update agree it is unchanged",
+    async () => {
+      // The index gains an arm64 entry; the amd64 one this host runs stays the same image.
+      await pushIndex(listRef, [amd64Ref, otherRef]);
+      const real = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(real.code, real.stdout + real.stderr).toBe(0);
+      expect(JSON.parse(real.stdout).unchanged).toEqual(["multi"]);
+      const dry = await cli(["update", "--dir", stack.dir, "--dry-run", "--json"]);
+      expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+      const out = JSON.parse(dry.stdout);
+      expect(out.updated).toEqual([]);
+      expect(out.unchanged).toEqual(["multi"]);
+    },
+    150_000,
+  );
+});
+
 describe("update --dry-run of a stack with an image built here", () => {
   const stack = TestStack.unique("ub");
   const pulledRef = stack.ref("pulled");
