@@ -4,6 +4,10 @@
 import type { FetchLike } from "./types.ts";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The most of an answer that is read. These APIs answer in kilobytes (a long list of services
+ *  stays well below a MiB); a bigger answer comes from something else at --url, and reading it
+ *  all would only fill memory. */
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
 /** Seconds to wait from a Retry-After header: a number of seconds or an HTTP date. */
 export function retryAfterSeconds(header: string | null, now = Date.now()): number | undefined {
@@ -113,11 +117,17 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
         throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, NOT_SENT.test(code) || TLS_CODE.test(code));
       }
 
-      let text: string;
+      let text: string | undefined;
       try {
-        text = await res.text();
+        text = await readAtMost(res, MAX_ANSWER_BYTES);
       } catch (e) {
         throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, isRefusal(res.status));
+      }
+      if (text === undefined) {
+        throw new DeployError(
+          clean(`${opts.provider} API ${res.status}: the answer is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, so it was not read; check that --url points at the ${opts.provider} instance`),
+          res.status,
+        );
       }
       const head = `${opts.provider} API ${res.status}: ${reasonPhrase(res.status, res.statusText)}`;
 
@@ -141,9 +151,11 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
       if (text.trim() === "") return null as T;
       const parsed = tryJson(text);
       if (parsed === undefined) {
-        const type = res.headers.get("content-type") ?? "no content type";
+        const type = (res.headers.get("content-type") ?? "no content type").split(";")[0]!.trim();
+        // A JSON type on a body that does not parse: cut short, or not what it says.
+        const why = /json/i.test(type) ? `its ${type} answer is not valid JSON` : `expected JSON, got ${type}`;
         throw new DeployError(
-          clean(`${opts.provider} API ${res.status}: expected JSON, got ${type.split(";")[0]}`),
+          clean(`${opts.provider} API ${res.status}: ${why}`),
           res.status,
           snippet(clean(text)),
         );
@@ -151,6 +163,29 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
       return parsed as T;
     },
   };
+}
+
+/** The body's text, or undefined once it passes `limit` bytes (the rest is not fetched). */
+async function readAtMost(res: Response, limit: number): Promise<string | undefined> {
+  if (Number(res.headers.get("content-length")) > limit) {
+    await res.body?.cancel().catch(() => {});
+    return undefined;
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
 function buildUrl(base: string, path: string, query?: Record<string, string>): string {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { compareVersions, createJsonClient, DeployError, parseVersion, redactor } from "../../src/deploy/http.ts";
+import { compareVersions, createJsonClient, DeployError, MAX_ANSWER_BYTES, parseVersion, redactor } from "../../src/deploy/http.ts";
 
 const redact = (text: string, secret: string) => redactor(secret)(text);
 import { mergeEnv } from "../../src/core/env-merge.ts";
@@ -218,6 +218,26 @@ describe("createJsonClient", () => {
     });
     const error = await failure(client.call("POST", "/compose.create", { body: {} }));
     expect(error.detail).toBe("Input validation failed; name: String must contain at least 1 character(s); Required");
+  });
+
+  test("an answer past the size cap is not read to its end (a huge body ends in a clear error); a JSON answer cut short says so", async () => {
+    let sent = 0;
+    const chunk = new TextEncoder().encode(`[${'{"uuid":"x"},'.repeat(10_000)}`);
+    // 64 MiB, as good as endless here (and bounded, should the cap fail).
+    const endless = () => new Response(new ReadableStream({ pull(controller) {
+      if (sent > 64 * 1024 * 1024) return controller.close();
+      sent += chunk.length;
+      controller.enqueue(chunk);
+    } }), { headers: { "content-type": "application/json" } });
+    const client = (answer: () => Response) => createJsonClient({ provider: "Coolify", baseUrl: "http://127.0.0.1:9/api/v1", headers: {}, secret: "secret-key-1", fetch: fakeFetch(answer) });
+    const error = await failure(client(endless).call("GET", "/servers"));
+    expect(error.message).toBe("Coolify API 200: the answer is larger than 8 MiB, so it was not read; check that --url points at the Coolify instance");
+    expect(sent).toBeLessThan(MAX_ANSWER_BYTES + 4 * chunk.length);
+    // A length announced past the cap is refused before any of it is read.
+    const announced = await failure(client(() => new Response("[]", { headers: { "content-length": String(MAX_ANSWER_BYTES + 1) } })).call("GET", "/servers"));
+    expect(announced.message).toContain("larger than 8 MiB");
+    const cut = await failure(client(() => new Response('[{"uuid":"x"},{"uu', { headers: { "content-type": "application/json; charset=utf-8" } })).call("GET", "/servers"));
+    expect(cut.message).toBe("Coolify API 200: its application/json answer is not valid JSON");
   });
 
   test("a fetch rejection that mentions the key is redacted", async () => {
