@@ -19,23 +19,28 @@ export type DeployEvent = DeployStepEvent | DeployResultEvent | DeployErrorEvent
 
 /** An error answer of the API, with its code and per-field details when given. */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly details: { field: string; message: string }[] = []) {
+  constructor(readonly status: number, readonly code: string, message: string, readonly details: { field: string; message: string }[] = [],
+    /** Over the rate limit: the server's Retry-After, the seconds until its calls are taken again. */
+    readonly retryAfterSeconds?: number) {
     super(message);
   }
-  /** One line for the user: message plus the offending fields. */
-  describe(): string {
+  /** One line for the user: message plus the offending fields. `keyField` says where a server
+   *  key is entered, for the advice over the rate limit. */
+  describe(keyField = 'as the "stackgen server key" in step 5'): string {
     // A detail that only repeats the message (field `body`, or a conflict's text after its code) adds nothing.
     const repeats = (text: string) => this.message.includes(text.replace(/^[A-Z_]+: /, ""));
     const fields = this.details.filter((d) => !repeats(d.message)).map((d) => `${d.field}: ${d.message}`).join("; ");
     const text = fields ? `${this.message} (${fields})` : this.message;
     // The person at this page is often the one who runs the server.
     return this.code === "RATE_LIMITED"
-      ? `${text} Whoever runs the stackgen server can raise its limits (RATE_LIMIT_STANDARD, RATE_LIMIT_GENERATE) or give you one of its API keys: enter it as the "stackgen server key" in step 5, and every call of this page uses it.`
+      ? `${text} Whoever runs the stackgen server can raise its limits (RATE_LIMIT_STANDARD, RATE_LIMIT_GENERATE) or give you one of its API keys: enter it ${keyField}, and every call of this page uses it.`
       : text;
   }
 }
 
 async function errorFrom(res: Response): Promise<ApiError> {
+  const retryAfter = Number(res.headers.get("retry-after"));
+  const retryAfterSeconds = res.status === 429 && retryAfter > 0 ? retryAfter : undefined;
   let body: unknown;
   try {
     body = await res.json();
@@ -45,7 +50,7 @@ async function errorFrom(res: Response): Promise<ApiError> {
   const err = (body as { error?: unknown; code?: unknown })?.error;
   if (err && typeof err === "object") {
     const e = err as { code?: string; message?: string; details?: { field: string; message: string }[] };
-    return new ApiError(res.status, e.code ?? "HTTP_ERROR", e.message ?? `HTTP ${res.status}`, e.details ?? []);
+    return new ApiError(res.status, e.code ?? "HTTP_ERROR", e.message ?? `HTTP ${res.status}`, e.details ?? [], retryAfterSeconds);
   }
   // /v1/skills uses a flat error shape (SPEC §7).
   if (typeof err === "string") return new ApiError(res.status, String((body as { code?: string }).code ?? "HTTP_ERROR"), err);
@@ -56,6 +61,7 @@ async function errorFrom(res: Response): Promise<ApiError> {
  *  sent on every call (a key has its own, higher limits). */
 let serverKey: string | undefined;
 export const useServerKey = (key: string | undefined) => (serverKey = key || undefined);
+export const serverKeyInUse = (): string | undefined => serverKey;
 
 /** How long a catalog, validate or generate call may take: they answer in milliseconds, so a
  *  call still open after this has stalled, and the page says so instead of waiting for ever. */

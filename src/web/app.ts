@@ -2,8 +2,9 @@
 // fast to load from the binary, works offline and leaves nothing to keep up to date.
 import { h, replaceChildren, byId } from "./dom.ts";
 import * as api from "./api.ts";
+import type { ValidateResponse } from "./api.ts";
 import { initialState, inputOfLink, linkSearch, stateFromInput, validateBody } from "./model.ts";
-import { Store, indexCatalog, knownIds } from "./store.ts";
+import { Store, indexCatalog, knownIds, type CatalogData, type Validation } from "./store.ts";
 import { leftOut, plural } from "./explain.ts";
 import { mountPresets, mountPacks, mountServices } from "./views/catalog.ts";
 import { mountSummary } from "./views/summary.ts";
@@ -12,6 +13,11 @@ import { mountFiles } from "./views/files.ts";
 import { mountDeploy } from "./views/deploy.ts";
 
 const VALIDATE_DELAY_MS = 250;
+/** Typing a domain: the check waits for a pause in the typing, not for each letter (every call
+ *  counts against the server's rate limit). */
+const TYPING_DELAY_MS = 900;
+/** Checked selections whose answers are kept: going back to one costs no call. */
+const KEPT_ANSWERS = 200;
 
 async function loadCatalog() {
   const [services, presets, skills] = await Promise.all([api.getServices(), api.getPresets(), api.getSkills()]);
@@ -20,33 +26,67 @@ async function loadCatalog() {
 
 /**
  * Debounced validation; answers to older requests are dropped so the newest selection wins. The
- * panel shows "checking" at once, so nothing acts on a stale answer during the debounce.
+ * panel shows "checking" at once, so nothing acts on a stale answer during the debounce. Each
+ * call counts against the server's rate limit: a selection checked before is answered from
+ * memory, and over the limit no call goes out until the server's Retry-After has passed.
  */
 function startLiveValidation(store: Store): void {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let sequence = 0;
-  let checkedBody: string | undefined;
+  /** The body of the check last sent or waiting to be, and that body as JSON. */
+  let queued = validateBody(store.form);
+  let queuedKey: string | undefined;
+  const answers = new Map<string, ValidateResponse>();
+  /** The rate limit's refusal while it holds: shown for any selection not checked before. */
+  let limited: Validation | undefined;
+  let resumeTimer: ReturnType<typeof setTimeout> | undefined;
+
   const check = async () => {
     const body = validateBody(store.form);
-    checkedBody = JSON.stringify(body);
+    const key = JSON.stringify(body);
+    queuedKey = key;
     const mine = ++sequence;
+    const known = answers.get(key);
+    if (known) return store.setValidation({ kind: "done", result: known });
+    if (limited) return store.setValidation(limited);
     try {
       const result = await api.validate(body);
+      answers.delete(key); // re-inserted as the newest
+      answers.set(key, result);
+      if (answers.size > KEPT_ANSWERS) answers.delete(answers.keys().next().value!);
       if (mine === sequence) store.setValidation({ kind: "done", result });
     } catch (e) {
+      const error = e instanceof api.ApiError ? e : undefined;
+      if (error?.retryAfterSeconds) {
+        const waitMs = error.retryAfterSeconds * 1000;
+        limited = { kind: "error", message: error.describe(), code: error.code, retryAt: Date.now() + waitMs };
+        clearTimeout(resumeTimer);
+        resumeTimer = setTimeout(() => store.recheck(), waitMs);
+      }
       if (mine !== sequence) return;
-      checkedBody = undefined; // retry on the next change
-      store.setValidation({ kind: "error", message: e instanceof api.ApiError ? e.describe() : String(e), code: e instanceof api.ApiError ? e.code : undefined });
+      queuedKey = undefined; // retry on the next change
+      store.setValidation(limited ?? { kind: "error", message: error ? error.describe() : String(e), code: error?.code });
     }
   };
   store.onForm(() => {
-    if (JSON.stringify(validateBody(store.form)) === checkedBody) return; // e.g. only the project name changed
-    if (store.validation.kind !== "checking") store.setValidation({ kind: "checking", last: store.lastResult() });
+    const body = validateBody(store.form);
+    const key = JSON.stringify(body);
+    if (key === queuedKey) return; // e.g. only the project name changed
+    // Only the domain differs from the check before: it is being typed.
+    const typing = JSON.stringify({ ...body, domain: undefined }) === JSON.stringify({ ...queued, domain: undefined });
+    queued = body;
+    queuedKey = key;
     clearTimeout(timer);
-    timer = setTimeout(check, VALIDATE_DELAY_MS);
+    // Known, or not to be asked now: said at once, without a call.
+    if (answers.has(key) || limited) return void check();
+    if (store.validation.kind !== "checking") store.setValidation({ kind: "checking", last: store.lastResult() });
+    timer = setTimeout(check, typing ? TYPING_DELAY_MS : VALIDATE_DELAY_MS);
   });
+  // Also what a server key entered or corrected asks for: a key has limits of its own.
   store.recheck = () => {
     clearTimeout(timer);
+    clearTimeout(resumeTimer);
+    limited = undefined;
     store.setValidation({ kind: "checking", last: store.lastResult() });
     void check();
   };
@@ -74,17 +114,7 @@ function openLink(store: Store): void {
 }
 
 async function main(): Promise<void> {
-  const loading = byId("loading");
-  let catalog;
-  try {
-    catalog = await loadCatalog();
-  } catch (e) {
-    replaceChildren(loading,
-      h("p", { class: "alert error", role: "alert" }, `Could not load the catalog: ${e instanceof api.ApiError ? e.describe() : String(e)}`),
-      h("button", { type: "button", class: "button", onclick: () => location.reload() }, "Try again"),
-    );
-    return;
-  }
+  const catalog = await catalogOnceLoaded();
   const store = new Store(initialState(), catalog);
   openLink(store);
   mountPresets(store);
@@ -102,10 +132,64 @@ async function main(): Promise<void> {
     clearTimeout(linkTimer);
     linkTimer = setTimeout(() => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}${location.hash}`), VALIDATE_DELAY_MS);
   });
-  loading.remove();
+  byId("loading").remove();
   document.body.classList.add("ready");
   scrollToHash();
   document.body.dataset.ready = "true";
+}
+
+/** The catalog, loaded again after a failure when the user asks or, over the rate limit, by
+ *  itself once the server's Retry-After has passed. */
+async function catalogOnceLoaded(): Promise<CatalogData> {
+  for (;;) {
+    try {
+      return await loadCatalog();
+    } catch (e) {
+      await loadFailed(e);
+    }
+  }
+}
+
+/** Says why the catalog did not load, and settles when it is time to try again. Over the rate
+ *  limit the steps (step 5's server key among them) are not drawn: the key is asked for here. */
+function loadFailed(e: unknown): Promise<void> {
+  const loading = byId("loading");
+  const verdict = byId("status-verdict");
+  const error = e instanceof api.ApiError ? e : undefined;
+  const limited = error?.code === "RATE_LIMITED";
+  verdict.replaceChildren(h("span", { class: "error-text" }, "✗ Catalog not loaded"));
+  byId("status-bar").setAttribute("href", "#loading");
+  return new Promise((retry) => {
+    let countdown: ReturnType<typeof setInterval> | undefined;
+    const again = () => {
+      clearInterval(countdown);
+      verdict.textContent = "Loading…";
+      replaceChildren(loading, h("p", { role: "status" }, "Loading the catalog…"));
+      retry();
+    };
+    const key = h("input", { id: "load-server-key", type: "password", autocomplete: "off", spellcheck: "false", value: api.serverKeyInUse() ?? "" });
+    const wait = h("p", { class: "small muted", id: "load-countdown" });
+    replaceChildren(loading,
+      h("p", { class: "alert error", role: "alert" }, `Could not load the catalog: ${error ? error.describe("in the field below") : String(e)}`),
+      h("form", { class: "load-retry", onsubmit: (event: Event) => { event.preventDefault(); api.useServerKey(key.value.trim()); again(); } },
+        limited ? h("label", { for: "load-server-key" }, "stackgen server key ", h("span", { class: "muted" }, "(optional)")) : null,
+        limited ? key : null,
+        h("button", { type: "submit", class: "button", id: "load-retry" }, "Try again"),
+      ),
+      wait,
+    );
+    const seconds = error?.retryAfterSeconds;
+    if (!seconds) return;
+    const due = Date.now() + seconds * 1000;
+    // Not a live region: a countdown read out every second would drown everything else.
+    const tick = () => {
+      const left = Math.ceil((due - Date.now()) / 1000);
+      if (left <= 0) return again();
+      wait.textContent = `Trying again by itself in ${left >= 60 ? `${Math.floor(left / 60)} min ${left % 60} s` : `${left} s`}.`;
+    };
+    tick();
+    countdown = setInterval(tick, 1000);
+  });
 }
 
 /** The browser jumps to a link's `#section` before the page is drawn (the steps are hidden until

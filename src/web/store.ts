@@ -33,7 +33,9 @@ export type Validation =
   | { kind: "checking"; last?: ValidateResponse }
   | { kind: "done"; result: ValidateResponse }
   // `code`: the ApiError's (NETWORK_ERROR when the server cannot be reached), to word the advice.
-  | { kind: "error"; message: string; code?: string };
+  // `retryAt`: over the rate limit, when (ms since the epoch) the server takes calls again; the
+  // page checks again by itself then, and sends no check before.
+  | { kind: "error"; message: string; code?: string; retryAt?: number };
 
 type Listener = () => void;
 

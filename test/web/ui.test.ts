@@ -67,8 +67,9 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(found).toEqual([]);
   });
 
-  /** A fresh context (own storage) and a loaded page, with every problem recorded. */
-  async function openPage(viewport = WIDE, origin = base): Promise<Page> {
+  /** A fresh context (own storage) and a loaded page, with every problem recorded; `ready`
+   *  false returns as soon as the page is opened, before the catalog has loaded. */
+  async function openPage(viewport = WIDE, origin = base, ready = true): Promise<Page> {
     context = await browser.newContext({ viewport, acceptDownloads: true });
     const page = await context.newPage();
     page.on("console", (m) => { if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`); });
@@ -86,9 +87,18 @@ describe.skipIf(!haveChromium)("web UI", () => {
       if (!url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:")) problems.push(`request off the server: ${url}`);
     });
     await page.goto(origin + "/");
+    if (!ready) return page;
     await page.waitForSelector("body[data-ready=true]");
     await settled(page);
     return page;
+  }
+
+  /** A second server with its own guard settings (stopped after the test); its UI's origin. */
+  function serverWith(guardEnv: Record<string, string>): string {
+    const guardConfig = readGuardConfig({ ...process.env, LOG_LEVEL: "error", ...guardEnv });
+    const other = startServers({ port: 0, uiPort: 0, uiAnyPort: true, host: "127.0.0.1", guardConfig });
+    cleanups.push(() => other.stop());
+    return `http://127.0.0.1:${other.ui!.port}`;
   }
 
   /** Waits until the live validation has answered the current selection. */
@@ -458,10 +468,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
 
   test("a server key entered under Deploy goes with every call, with the key's own limits", async () => {
     const key = "ui-test-server-key-0001";
-    const guardConfig = readGuardConfig({ ...process.env, RATE_LIMIT_GENERATE: "1", RATE_LIMIT_STANDARD: "10000", API_KEYS: key, LOG_LEVEL: "error" });
-    const keyed = startServers({ port: 0, uiPort: 0, uiAnyPort: true, host: "127.0.0.1", guardConfig });
-    cleanups.push(() => keyed.stop());
-    const page = await openPage(WIDE, `http://127.0.0.1:${keyed.ui!.port}`);
+    const page = await openPage(WIDE, serverWith({ RATE_LIMIT_GENERATE: "1", RATE_LIMIT_STANDARD: "10000", API_KEYS: key }));
     await page.locator("#svc-redis").check();
     await settled(page);
     // A key the server does not know is refused on every call; the message says where it came from.
@@ -480,6 +487,91 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.locator('.file-link[data-path="docker-compose.yml"]').click();
     expect(await page.locator("#file-content").textContent()).toContain("name: second-try");
     problems = problems.filter((p) => !/HTTP (429|401)|status of (429|401)/.test(p));
+  }, TEST_TIMEOUT_MS);
+
+  test("checks spend the rate limit only when needed, and over it wait for the server's Retry-After", async () => {
+    const page = await openPage();
+    let calls = 0;
+    page.on("request", (r) => { if (new URL(r.url()).pathname === "/v1/validate") calls++; });
+    // A selection checked before is answered from memory.
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.locator("#svc-redis").uncheck();
+    await settled(page);
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    expect(calls).toBe(1);
+    // A domain typed slowly is checked once typing pauses, not letter by letter.
+    await page.selectOption("#opt-proxy", "caddy");
+    await settled(page);
+    await page.locator("#opt-domain").pressSequentially("example.com", { delay: 350 });
+    await settled(page);
+    expect(calls).toBe(3);
+
+    // Refused over the limit: the page says when checks start again and sends none before then.
+    await page.route("**/v1/validate", (route) => route.fulfill({
+      status: 429, headers: { "retry-after": "3" }, contentType: "application/json",
+      body: JSON.stringify({ error: { code: "RATE_LIMITED", message: "Too many requests; try again in 3 s." } }),
+    }), { times: 1 });
+    await page.locator("#svc-n8n").check();
+    await page.waitForSelector("#check-resume");
+    expect(await page.locator("#recheck-button").count()).toBe(0);
+    expect(await page.textContent("#check-resume")).toContain("Checks start again by themselves at");
+    const refused = calls;
+    await page.locator("#svc-valkey").check();
+    await page.locator("#svc-valkey").uncheck();
+    await page.waitForTimeout(1_000);
+    expect(calls).toBe(refused);
+    // Once the wait is over, the choices as they are now are checked by themselves.
+    await page.waitForSelector("#summary-body[aria-busy=false] #validity", { timeout: 10_000 });
+    expect(calls).toBe(refused + 1);
+    expect(await resolved(page)).toEqual(expect.arrayContaining(["n8n", "postgresql", "redis", "caddy"]));
+    problems = problems.filter((p) => !/HTTP 429|status of 429/.test(p));
+  }, TEST_TIMEOUT_MS);
+
+  test("a page opened over the rate limit asks for a server key and loads by itself once the limit allows", async () => {
+    const key = "ui-test-server-key-0002";
+    const origin = serverWith({ RATE_LIMIT_STANDARD: "4", RATE_LIMIT_WINDOW_MS: "4000", API_KEYS: key });
+    const spend = async () => { for (let i = 0; i < 5; i++) await fetch(`${origin}/v1/presets`).then((r) => r.body?.cancel()); };
+    await spend();
+    const page = await openPage(WIDE, origin, false);
+    await page.waitForSelector("#load-server-key");
+    const alert = (await page.textContent("#loading [role=alert]"))!;
+    expect(alert).toContain("Too many requests");
+    // Step 5 is not drawn: the advice points at the field that is.
+    expect(alert).toContain("enter it in the field below");
+    expect(alert).not.toContain("step 5");
+    expect(await page.textContent("#status-bar")).toBe("✗ Catalog not loaded");
+    expect(await page.textContent("#load-countdown")).toMatch(/^Trying again by itself in \d s\.$/);
+    // The window ends: the page loads without a hand on it.
+    await page.waitForSelector("body[data-ready=true]", { timeout: 10_000 });
+    await settled(page);
+
+    // Over the limit again: a key entered from the keyboard loads the page, and stays in step 5.
+    await spend();
+    await page.reload();
+    await page.waitForSelector("#load-server-key");
+    await page.focus("#load-server-key");
+    await page.keyboard.type(key);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(await page.inputValue("#deploy-server-key")).toBe(key);
+    problems = problems.filter((p) => !/HTTP 429|status of 429/.test(p));
+  }, TEST_TIMEOUT_MS);
+
+  test("a wrong server key: the stack check says files and deploy are refused too, and runs again once the key changes", async () => {
+    const page = await openPage();
+    await page.fill("#deploy-server-key", "not-a-key-of-this-server");
+    await page.locator("#svc-redis").check();
+    await page.waitForSelector("#check-advice");
+    expect(await page.textContent("#summary-body [role=alert]")).toContain("not one of this server's keys");
+    expect(await page.textContent("#check-advice")).not.toContain("still work");
+    expect(await page.textContent("#check-advice")).toContain("refuses files and deploy too");
+    await page.fill("#deploy-server-key", "");
+    await settled(page);
+    expect(await page.locator("#validity").getAttribute("data-valid")).toBe("true");
+    problems = problems.filter((p) => !/HTTP 401|status of 401/.test(p));
   }, TEST_TIMEOUT_MS);
 
   test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {

@@ -7,6 +7,7 @@ import { nameProblemFor } from "../../deploy/project-names.ts";
 import type { Store } from "../store.ts";
 
 const REMEMBER_KEY = "stackgen.deploy";
+const SERVER_KEY_DELAY_MS = 600;
 
 interface Remembered { provider: string; url: string; apiKey: string }
 
@@ -22,7 +23,16 @@ export function mountDeploy(store: Store): void {
   const update = byId<HTMLInputElement>("deploy-update");
   const destination = byId<HTMLInputElement>("deploy-destination");
   const serverKey = byId<HTMLInputElement>("deploy-server-key");
-  serverKey.addEventListener("input", () => api.useServerKey(serverKey.value.trim()));
+  // A key entered while the catalog could not load (over the rate limit) is the one in use.
+  serverKey.value = api.serverKeyInUse() ?? "";
+  // A check refused for a wrong key, or over the anonymous limit, is run again with the new one,
+  // once the typing pauses.
+  let keyTimer: ReturnType<typeof setTimeout> | undefined;
+  serverKey.addEventListener("input", () => {
+    api.useServerKey(serverKey.value.trim());
+    clearTimeout(keyTimer);
+    keyTimer = setTimeout(() => { if (store.validation.kind === "error") store.recheck(); }, SERVER_KEY_DELAY_MS);
+  });
   // From another machine the server refuses a deploy without its key (unless ALLOW_REMOTE_DEPLOY):
   // said before the form is filled in, not after.
   if (!isLoopbackHost(location.hostname)) {

@@ -30,10 +30,16 @@ export function mountSummary(store: Store): void {
       // Files and deploy go through the same server: when it is away, they fail as well.
       const advice = v.code === "NETWORK_ERROR"
         ? "The stackgen server cannot be reached, so files and deploy do not work either. Start it again: the page checks again when you come back to it."
-        : "Files and deploy still work: the server checks the stack again when it generates.";
+        : v.code === "UNAUTHORIZED"
+          ? "The server refuses files and deploy too while that key goes with them. The page checks again when you change the key."
+          : "Files and deploy still work: the server checks the stack again when it generates.";
+      // Over the rate limit a check now would only be refused again: the page waits by itself.
+      const retry = v.retryAt
+        ? h("p", { id: "check-resume" }, `Checks start again by themselves at ${new Date(v.retryAt).toLocaleTimeString()}, when the server takes calls again.`)
+        : h("button", { type: "button", class: "button small", id: "recheck-button", onclick: () => store.recheck() }, "Check again");
       replaceChildren(body,
         h("p", { class: "alert error", role: "alert" }, `Could not check the stack: ${v.message}`),
-        h("button", { type: "button", class: "button small", id: "recheck-button", onclick: () => store.recheck() }, "Check again"),
+        retry,
         h("p", { class: "small muted", id: "check-advice" }, advice),
       );
       renderStatus();
