@@ -10,6 +10,7 @@ import { INTERRUPTED_EXIT, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { listBundleMounts, type BundleFiles } from "../deploy/adapt-compose.ts";
 import { deployBundle, DESTINATION_ENV, normaliseInstanceUrl, PROVIDER_NAMES, PROVIDERS, sendsKeyInClear } from "../deploy/index.ts";
+import { redactor } from "../deploy/http.ts";
 import type { DeployResult, DeployStep, ProviderName } from "../deploy/types.ts";
 import { composeSettings, invalidStack, OVERRIDE_FILE_NAMES, readStackConfig, readStackFile, stackNotFound } from "../docker/stack.ts";
 import { log, printJson, printText } from "./output.ts";
@@ -51,8 +52,8 @@ export default defineCommand({
     const url = optionalString(args.url) ?? (interactive ? await askLine(`${PROVIDERS[provider].label} URL: `) : undefined);
     if (!url) throw usageError("--url is required (the address of your instance, e.g. https://coolify.example.com)");
     const apiKey = await resolveApiKey(optionalString(args["api-key"] ?? (args as Record<string, unknown>).apiKey), provider, interactive);
-    const instance = normaliseInstanceUrl(url);
-    if (sendsKeyInClear(instance)) log.warn(`${instance} is plain http: the API key crosses the network unencrypted. Use https:// if the instance has it.`);
+    const instance = normaliseInstanceUrl(url, apiKey);
+    if (sendsKeyInClear(instance)) log.warn(`${redactor(apiKey)(instance)} is plain http: the API key crosses the network unencrypted. Use https:// if the instance has it.`);
 
     // Ctrl-C lets the call under way finish (so what it made is known and reported), then stops.
     let interrupted = false;

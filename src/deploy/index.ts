@@ -109,7 +109,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   // A header cannot carry a control or non-ASCII character (a key pasted with a stray line break
   // or quote mark); fetch would refuse it and the message would blame the network.
   if (!/^[\x20-\x7e]+$/.test(apiKey)) throw usageError(`The API key for ${provider.label} holds a character no HTTP header can carry (a line break, a control or non-ASCII character): copy it again from ${provider.label}`, "apiKey");
-  const baseUrl = normaliseInstanceUrl(opts.url);
+  const baseUrl = normaliseInstanceUrl(opts.url, apiKey);
   await checkInstanceAddress(baseUrl);
   // The catalog only for a stack stackgen generated: loading it takes a while (seconds from source).
   const catalog = opts.composeYaml.includes("dev.stackgen.service") ? (await import("../catalog/index.ts")).getCatalog() : undefined;
@@ -183,7 +183,8 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     note(fields) {
       if (fields.projectId) result.projectId = fields.projectId;
       if (fields.stackId) result.stackId = fields.stackId;
-      if (fields.dashboardUrl) result.dashboardUrl = fields.dashboardUrl;
+      // Built on the instance URL, whose path may hold the key (pasted there by mistake).
+      if (fields.dashboardUrl) result.dashboardUrl = clean(fields.dashboardUrl);
       if (fields.created) result.created.push(clean(fields.created));
     },
     async creating(what, call) {
@@ -355,14 +356,16 @@ export function sendsKeyInClear(instanceUrl: string): boolean {
   return url.protocol === "http:" && !(host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "::1");
 }
 
-/** Accept `https://host`, `https://host/`, and pasted API roots (`…/api`, `…/api/v1`). */
-export function normaliseInstanceUrl(raw: string): string {
+/** Accept `https://host`, `https://host/`, and pasted API roots (`…/api`, `…/api/v1`). `apiKey`
+ *  is hidden wherever the URL is echoed. */
+export function normaliseInstanceUrl(raw: string, apiKey = ""): string {
   let url: URL;
   try {
     url = new URL(raw.trim());
   } catch {
-    // Said without the input's user part: a pasted `https://user:token@…` must not be echoed.
-    throw usageError(`"${withoutUserPart(raw)}" is not a URL (expected the address of your instance, e.g. https://paas.example.com)`, "url");
+    // Said without the input's user part or the key: a pasted `https://user:token@…` or a key
+    // pasted into the URL must not be echoed.
+    throw usageError(`"${redactor(apiKey)(withoutUserPart(raw))}" is not a URL (expected the address of your instance, e.g. https://paas.example.com)`, "url");
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw usageError(`The instance URL must start with http:// or https:// (got ${url.protocol})`, "url");

@@ -227,6 +227,14 @@ describe("stackgen deploy (subprocess)", () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("http://no-such-host.invalid:3000 is plain http: the API key crosses the network unencrypted");
     expectNoKey(run, key);
+    // A key pasted into the URL itself is not shown back either, nor in a URL that does not parse.
+    const inPath = await runCli(["--provider", "dokploy", "--url", `http://no-such-host.invalid:3000/${key}`, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: key });
+    expect(inPath.stderr).toContain("http://no-such-host.invalid:3000/[redacted] is plain http");
+    expectNoKey(inPath, key);
+    const unparsed = await runCli(["--provider", "dokploy", "--url", `http://[::1/${key}`, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: key });
+    expect(unparsed.code).toBe(2);
+    expect(JSON.parse(unparsed.stdout).error.message).toContain('"http://[::1/[redacted]" is not a URL');
+    expectNoKey(unparsed, key);
   });
 
   test("wrong key: exit 1 with the SPEC message, key not printed", async () => {

@@ -6,7 +6,7 @@ import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts"
 import { adaptCompose } from "../../src/deploy/adapt-compose.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
-import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, losingAnswersTo, rejection, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<CoolifyFake>();
 const startFake = (options?: ConstructorParameters<typeof CoolifyFake>[0]) => track(new CoolifyFake(options));
@@ -533,6 +533,19 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.error).toBe("Coolify API 403: Forbidden");
     expect(JSON.stringify(result)).not.toContain(fake.token);
     expect(result.steps.at(-1)!.detail).toContain("[redacted]");
+  });
+
+  test("a key pasted into the URL's path is hidden in the dashboard URL and in the message for a URL that does not parse", async () => {
+    const fake = await startFake();
+    // The instance behind a path that is the key: every call has it stripped before the fake.
+    const prefix = `/${fake.token}`;
+    const fetch: typeof globalThis.fetch = ((input: string, init: RequestInit) => globalThis.fetch(input.replace(prefix, ""), init)) as never;
+    const result = await deployBundle(options(fake, { url: `${fake.url}${prefix}/`, fetch }));
+    expect(result.success).toBe(true);
+    expect(result.dashboardUrl).toStartWith(`${fake.url}/[redacted]/project/`);
+    expect(JSON.stringify(result)).not.toContain(fake.token);
+    const error = await rejection<Error>(deployBundle(options(fake, { url: `http://[::1${prefix}` })));
+    expect(error.message).toBe('"http://[::1/[redacted]" is not a URL (expected the address of your instance, e.g. https://paas.example.com)');
   });
 
   test("project names Coolify would refuse fail before any call", async () => {
