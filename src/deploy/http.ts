@@ -255,15 +255,20 @@ function transportMessage(e: unknown, provider: string, baseUrl: string, timeout
   const why = err?.code && !message.includes(err.code) ? `${err.code}: ${message}` : message;
   // The server answered, but with a certificate this machine does not trust (self-signed, a
   // private CA, another name): "cannot reach" would send the user looking at the network.
-  if (TLS_CODE.test(err?.code ?? "")) {
-    return `${provider} at ${origin(baseUrl)} has a TLS certificate this machine does not trust (${why}). If it is self-signed or from a private CA, put that CA's certificate (PEM) in a file and name it in NODE_EXTRA_CA_CERTS.`;
+  // A certificate for another name: trusting its CA would not help, the address must change.
+  if (err?.code === "ERR_TLS_CERT_ALTNAME_INVALID") {
+    return `${provider} at ${partOf(baseUrl, "origin")} has a TLS certificate that does not name ${partOf(baseUrl, "hostname")} (${why}). Give --url the host name the certificate was issued for (an IP address or another name of the same server does not match it).`;
   }
-  return `Cannot reach ${provider} at ${origin(baseUrl)} (${why})`;
+  if (TLS_CODE.test(err?.code ?? "")) {
+    return `${provider} at ${partOf(baseUrl, "origin")} has a TLS certificate this machine does not trust (${why}). If it is self-signed or from a private CA, put that CA's certificate (PEM) in a file and name it in NODE_EXTRA_CA_CERTS.`;
+  }
+  return `Cannot reach ${provider} at ${partOf(baseUrl, "origin")} (${why})`;
 }
 
-function origin(url: string): string {
+/** A part of a URL, for messages; the text as it is when it is no URL. */
+function partOf(url: string, part: "origin" | "hostname"): string {
   try {
-    return new URL(url).origin;
+    return new URL(url)[part];
   } catch {
     return url;
   }

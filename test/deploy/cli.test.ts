@@ -147,7 +147,7 @@ describe("stackgen deploy (subprocess)", () => {
     expect(fake.violations).toEqual([]);
   });
 
-  test("an instance with a self-signed certificate is named as such, and NODE_EXTRA_CA_CERTS, as the message says, lets the deploy through", async () => {
+  test("an instance with a self-signed certificate is named as such, and NODE_EXTRA_CA_CERTS, as the message says, lets the deploy through; a name the certificate lacks is named instead", async () => {
     const fake = await coolify();
     const tlsDir = path.join(import.meta.dir, "tls");
     // A TLS front on 127.0.0.1 (the certificate names that address) that hands every call to the fake.
@@ -176,8 +176,17 @@ describe("stackgen deploy (subprocess)", () => {
     expect(trusted.stderr).not.toContain("TLS certificate");
     expect(trusted.code).toBe(0);
     expect(JSON.parse(trusted.stdout)).toMatchObject({ success: true, stackId: fake.services[0]!.uuid });
+    // Trusted, but asked by a name the certificate does not hold: the name is what to change.
+    const byName = args.map((a) => a.replace("https://127.0.0.1:", "https://localhost:"));
+    const mismatch = await runCli([...byName, "--update"], { NODE_EXTRA_CA_CERTS: path.join(tlsDir, "self-signed.cert.pem") });
+    expect(mismatch.code).toBe(1);
+    const mismatchError = JSON.parse(mismatch.stdout).error;
+    expect(mismatchError).toContain("has a TLS certificate that does not name localhost");
+    expect(mismatchError).toContain("Give --url the host name the certificate was issued for");
+    expect(mismatchError).not.toContain("NODE_EXTRA_CA_CERTS");
     expectNoKey(refused, fake.token);
     expectNoKey(trusted, fake.token);
+    expectNoKey(mismatch, fake.token);
   });
 
   test("Ctrl-C mid-deploy: the call under way finishes, no further step starts, and what was made is named (exit 130)", async () => {
