@@ -122,8 +122,8 @@ const imageBefore = (s: ServiceImage) => s.currentId || s.localId;
 /** What the update starts again, and how. */
 interface StartPlan {
   /** Services whose containers run (a crash-looping or paused one counts) and jobs that ran to
-   *  completion (exit 0, no restart policy that would keep them up: an init or migration job, run
-   *  again on its new image). One the user stopped stays stopped. */
+   *  completion (exit 0, no restart policy that would keep them up: an init or migration job) that
+   *  one of those depends on, run again on their new image. One the user stopped stays stopped. */
   start: Set<string>;
   /** Of those, the ones that must keep running: exiting, even with 0, is failure for them. */
   mustStayUp: Set<string>;
@@ -141,6 +141,7 @@ function startPlan(containers: ContainerSummary[], model: ComposeModel): StartPl
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
   const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
   const plan: StartPlan = { start: new Set(), mustStayUp: new Set(), scales: new Map(), brokenBefore: new Set(), outsideModel: [] };
+  const completedJobs = new Set<string>();
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
     if (!service) continue;
@@ -148,7 +149,7 @@ function startPlan(containers: ContainerSummary[], model: ComposeModel): StartPl
       if (!plan.outsideModel.includes(service)) plan.outsideModel.push(service);
       continue;
     }
-    const completed = c.State === "exited" && /^Exited \(0\)/.test(c.Status) && isJob(service);
+    if (c.State === "exited" && /^Exited \(0\)/.test(c.Status) && isJob(service)) completedJobs.add(service);
     // `compose stop` stops a paused container as well: it is started again, not left down.
     const up = c.State === "running" || c.State === "restarting" || c.State === "paused";
     if (up) {
@@ -156,7 +157,14 @@ function startPlan(containers: ContainerSummary[], model: ComposeModel): StartPl
       plan.scales.set(service, (plan.scales.get(service) ?? 0) + 1);
       if (c.State === "restarting" || /\(unhealthy\)/.test(c.Status)) plan.brokenBefore.add(service);
     }
-    if (up || completed) plan.start.add(service);
+    if (up) plan.start.add(service);
+  }
+  // A job that ran to completion looks exactly like a service the user stopped (exit 0, no
+  // restart policy: `docker compose stop` leaves most servers so). It runs again only for a
+  // running service that depends on it, as compose runs it along with that service; one nothing
+  // running needs stays as it is, its new image pulled for the next time it is run.
+  for (const s of model.services) {
+    if (plan.mustStayUp.has(s.name)) for (const dep of s.dependsOn) if (completedJobs.has(dep)) plan.start.add(dep);
   }
   for (const [service, n] of plan.scales) if (n < 2) plan.scales.delete(service);
   plan.outsideModel.sort();

@@ -456,6 +456,49 @@ describe("update of a stack the user has partly stopped", () => {
   );
 });
 
+describe("update of a stack with a service the user stopped that exits 0 on SIGTERM", () => {
+  const stack = TestStack.unique("ut");
+  const mainRef = stack.ref("main");
+  const sideRef = stack.ref("side");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(mainRef, ["RUN echo main-v1 > /version && touch /ok"]);
+    await stack.publish(sideRef, ["RUN echo side-v1 > /version && touch /ok"]);
+    // Compose's default restart policy ("no") and a clean exit on SIGTERM, as most servers do:
+    // after `docker compose stop` it looks like a job that ran to completion.
+    const service = (ref: string) => `    image: ${ref}
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+`;
+    stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  main:\n${service(mainRef)}  side:\n${service(sideRef)}`);
+    await stack.up();
+    expect((await stack.compose("stop", "side")).code).toBe(0);
+    expect((await stack.container("side")).State).toMatchObject({ Status: "exited", ExitCode: 0 });
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "it stays stopped, and its broken new image neither starts nor rolls back the update of the others",
+    async () => {
+      await stack.pushNewVersion(mainRef, ["RUN echo main-v2 > /version && touch /ok"]);
+      // Would never turn healthy: no /ok.
+      await stack.pushNewVersion(sideRef, ["RUN echo side-v2 > /version"]);
+      const dry = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dry.restarted).toEqual(["main"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "30"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.rolledBack).toBeUndefined();
+      expect(out.restarted).toEqual(["main"]);
+      expect(r.stderr).toContain("Leaving side stopped, as before the update");
+      expect((await stack.container("side")).State.Running).toBe(false);
+      expect((await stack.exec("main", "cat", "/version")).trim()).toBe("main-v2");
+    },
+    150_000,
+  );
+});
+
 describe("update of a stack with a job that ran to completion", () => {
   const stack = TestStack.unique("uj");
   const appRef = stack.ref("app");
@@ -474,19 +517,19 @@ services:
     restart: unless-stopped
     command: ["sleep", "3600"]
     healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+    depends_on: {migrate: {condition: service_completed_successfully}}
   migrate:
     image: ${jobRef}
     restart: "no"
     command: ["cat", "/version"]
 `);
     expect((await stack.compose("up", "-d", "--wait", "app")).code).toBe(0);
-    expect((await stack.compose("up", "-d", "migrate")).code).toBe(0);
     for (let i = 0; i < 50 && (await stack.container("migrate")).State.Status !== "exited"; i++) await Bun.sleep(100);
   }, 120_000);
   afterAll(() => stack.cleanup(), 60_000);
 
   e2e(
-    "the job runs again on its new image; the stopped-service rule does not skip it",
+    "the job the app depends on runs again on its new image; the stopped-service rule does not skip it",
     async () => {
       const { newId } = await stack.pushNewVersion(jobRef, ["RUN echo job-v2 > /version"]);
       const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
