@@ -45,8 +45,9 @@ export class Store {
   private validationListeners = new Set<Listener>();
   validation: Validation = { kind: "idle" };
   /** The bundle last previewed or downloaded, with the request body that made it: a deploy of
-   *  the same form sends its .env, so the platform gets the secrets the user has seen. */
-  bundle: { key: string; doc: CompleteDocument } | undefined;
+   *  the same form sends its .env, so the platform gets the secrets the user has seen. `saved`:
+   *  its secrets were downloaded, exported, copied or deployed, so leaving the page loses none. */
+  bundle: { key: string; doc: CompleteDocument; saved: boolean } | undefined;
 
   constructor(public form: FormState, readonly catalog: CatalogData) {}
 

@@ -574,6 +574,50 @@ describe.skipIf(!haveChromium)("web UI", () => {
     problems = problems.filter((p) => !/HTTP 401|status of 401/.test(p));
   }, TEST_TIMEOUT_MS);
 
+  test("secrets found only in this page: a warning before leaving it, and messages that say what a download or an export holds", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "leave-warned", services: ["redis"] });
+    const page = await openPage();
+    const dialogs: string[] = [];
+    page.on("dialog", (dialog) => { dialogs.push(dialog.type()); void dialog.accept(); });
+    // The browser asks before leaving only a page the user has acted on.
+    await page.click("#summary-h");
+    await page.setInputFiles("#import-input", { name: "export.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(exported)) });
+    await page.waitForSelector("#files-message:has-text('Imported export.json')");
+    await page.waitForFunction(() => location.search.includes("leave-warned")); // the address bar's link
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(dialogs).toEqual(["beforeunload"]);
+    // The choices came back from the link, the export's secrets did not: the ZIP says its files are new.
+    const [zip] = await Promise.all([page.waitForEvent("download"), page.click("#zip-button")]);
+    const env = strFromU8(unzipSync(new Uint8Array(readFileSync((await zip.path())!)))["leave-warned/.env"]);
+    expect(env).not.toBe(exported.files[".env"]);
+    await page.waitForSelector("#files-message:has-text('Downloaded leave-warned.zip')");
+    expect(await page.textContent("#files-message")).toContain("files generated now, with new secrets.");
+    expect(await page.textContent("#files-message")).not.toContain("the files of the preview");
+    // Downloaded: nothing is lost by leaving.
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(dialogs).toEqual(["beforeunload"]);
+
+    // A preview's secrets are asked about until they are exported; the export says it holds them.
+    await page.click("#preview-button");
+    await page.waitForSelector("#file-content");
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(dialogs).toEqual(["beforeunload", "beforeunload"]);
+    await page.click("#preview-button");
+    await page.waitForSelector("#file-content");
+    await Promise.all([page.waitForEvent("download"), page.click("#export-button")]);
+    await page.waitForSelector("#files-message:has-text('Exported leave-warned.stackgen.json')");
+    expect(await page.textContent("#files-message")).toContain("keep it as safe as a password");
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    expect(dialogs).toEqual(["beforeunload", "beforeunload"]);
+  }, TEST_TIMEOUT_MS);
+
   test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {
     const page = await openPage();
     await context!.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
@@ -776,6 +820,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#announcer:has-text('Traefik replaces Caddy as the reverse proxy')");
     expect(await page.textContent("#svc-traefik-note")).toContain("replaces Caddy as the reverse proxy");
     expect(await page.inputValue("#opt-proxy")).toBe("traefik");
+    await settled(page); // no check in flight when the page is left
 
     // A link with a line break before the domain: the field holds what it shows.
     await page.setViewportSize(NARROW);

@@ -98,7 +98,8 @@ export function mountDeploy(store: Store): void {
       const chosen = provider.value === "coolify" ? destination.value.trim() : "";
       const input = generateBody(store.form);
       // The bundle the user previewed or downloaded for this form: deploy its secrets, not new ones.
-      const shown = store.bundle?.key === JSON.stringify(input) ? store.bundle.doc : undefined;
+      const bundle = store.bundle?.key === JSON.stringify(input) ? store.bundle : undefined;
+      const shown = bundle?.doc;
       const what = shown ? { complete: { input, files: { ".env": shown.files[".env"] } } } : { input };
       const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
       api.useServerKey(serverKey.value.trim());
@@ -106,6 +107,8 @@ export function mountDeploy(store: Store): void {
         if (event.type === "step") showStep(steps, rows, event);
         else if (event.type === "result") {
           finished = true;
+          // The platform now holds the bundle's secrets: leaving the page loses none of them.
+          if (bundle && event.result.success) bundle.saved = true;
           // Secrets made for this deploy alone (no preview showed them), if any were made.
           const made = shown === undefined && store.form.generateSecrets;
           showResult(result, event.result, made ? (update.checked ? "update" : "new") : undefined);

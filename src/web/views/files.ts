@@ -32,10 +32,19 @@ export function mountFiles(store: Store): void {
   const currentKey = () => JSON.stringify(generateBody(store.form));
   const blocker = () => store.outputBlocker("Choose a preset, a skill pack or a service first.");
 
-  const say = (text: string, kind: "info" | "error" = "info") => {
+  const say = (text: string, kind: "info" | "warning" | "error" = "info") => {
     message.textContent = text;
-    message.className = kind === "error" ? "alert error" : "note";
+    message.className = { info: "note", warning: "alert warning", error: "alert error" }[kind];
     message.setAttribute("role", kind === "error" ? "alert" : "status");
+  };
+
+  // Reloading or leaving drops a bundle whose secrets are nowhere else yet (an imported export's,
+  // or a preview's not downloaded): the link brings back the choices, and new secrets with them.
+  window.addEventListener("beforeunload", (event) => {
+    if (store.bundle && !store.bundle.saved && hasSecrets(store.bundle.doc)) event.preventDefault();
+  });
+  const markSaved = (doc: api.CompleteDocument) => {
+    if (store.bundle?.doc === doc) store.bundle.saved = true;
   };
 
   const syncButtons = () => {
@@ -76,7 +85,7 @@ export function mountFiles(store: Store): void {
    *  Choices changed while it was generated leave it marked out of date. */
   const useBundle = (doc: api.CompleteDocument, key: string) => {
     preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
-    store.bundle = { key, doc };
+    store.bundle = { key, doc, saved: false };
   };
 
   /** The complete document for the current form, reusing the preview when it is current. */
@@ -111,7 +120,10 @@ export function mountFiles(store: Store): void {
     const copyButton = canCopy() ? h("button", {
       type: "button", class: "button small", id: "copy-file-button",
       onclick: () => navigator.clipboard.writeText(content).then(
-        () => say(`Copied ${p.selected}${withSecrets} to the clipboard.`),
+        () => {
+          if (isEnvFile(p.selected)) markSaved(p.doc);
+          say(`Copied ${p.selected}${withSecrets} to the clipboard.`);
+        },
         (e: Error) => say(`Could not copy ${p.selected}: ${e.message}`, "error"),
       ),
     }, "Copy") : null;
@@ -119,6 +131,7 @@ export function mountFiles(store: Store): void {
       type: "button", class: "button small", id: "save-file-button",
       onclick: () => {
         saveFile(new Blob([content], { type: "application/octet-stream" }), saveAs);
+        if (isEnvFile(p.selected)) markSaved(p.doc);
         say(`Downloaded ${p.selected}${withSecrets}${saveAs === fileName ? "." : ` as ${saveAs}: rename it to ${fileName} in the stack's folder.`}`);
       },
     }, "Download file");
@@ -151,11 +164,17 @@ export function mountFiles(store: Store): void {
 
   // The ZIP holds exactly the files previewed (same secrets), zipped here as the API would.
   zipButton.addEventListener("click", () => run("Building the ZIP", async () => {
+    const reused = preview !== undefined && preview.key === currentKey();
+    const shown = area.childElementCount > 0;
     const doc = await completeDocument();
     const name = doc.input.projectName;
     const zip = new Blob([zipBundle(name, doc.files) as Uint8Array<ArrayBuffer>], { type: "application/zip" });
     saveFile(zip, `${name}.zip`);
-    say(`Downloaded ${name}.zip (${Math.ceil(zip.size / 1024)} KB), the files of the preview.`);
+    markSaved(doc);
+    // Said as it is: after a reload, a ZIP of the same choices has new secrets, not an import's.
+    const what = reused ? (shown ? "the files of the preview" : "the same files as your last download")
+      : `files generated now${hasSecrets(doc) ? ", with new secrets" : ""}${shown ? " (the preview shows them)" : ""}`;
+    say(`Downloaded ${name}.zip (${Math.ceil(zip.size / 1024)} KB), ${what}.`);
   }));
 
   // The same link the address bar shows (app.ts updates it a moment after each change).
@@ -170,7 +189,9 @@ export function mountFiles(store: Store): void {
     const doc = await completeDocument();
     const fileName = `${store.form.projectName}.stackgen.json`;
     saveFile(new Blob([JSON.stringify(doc, null, 2) + "\n"], { type: "application/json" }), fileName);
-    say(`Exported ${fileName}. Import it later to restore these choices.`);
+    markSaved(doc);
+    if (!hasSecrets(doc)) return say(`Exported ${fileName}. Import it later to restore these choices.`);
+    say(`Exported ${fileName}. It holds every password and key of the bundle's .env in plain text: keep it as safe as a password, and to share only the choices, share the page's link instead (it carries no secrets). Import it later to restore these choices with these secrets.`, "warning");
   }));
 
   // A real button (Enter and Space both open the file chooser; a label for a hidden input takes Space only).
@@ -248,6 +269,10 @@ export function mountFiles(store: Store): void {
     });
   });
 }
+
+/** Whether the bundle's env files hold any secret (none when it was made without secrets). */
+const hasSecrets = (doc: api.CompleteDocument): boolean =>
+  Object.entries(doc.files).some(([path, text]) => isEnvFile(path) && secretValues(text).length > 0);
 
 function treeList(node: TreeNode, selected: string, pick: (path: string) => void): HTMLUListElement {
   return h("ul", {}, ...node.children.map((child) => {
