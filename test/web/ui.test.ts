@@ -618,6 +618,24 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(dialogs).toEqual(["beforeunload", "beforeunload"]);
   }, TEST_TIMEOUT_MS);
 
+  test("a deploy refused before sending clears the previous attempt's outcome", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body:
+      '{"type":"step","step":"Test connection","status":"failed"}\n{"type":"result","result":{"success":false,"steps":[],"error":"API 401: Unauthorized"}}\n' }));
+    await page.fill("#deploy-url", "https://coolify.example.test");
+    await page.fill("#deploy-key", "some-key");
+    await page.click("#deploy-button");
+    await page.waitForSelector("#deploy-result [role=alert]:has-text('API 401')");
+    // An address the browser refuses: its note alone, not the last attempt's failure beside it.
+    await page.fill("#deploy-url", "http://[::1");
+    await page.click("#deploy-button");
+    expect(await page.locator("#deploy-url").evaluate((el: HTMLInputElement) => el.validity.valid)).toBe(false);
+    expect(await page.textContent("#deploy-result")).toBe("");
+    expect(await page.locator("#deploy-steps li").count()).toBe(0);
+  }, TEST_TIMEOUT_MS);
+
   test("one file of the preview can be copied or downloaded as it is, secrets included", async () => {
     const page = await openPage();
     await context!.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });

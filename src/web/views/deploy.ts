@@ -72,12 +72,19 @@ export function mountDeploy(store: Store): void {
   store.onValidation(sync);
   sync();
 
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    if (!form.reportValidity() || running) return;
-    // A new attempt: the steps and outcome of the previous one would read as this one's.
+  // A new attempt: the steps and outcome of the previous one would read as this one's, also next
+  // to the browser's note on a field it refuses (it sends no submit event then, only `invalid`).
+  const clearOutcome = () => {
+    if (running) return;
     steps.textContent = "";
     result.textContent = "";
+  };
+  form.addEventListener("invalid", clearOutcome, true);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (running) return;
+    clearOutcome();
+    if (!form.reportValidity()) return;
     const instance = url.value.trim().replace(/\/+$/, "");
     if (!/^https?:\/\//.test(instance)) {
       showError(result, "The instance URL must start with http:// or https://.");
