@@ -380,9 +380,10 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(doc.input.domain).toBe("example.test");
     expect(Object.keys(doc.files)).toEqual(expect.arrayContaining(["docker-compose.yml", ".env"]));
 
-    // Changing the selection marks the preview as out of date.
+    // Changing the selection marks the preview as out of date, and says so to a screen reader.
     await page.locator("#svc-redis").check();
     expect(await page.locator("#preview-stale").isVisible()).toBe(true);
+    await page.waitForSelector("#announcer:has-text('Your choices changed since this preview')");
   }, TEST_TIMEOUT_MS);
 
   test("choices changed while the preview is generated: it is marked out of date, and the ZIP is of the new choices", async () => {

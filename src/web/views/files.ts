@@ -52,6 +52,8 @@ export function mountFiles(store: Store): void {
     for (const b of [previewButton, zipButton, exportButton]) b.disabled = busy || reason !== undefined;
     byId("files-blocked").textContent = reason ?? "";
     const stale = preview !== undefined && preview.key !== currentKey();
+    // Said once as it goes out of date: a note that only appears is not read out.
+    if (stale && !area.classList.contains("stale")) announce(byId("preview-stale").textContent!);
     area.classList.toggle("stale", stale);
     byId("preview-stale").hidden = !stale;
     // An out-of-date preview's files are not what the choices make now: no copying or saving them.
