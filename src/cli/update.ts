@@ -58,7 +58,8 @@ export default defineCommand({
           (result.backup
             ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
             : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.") +
-          stillNamedNote(r.stillNamed),
+          stillNamedNote(r.stillNamed) +
+          (r.notRunning ? ` Not running now, though ${r.notRunning.length === 1 ? "it" : "they"} ran before the update: ${r.notRunning.join(", ")} (\`docker compose up -d ${r.notRunning.join(" ")}\` starts ${r.notRunning.length === 1 ? "it" : "them"} once the cause above is fixed).` : ""),
       );
       process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {

@@ -42,6 +42,8 @@ export interface UpdateResult {
     /** Services whose compose files now name another image than the one put back: they still
      *  name the failed one, which the next `docker compose up` starts. */
     stillNamed?: StillNamed[];
+    /** Services that ran before the update and, the rollback having failed too, do not now. */
+    notRunning?: string[];
   };
 }
 
@@ -267,8 +269,10 @@ interface StartOrder {
   notWaited: ReadonlySet<string>;
 }
 
-/** Start services layer by layer; returns a failure reason or undefined. With `signal` (the
- *  forward start only: a rollback runs to the end) an abort ends it as "interrupted". */
+/** Start services layer by layer; returns a failure reason or undefined. The forward start (with
+ *  `signal`: an abort ends it as "interrupted") stops at the first layer that fails, to roll
+ *  back; a rollback (no signal) goes on to the end, so the services that can run again do: one
+ *  that still fails must not keep those after it stopped. */
 async function startInOrder(engine: Engine, stack: Stack, compose: Compose, order: StartOrder, opts: UpdateOptions, signal?: AbortSignal): Promise<string | undefined> {
   const { layers, scales, mustStayUp, notWaited } = order;
   const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
@@ -276,6 +280,7 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     const failedServices = await waitReady(engine, stack.project, services.filter((s) => !notWaited.has(s)), { timeoutMs: opts.timeoutMs, onProgress: report, signal, mustStayUp });
     return failedServices.length > 0 ? failedServices.map((f) => `${f.service} ${f.reason}`).join("; ") : undefined;
   };
+  const problems: string[] = [];
   for (const [i, layer] of layers.entries()) {
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
@@ -288,11 +293,15 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
-      return signal?.aborted ? `interrupted (${failed})` : failed;
+      if (signal) return signal.aborted ? `interrupted (${failed})` : failed;
+      problems.push(failed);
+      continue;
     }
     const problem = await wait(layer);
-    if (problem) return problem;
+    if (problem && signal) return problem;
+    if (problem) problems.push(problem);
   }
+  if (problems.length) return problems.join("; ");
   // Once all are up, every service once more: one judged started early may have died while the
   // later layers came up (an app that gives up on its database after some seconds).
   return layers.length > 1 ? wait(layers.flat()) : undefined;
@@ -421,7 +430,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       }
     }
     const order = layers.flat();
-    const problem = await startInOrder(engine, stack, compose, startOrder, opts, opts.signal);
+    const problem = await startInOrder(engine, stack, compose, startOrder, opts, opts.signal ?? new AbortController().signal);
     result.restarted = order;
     if (!problem) return result;
 
@@ -429,17 +438,25 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
     await compose.stop();
     const { again, stillNamed } = await startOnPrevious();
+    const notRunning = again ? await notRunningOf(engine, stack.project, plan.mustStayUp) : [];
     result.rolledBack = {
       services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,
       recovered: again === undefined,
       ...(stillNamed.length ? { stillNamed } : {}),
+      ...(notRunning.length ? { notRunning } : {}),
     };
     if (again) opts.progress(`After the rollback the stack is still not healthy: ${again}`);
     return result;
   } finally {
     await dropRollbackTags();
   }
+}
+
+/** Which of `services` (running before the update) have no running container now. */
+async function notRunningOf(engine: Engine, project: string, services: ReadonlySet<string>): Promise<string[]> {
+  const running = new Set((await engine.listProjectContainers(project)).filter((c) => c.State === "running").map((c) => c.Labels["com.docker.compose.service"]));
+  return [...services].filter((s) => !running.has(s)).sort();
 }
 
 /** The reference a renamed service starts on in a rollback: the one it ran under, while it still

@@ -499,6 +499,59 @@ describe("update of a stack with a service the user stopped that exits 0 on SIGT
   );
 });
 
+describe("update whose rollback fails too", () => {
+  const stack = TestStack.unique("ur");
+  const dbRef = stack.ref("db");
+  const webRef = stack.ref("web");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(dbRef, ['CMD ["sleep", "3600"]']);
+    await stack.publish(webRef, ['CMD ["sleep", "3600"]']);
+    // The database is healthy until a new version has migrated its data, which the old version
+    // cannot read: the rollback starts it again, still unhealthy.
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  db:
+    image: ${dbRef}
+    init: true
+    volumes: ["data:/data"]
+    healthcheck: {test: ["CMD", "sh", "-c", "test ! -f /data/schema-v2"], interval: 1s, timeout: 2s, retries: 2}
+  web:
+    image: ${webRef}
+    init: true
+    restart: unless-stopped
+    depends_on: [db]
+  api:
+    image: ${webRef}
+    init: true
+    restart: unless-stopped
+    depends_on: {db: {condition: service_healthy}}
+volumes:
+  data: {}
+`);
+    await stack.up();
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "starts every service after the failing one that can run, and names those that do not with the command to start them",
+    async () => {
+      await stack.pushNewVersion(dbRef, ['CMD ["sh", "-c", "touch /data/schema-v2; exec sleep 3600"]']);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "15"]);
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      const out = JSON.parse(r.stdout);
+      expect(out.rolledBack).toMatchObject({ services: ["db"], recovered: false, notRunning: ["api"] });
+      expect(r.stderr).toContain("docker compose up -d api");
+      // web needs db started, not healthy: it runs again, as before the update.
+      expect((await stack.container("web")).State.Running).toBe(true);
+      expect((await stack.container("db")).State.Running).toBe(true);
+      expect((await stack.container("api")).State.Running).toBe(false);
+    },
+    200_000,
+  );
+});
+
 describe("update of a stack with a job that ran to completion", () => {
   const stack = TestStack.unique("uj");
   const appRef = stack.ref("app");
