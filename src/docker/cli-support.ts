@@ -42,7 +42,8 @@ export async function openCompose(stack: Stack): Promise<Compose> {
 /** --timeout in seconds (positive number) -> milliseconds. */
 export function timeoutMs(value: unknown, fallbackSeconds = 300): number {
   if (value === undefined || value === "") return fallbackSeconds * 1000;
-  const n = Number(value);
+  // Decimal seconds only: Number() would also take 0x10, 1e3 and " 5 ".
+  const n = /^\d+(\.\d+)?$/.test(String(value)) ? Number(value) : NaN;
   if (!Number.isFinite(n) || n <= 0) throw usageError(`--timeout must be a positive number of seconds, got "${value}".`);
   return n * 1000;
 }

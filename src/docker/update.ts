@@ -1,5 +1,6 @@
 // `stackgen update`: pull every image first, then stop and start layer by layer in dependency
 // order, waiting for health; on failure put the previous images back and start them again.
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -245,8 +246,13 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   return result;
 }
 
-const rollbackRepo = (project: string) => `stackgen-rollback/${project}`;
-const rollbackTag = (project: string, service: string) => `${rollbackRepo(project)}:${service}`;
+/** A name as Docker takes it for an image's repository path component and its tag; a compose
+ *  project or service name that is not one (`.hidden`, `a_-b`, 129 characters) is replaced by
+ *  a digest of it, or tagging would fail before anything is pulled. */
+const asRepoComponent = (name: string) => (/^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/.test(name) ? name : `p-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`);
+const asTag = (name: string) => (/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(name) ? name : `s-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`);
+const rollbackRepo = (project: string) => `stackgen-rollback/${asRepoComponent(project)}`;
+export const rollbackTag = (project: string, service: string) => `${rollbackRepo(project)}:${asTag(service)}`;
 
 /** Point each service's image tag at the image its container ran before the update (or, for a
  *  service without a container, the image its tag named before the pull). Not a tag the compose
@@ -321,7 +327,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   if (oversized) throw failure("BACKUP_FAILED", `The pre-update backup could not hold the stack directory: ${oversized} Nothing was pulled or stopped.`);
 
   // Keep the images in use reachable under a tag of ours while pulls move the real tags.
-  for (const s of before) if (imageBefore(s)) await engine.tagImage(imageBefore(s)!, rollbackRepo(stack.project), s.service);
+  for (const s of before) if (imageBefore(s)) await engine.tagImage(imageBefore(s)!, rollbackRepo(stack.project), asTag(s.service));
   const keptRollbackTags = new Set<string>();
   const dropRollbackTags = async () => {
     for (const s of before) {

@@ -16,7 +16,8 @@ import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker
 import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
-import { digestOf, pulledAs, splitTag } from "../../src/docker/update.ts";
+import { digestOf, pulledAs, rollbackTag, splitTag } from "../../src/docker/update.ts";
+import { timeoutMs } from "../../src/docker/cli-support.ts";
 
 const entry = (name: string, type: TarEntry["type"] = "file", linkname = ""): TarEntry => ({
   ...fileEntry(name, type === "file" ? "x" : ""),
@@ -261,6 +262,22 @@ describe("image references", () => {
     expect(splitTag("127.0.0.1:5000/a/b:1")).toEqual({ repo: "127.0.0.1:5000/a/b", tag: "1" });
     expect(splitTag("127.0.0.1:5000/a/b")).toEqual({ repo: "127.0.0.1:5000/a/b", tag: "latest" });
     expect(splitTag("a/b@sha256:x")).toBeUndefined();
+  });
+  test("the rollback tag is a valid image reference for any compose project and service name", () => {
+    // Docker's grammar: path components of lower-case letters and digits with single separators;
+    // a tag of up to 128 word characters, dots and dashes, not starting with either of the last two.
+    const valid = /^stackgen-rollback\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+    expect(rollbackTag("shop", "web")).toBe("stackgen-rollback/shop:web");
+    const odd = [["shop", ".hidden"], ["shop", "-x"], ["shop", "x".repeat(129)], ["a_-b", "web"], ["abc-", "web"]] as const;
+    for (const [project, service] of odd) expect(rollbackTag(project, service)).toMatch(valid);
+    // Two services never share one.
+    expect(rollbackTag("shop", ".a")).not.toBe(rollbackTag("shop", ".b"));
+  });
+  test("--timeout takes decimal seconds only", () => {
+    expect(timeoutMs("5")).toBe(5000);
+    expect(timeoutMs("1.5")).toBe(1500);
+    expect(timeoutMs(undefined)).toBe(300_000);
+    for (const bad of ["0", "-5", "abc", "0x10", "1e3", " 5", "Infinity", "5s", "1e400"]) expect(() => timeoutMs(bad), bad).toThrow("--timeout must be a positive number of seconds");
   });
 });
 
