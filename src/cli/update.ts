@@ -2,7 +2,7 @@
 import { defineCommand } from "citty";
 import { withStackLock } from "../docker/stack-lock.ts";
 import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
-import { dryRunUpdate, runUpdate, stillNamedNote, type UpdateResult } from "../docker/update.ts";
+import { dryRunUpdate, quitUpdateNote, runUpdate, stillNamedNote, type UpdateResult } from "../docker/update.ts";
 import { INTERRUPTED_EXIT } from "../errors.ts";
 import { withDeferredInterrupts } from "./interrupt.ts";
 import { log, printJson, printText, progress } from "./output.ts";
@@ -44,11 +44,15 @@ export default defineCommand({
     let interrupted = false;
     const result = args["dry-run"]
       ? await dryRunUpdate(engine, stack, model, options)
-      : await withDeferredInterrupts("the update", async (signal) => {
-          const r = await withStackLock(stack.dir, "update", () => runUpdate(engine, stack, compose, model, { ...options, signal }));
-          interrupted = signal.aborted;
-          return r;
-        });
+      : await withDeferredInterrupts(
+          "the update",
+          async (signal) => {
+            const r = await withStackLock(stack.dir, "update", () => runUpdate(engine, stack, compose, model, { ...options, signal }));
+            interrupted = signal.aborted;
+            return r;
+          },
+          () => quitUpdateNote(stack.project),
+        );
     if (args.json) printJson(result);
     else printText(renderUpdate(result));
     if (result.rolledBack) {

@@ -254,6 +254,12 @@ const asTag = (name: string) => (/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(name
 const rollbackRepo = (project: string) => `stackgen-rollback/${asRepoComponent(project)}`;
 export const rollbackTag = (project: string, service: string) => `${rollbackRepo(project)}:${asTag(service)}`;
 
+/** What a second Ctrl-C, quitting an update at once, leaves and how to recover: the pulls may
+ *  have moved tags to new images that never passed a health check, and only our rollback tags
+ *  still name the previous ones (until the next update tags what runs then). */
+export const quitUpdateNote = (project: string) =>
+  `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. The previous images are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`): put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\` or another \`stackgen update\`, which tags what runs then.`;
+
 /** Point each service's image tag at the image its container ran before the update (or, for a
  *  service without a container, the image its tag named before the pull). Not a tag the compose
  *  files name anew: it never named the old image, and stays what the registry serves. */

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, MAIN, cli, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { BUN, MAIN, cli, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -166,6 +166,23 @@ volumes:
       expect((await stack.container("app")).Image).toBe(oldId);
       expect(await running()).toBe(true);
       expect((await stack.exec("app", "cat", "/version")).trim()).toBe("v1");
+    },
+    180_000,
+  );
+
+  e2e(
+    "during update, a second Ctrl-C quits at once and says where the previous images are and how to put them back",
+    async () => {
+      const before = (await stack.container("app")).Image as string;
+      const { newId } = await stack.pushNewVersion(appRef, ["RUN echo v3 > /version"]);
+      const r = await interruptWhen(["update", "--dir", stack.dir], "Starting layer 1/1", "SIGINT: stopping");
+      expect(r.code).toBe(130);
+      const rollbackRepo = `stackgen-rollback/${stack.project}`;
+      expect(r.stderr).toContain(`docker tag ${rollbackRepo}:<service>`);
+      // What the note promises: the tag names the image that ran before, the service's tag the new one.
+      expect(await docker("image", "inspect", "-f", "{{.Id}}", `${rollbackRepo}:app`)).toBe(before);
+      expect(await docker("image", "inspect", "-f", "{{.Id}}", appRef)).toBe(newId);
+      await docker("rmi", `${rollbackRepo}:app`);
     },
     180_000,
   );
