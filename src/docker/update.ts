@@ -140,7 +140,24 @@ interface StartPlan {
   outsideModel: string[];
 }
 
-function startPlan(containers: ContainerSummary[], model: ComposeModel): StartPlan {
+/** Seconds since its last start within which a container the engine restarted counts as crash-looping. */
+const CRASH_LOOP_WINDOW_S = 120;
+
+/** Services whose running container the engine restarted (its restart policy) within the last
+ *  two minutes: crash-looping, though the container list shows it `running` between two crashes. */
+async function crashLooping(engine: Engine, containers: ContainerSummary[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const c of containers) {
+    const service = c.Labels["com.docker.compose.service"];
+    if (!service || c.State !== "running") continue;
+    const info = await engine.inspectContainer(c.Id);
+    const sinceStart = (Date.now() - Date.parse(info.State.StartedAt)) / 1000;
+    if ((info.RestartCount ?? 0) > 0 && sinceStart < CRASH_LOOP_WINDOW_S) out.add(service);
+  }
+  return out;
+}
+
+function startPlan(containers: ContainerSummary[], model: ComposeModel, looping: ReadonlySet<string>): StartPlan {
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
   const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
   const plan: StartPlan = { start: new Set(), mustStayUp: new Set(), scales: new Map(), brokenBefore: new Set(), outsideModel: [] };
@@ -158,7 +175,7 @@ function startPlan(containers: ContainerSummary[], model: ComposeModel): StartPl
     if (up) {
       plan.mustStayUp.add(service);
       plan.scales.set(service, (plan.scales.get(service) ?? 0) + 1);
-      if (c.State === "restarting" || /\(unhealthy\)/.test(c.Status)) plan.brokenBefore.add(service);
+      if (c.State === "restarting" || /\(unhealthy\)/.test(c.Status) || looping.has(service)) plan.brokenBefore.add(service);
     }
     if (up) plan.start.add(service);
   }
@@ -237,7 +254,7 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
     else result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest, newDigest });
   }
   // The running services restart, as the real update does, when one of them changes.
-  const plan = startPlan(containers, model);
+  const plan = startPlan(containers, model, await crashLooping(engine, containers));
   if (result.updated.some((u) => plan.start.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => plan.start.has(name)).sort();
   result.unchanged.sort();
   const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
@@ -321,7 +338,7 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
 
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
-  const plan = startPlan(containers, model);
+  const plan = startPlan(containers, model, await crashLooping(engine, containers));
   const running = plan.start;
   const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])))
     .map((layer) => layer.filter((name) => running.has(name)))

@@ -499,6 +499,52 @@ describe("update of a stack with a service the user stopped that exits 0 on SIGT
   );
 });
 
+describe("update of a stack with a crash-looping service, seen between two crashes", () => {
+  const stack = TestStack.unique("uc");
+  const appRef = stack.ref("app");
+  const crashRef = stack.ref("crash");
+
+  beforeAll(async () => {
+    if (await dockerUnavailable()) return;
+    await stack.publish(appRef, ["RUN echo v1 > /version && touch /ok"]);
+    await stack.publish(crashRef, ["RUN echo v1 > /version"]);
+    stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+  crash:
+    image: ${crashRef}
+    restart: always
+    command: ["sh", "-c", "sleep 5; exit 3"]
+`);
+    await stack.up();
+  }, 120_000);
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "it was failing on an image that does not change: not waited for, so it does not roll back the update of another",
+    async () => {
+      const { newId } = await stack.pushNewVersion(appRef, ["RUN echo v2 > /version && touch /ok"]);
+      // Restarted by the engine and running again: the container list says "running".
+      for (let i = 0; i < 150; i++) {
+        const c = await stack.container("crash");
+        if (c.RestartCount > 0 && c.State.Running) break;
+        await Bun.sleep(100);
+      }
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.rolledBack).toBeUndefined();
+      expect(out.unhealthyBefore).toEqual(["crash"]);
+      expect((await stack.container("app")).Image).toBe(newId);
+    },
+    150_000,
+  );
+});
+
 describe("update whose rollback fails too", () => {
   const stack = TestStack.unique("ur");
   const dbRef = stack.ref("db");
