@@ -321,7 +321,7 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     const scaled = layer.flatMap((name) => (scales.has(name) ? ["--scale", `${name}=${scales.get(name)}`] : []));
     const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer]);
     if (up.code !== 0) {
-      const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`}`;
+      const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
       if (signal) return signal.aborted ? `interrupted (${failed})` : failed;
       problems.push(failed);
       continue;
@@ -369,7 +369,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       pulled.add(svc.image);
       opts.progress(`Pulling ${svc.image}`);
       const res = await compose.pull(svc.name, opts.signal);
-      if (res.code !== 0) pullErrors.push(`${svc.image}: ${lastLine(res.stderr) || `exit ${res.code}`}`);
+      if (res.code !== 0) pullErrors.push(`${svc.name} (${svc.image}): ${lastLine(res.stderr) || `exit ${res.code}`}`);
       else opts.progress(`Pulled ${svc.image}`);
     }
     if (opts.signal?.aborted) {
@@ -380,7 +380,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       // The pulls that worked moved their tags; put them back, or a later `docker compose up`
       // would start the new images without health checks or a way back.
       await retag(engine, before);
-      throw failure("PULL_FAILED", `Pull failed, nothing was stopped and the images were left as they were: ${pullErrors.join("; ")}`);
+      throw failure("PULL_FAILED", `Pull failed, nothing was stopped and the images were left as they were: ${pullErrors.join("; ")}. Check the image name and tag the compose files give, the registry's address, and \`docker login <registry>\` for a private one.`);
     }
 
     // 2. What changed.

@@ -110,7 +110,11 @@ volumes:
       try {
         const r = await cli(["update", "--dir", stack.dir, "--json"]);
         expect(r.code).toBe(1);
-        expect(JSON.parse(r.stdout).error.message).toContain("nothing was stopped");
+        const message = JSON.parse(r.stdout).error.message;
+        expect(message).toContain("nothing was stopped");
+        // Named by service, with what to check.
+        expect(message).toContain(`web (${localOnly}): `);
+        expect(message).toContain("docker login");
         // db's pull worked, but its tag is back on the running image: a later `up` changes nothing.
         expect(await stack.imageId(dbRef)).toBe(before.db.Image);
         for (const s of ["db", "web"] as const) {
