@@ -11,7 +11,17 @@ export interface SkillsReply { packs: SkillPack[] }
 export interface DeployStepEvent { type: "step"; step: string; status: string; detail?: string }
 export interface DeployResultEvent {
   type: "result";
-  result: { success: boolean; steps: { step: string; status: string; detail?: string }[]; dashboardUrl?: string; error?: string; hint?: string; changes?: string[] };
+  result: {
+    success: boolean;
+    steps: { step: string; status: string; detail?: string }[];
+    dashboardUrl?: string;
+    error?: string;
+    hint?: string;
+    changes?: string[];
+    /** What a failed run left on the platform, and what a call without an answer may have made. */
+    created?: string[];
+    possiblyCreated?: string[];
+  };
 }
 /** The server could not run the deployment at all (its own failure, not the provider's). */
 export interface DeployErrorEvent { type: "error"; error: { code: string; message: string } }

@@ -963,6 +963,15 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#deploy-button:enabled");
     expect(await page.textContent("#deploy-secrets-note")).toContain("Passwords and keys the platform already had were kept");
 
+    // A failed run says what it left on the platform, and what a call without an answer may have made.
+    const failedRun = { type: "result", result: { success: false, steps: [{ step: "Create service", status: "failed" }], error: "Coolify did not answer within 30 s", created: ["project ui-deploy"], possiblyCreated: ["service ui-deploy"] } };
+    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(failedRun)}\n` }));
+    await page.click("#deploy-button");
+    await page.waitForSelector("#deploy-possibly-created");
+    expect(await page.textContent("#deploy-created")).toContain("Already created on the platform: project ui-deploy.");
+    expect(await page.textContent("#deploy-possibly-created")).toContain("Possibly created on the platform: service ui-deploy");
+    await page.unroute("**/v1/deploy");
+
     // The stream ends after a step began (a proxy in between cut it): the page does not claim
     // the deploy failed, since the server may still be at it, and says what to check.
     await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: '{"type":"step","step":"Test connection","status":"running"}\n' }));

@@ -172,6 +172,11 @@ function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"
   if (!outcome.success) {
     showError(target, outcome.error ?? "The deployment failed.");
     if (outcome.hint) target.append(h("p", { class: "small", id: "deploy-hint" }, outcome.hint));
+    // As the CLI says it: what to clean up, or reuse with "Update an existing deployment".
+    const created = outcome.created ?? [];
+    const possibly = outcome.possiblyCreated ?? [];
+    if (created.length) target.append(h("p", { class: "small", id: "deploy-created" }, `Already created on the platform: ${created.join(", ")}. Delete them, or tick “Update an existing deployment of the same name” and deploy again to reuse them.`));
+    if (possibly.length) target.append(h("p", { class: "small", id: "deploy-possibly-created" }, `Possibly created on the platform: ${possibly.join(", ")} (the call that creates them got no answer). Check the platform; deploying again with “Update an existing deployment of the same name” ticked reuses what it made.`));
     return;
   }
   replaceChildren(target, h("div", { class: "alert success", role: "status" },
