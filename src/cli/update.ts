@@ -24,6 +24,20 @@ export function renderUpdate(r: UpdateResult): string {
   return lines.join("\n");
 }
 
+/** After a rollback: why, where the data stands, and what is left for the user to do. */
+export function rollbackMessage(r: NonNullable<UpdateResult["rolledBack"]>, backup?: string): string {
+  const data = !r.newImagesStarted
+    ? " The new images never started, so the data is as it was."
+    : backup
+      ? ` If the new version changed the data, \`stackgen backup restore ${backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
+      : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.";
+  const them = r.notRunning?.length === 1 ? "it" : "them";
+  const notRunning = r.notRunning
+    ? ` Not running now, though ${r.notRunning.length === 1 ? "it" : "they"} ran before the update: ${r.notRunning.join(", ")} (\`docker compose up -d ${r.notRunning.join(" ")}\` starts ${them} once the cause above is fixed).`
+    : "";
+  return `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.${data}${stillNamedNote(r.stillNamed)}${notRunning}`;
+}
+
 export default defineCommand({
   meta: { name: "update", description: "Pull new images and restart the stack in dependency order, rolling back on failure" },
   args: {
@@ -56,15 +70,7 @@ export default defineCommand({
     if (args.json) printJson(result);
     else printText(renderUpdate(result));
     if (result.rolledBack) {
-      const r = result.rolledBack;
-      log.error(
-        `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.` +
-          (result.backup
-            ? ` If the new version changed the data, \`stackgen backup restore ${result.backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
-            : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.") +
-          stillNamedNote(r.stillNamed) +
-          (r.notRunning ? ` Not running now, though ${r.notRunning.length === 1 ? "it" : "they"} ran before the update: ${r.notRunning.join(", ")} (\`docker compose up -d ${r.notRunning.join(" ")}\` starts ${r.notRunning.length === 1 ? "it" : "them"} once the cause above is fixed).` : ""),
-      );
+      log.error(rollbackMessage(result.rolledBack, result.backup));
       process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {
       log.error(`Could not ask the registry about ${result.failed.map((f) => f.image).join(", ")}.`);

@@ -40,6 +40,8 @@ export interface UpdateResult {
     services: string[];
     reason: string;
     recovered: boolean;
+    /** Whether a new image was started before the rollback (only then can it have changed data). */
+    newImagesStarted: boolean;
     /** Services whose compose files now name another image than the one put back: they still
      *  name the failed one, which the next `docker compose up` starts. */
     stillNamed?: StillNamed[];
@@ -296,6 +298,8 @@ interface StartOrder {
   mustStayUp: ReadonlySet<string>;
   /** Started but not waited for (unhealthy before the update, on the same image). */
   notWaited: ReadonlySet<string>;
+  /** Told of each layer `compose up` was run for, before its outcome (it may start some and fail). */
+  onUp?: (layer: string[]) => void;
 }
 
 /** Start services layer by layer; returns a failure reason or undefined. The forward start (with
@@ -319,6 +323,7 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     // user's next plain `docker compose up -d` would make it again. The earlier layers are up.
     // A service the user scaled keeps its count (plain `up` would make it one container again).
     const scaled = layer.flatMap((name) => (scales.has(name) ? ["--scale", `${name}=${scales.get(name)}`] : []));
+    order.onUp?.(layer);
     const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
@@ -459,7 +464,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       }
     }
     const order = layers.flat();
-    const problem = await startInOrder(engine, stack, compose, startOrder, opts, opts.signal ?? new AbortController().signal);
+    // Whether a new image may have run (and so changed data) before a rollback.
+    let newImagesStarted = false;
+    const onUp = (layer: string[]) => (newImagesStarted ||= layer.some((name) => changed.some((c) => c.service === name)));
+    const problem = await startInOrder(engine, stack, compose, { ...startOrder, onUp }, opts, opts.signal ?? new AbortController().signal);
     result.restarted = order;
     if (!problem) return result;
 
@@ -472,6 +480,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,
       recovered: again === undefined,
+      newImagesStarted,
       ...(stillNamed.length ? { stillNamed } : {}),
       ...(notRunning.length ? { notRunning } : {}),
     };

@@ -8,7 +8,7 @@ import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { BUN, cli, expectOk, MAIN } from "../support/tools.ts";
-import { renderUpdate } from "../../src/cli/update.ts";
+import { renderUpdate, rollbackMessage } from "../../src/cli/update.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-usage-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -328,9 +328,23 @@ describe("update's summary", () => {
     const updated = [{ service: "db", image: "postgres:16", oldDigest: "sha256:aaaaaaaaaaaaaaaa", newDigest: "sha256:bbbbbbbbbbbbbbbb" }];
     const done = renderUpdate({ updated, unchanged: [], restarted: ["db"] });
     expect(done).toStartWith("Updated db (postgres:16)");
-    const failed = renderUpdate({ updated, unchanged: [], restarted: ["db"], rolledBack: { services: ["db"], reason: "db unhealthy", recovered: true } });
+    const rolledBack = { services: ["db"], reason: "db unhealthy", recovered: true, newImagesStarted: true };
+    const failed = renderUpdate({ updated, unchanged: [], restarted: ["db"], rolledBack });
     expect(failed).not.toContain("Updated db");
     expect(failed).toStartWith("Tried db (postgres:16)");
     expect(failed).toContain("Rolled back db: db unhealthy");
+  });
+
+  test("after a rollback: the data warning only when a new image started, and what no longer runs", () => {
+    const rolledBack = { services: ["db"], reason: "db unhealthy", recovered: false, newImagesStarted: true, notRunning: ["api", "web"] };
+    const started = rollbackMessage(rolledBack);
+    expect(started).toContain("may have changed its data");
+    expect(started).toContain("Not running now, though they ran before the update: api, web (`docker compose up -d api web` starts them");
+    expect(rollbackMessage(rolledBack, "/b/x.tar.gz")).toContain("`stackgen backup restore /b/x.tar.gz`");
+    // Interrupted while the stack was stopping: the new images never ran.
+    const never = rollbackMessage({ ...rolledBack, reason: "interrupted", newImagesStarted: false, notRunning: undefined });
+    expect(never).toContain("The new images never started, so the data is as it was.");
+    expect(never).not.toContain("changed its data");
+    expect(never).not.toContain("Not running now");
   });
 });

@@ -171,6 +171,22 @@ volumes:
   );
 
   e2e(
+    "during update, while the stack stops: the new image never starts, and the data is said to be as it was",
+    async () => {
+      const before = (await stack.container("app")).Image as string;
+      await stack.pushNewVersion(appRef, ["RUN echo v2b > /version"]);
+      const r = await interruptWhen(["update", "--dir", stack.dir, "--json"], "Stopping the stack");
+      expect(r.code).toBe(130);
+      expect(JSON.parse(r.stdout).rolledBack).toMatchObject({ services: ["app"], recovered: true, newImagesStarted: false });
+      expect(r.stderr).toContain("The new images never started, so the data is as it was.");
+      expect(r.stderr).not.toContain("changed its data");
+      expect((await stack.container("app")).Image).toBe(before);
+      expect(await running()).toBe(true);
+    },
+    180_000,
+  );
+
+  e2e(
     "during update, a second Ctrl-C quits at once and says where the previous images are and how to put them back",
     async () => {
       const before = (await stack.container("app")).Image as string;
