@@ -32,8 +32,10 @@ export function rollbackMessage(r: NonNullable<UpdateResult["rolledBack"]>, back
       ? ` If the new version changed the data, \`stackgen backup restore ${backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
       : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.";
   const them = r.notRunning?.length === 1 ? "it" : "them";
+  // Started from the user's files, a service they still name a failed image for would run it.
+  const namesFirst = r.stillNamed?.some((n) => r.notRunning?.includes(n.service)) ? "the image names above are put back and " : "";
   const notRunning = r.notRunning
-    ? ` Not running now, though ${r.notRunning.length === 1 ? "it" : "they"} ran before the update: ${r.notRunning.join(", ")} (\`docker compose up -d ${r.notRunning.join(" ")}\` starts ${them} once the cause above is fixed).`
+    ? ` Not running now, though ${r.notRunning.length === 1 ? "it" : "they"} ran before the update: ${r.notRunning.join(", ")} (\`docker compose up -d ${r.notRunning.join(" ")}\` starts ${them} once ${namesFirst}the cause above is fixed).`
     : "";
   return `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.${data}${stillNamedNote(r.stillNamed)}${notRunning}`;
 }
@@ -65,7 +67,7 @@ export default defineCommand({
             interrupted = signal.aborted;
             return r;
           },
-          () => quitUpdateNote(stack.project),
+          () => quitUpdateNote(stack.project, model.services.map((s) => s.name)),
         );
     if (args.json) printJson(result);
     else printText(renderUpdate(result));

@@ -151,8 +151,11 @@ async function crashLooping(engine: Engine, containers: ContainerSummary[]): Pro
   const out = new Set<string>();
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
-    if (!service || c.State !== "running") continue;
-    const info = await engine.inspectContainer(c.Id);
+    // Healthy now: it restarted while something it needs came up, and recovered.
+    if (!service || c.State !== "running" || /\(healthy\)/.test(c.Status)) continue;
+    // Removed since the list was made: nothing to judge.
+    const info = await engine.inspectContainer(c.Id).catch(() => undefined);
+    if (!info) continue;
     const sinceStart = (Date.now() - Date.parse(info.State.StartedAt)) / 1000;
     if ((info.RestartCount ?? 0) > 0 && sinceStart < CRASH_LOOP_WINDOW_S) out.add(service);
   }
@@ -268,7 +271,9 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
 /** A name as Docker takes it for an image's repository path component and its tag; a compose
  *  project or service name that is not one (`.hidden`, `a_-b`, 129 characters) is replaced by
  *  a digest of it, or tagging would fail before anything is pulled. */
-const asRepoComponent = (name: string) => (/^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/.test(name) ? name : `p-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`);
+const asRepoComponent = (name: string) =>
+  // 200: the whole repository name (with `stackgen-rollback/`) stays under Docker's 255.
+  name.length <= 200 && /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/.test(name) ? name : `p-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`;
 const asTag = (name: string) => (/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(name) ? name : `s-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`);
 const rollbackRepo = (project: string) => `stackgen-rollback/${asRepoComponent(project)}`;
 export const rollbackTag = (project: string, service: string) => `${rollbackRepo(project)}:${asTag(service)}`;
@@ -276,8 +281,11 @@ export const rollbackTag = (project: string, service: string) => `${rollbackRepo
 /** What a second Ctrl-C, quitting an update at once, leaves and how to recover: the pulls may
  *  have moved tags to new images that never passed a health check, and only our rollback tags
  *  still name the previous ones (until the next update tags what runs then). */
-export const quitUpdateNote = (project: string) =>
-  `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. The previous images are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`): put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\` or another \`stackgen update\`, which tags what runs then.`;
+export function quitUpdateNote(project: string, services: readonly string[]): string {
+  // A service name Docker refuses as a tag has a tag of its own: say which.
+  const renamed = services.filter((s) => asTag(s) !== s).map((s) => `${s}: ${rollbackTag(project, s)}`);
+  return `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. The previous images are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`${renamed.length ? `; ${renamed.join(", ")}` : ""}): put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\` or another \`stackgen update\`, which tags what runs then.`;
+}
 
 /** Point each service's image tag at the image its container ran before the update (or, for a
  *  service without a container, the image its tag named before the pull). Not a tag the compose
@@ -302,18 +310,24 @@ interface StartOrder {
   onUp?: (layer: string[]) => void;
 }
 
-/** Start services layer by layer; returns a failure reason or undefined. The forward start (with
- *  `signal`: an abort ends it as "interrupted") stops at the first layer that fails, to roll
- *  back; a rollback (no signal) goes on to the end, so the services that can run again do: one
- *  that still fails must not keep those after it stopped. */
-async function startInOrder(engine: Engine, stack: Stack, compose: Compose, order: StartOrder, opts: UpdateOptions, signal?: AbortSignal): Promise<string | undefined> {
+/** How a start goes on when a layer fails. The forward start stops there, to roll back (an abort
+ *  of its signal ends it as "interrupted"). A rollback starts every later layer anyway, so the
+ *  services that can run again do (one that still fails must not keep those after it stopped),
+ *  and waits for those once at the end: a stack that stays down costs one timeout, not one per layer. */
+type StartMode = { kind: "forward"; signal?: AbortSignal } | { kind: "rollback" };
+
+/** Start services layer by layer; returns a failure reason or undefined. */
+async function startInOrder(engine: Engine, stack: Stack, compose: Compose, order: StartOrder, opts: UpdateOptions, mode: StartMode): Promise<string | undefined> {
   const { layers, scales, mustStayUp, notWaited } = order;
+  const signal = mode.kind === "forward" ? mode.signal : undefined;
   const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
   const wait = async (services: string[]) => {
     const failedServices = await waitReady(engine, stack.project, services.filter((s) => !notWaited.has(s)), { timeoutMs: opts.timeoutMs, onProgress: report, signal, mustStayUp });
     return failedServices.length > 0 ? failedServices.map((f) => `${f.service} ${f.reason}`).join("; ") : undefined;
   };
   const problems: string[] = [];
+  // A rollback's layers after its first failure: started, waited for once at the end.
+  const startedAfterFailure: string[] = [];
   for (const [i, layer] of layers.entries()) {
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
@@ -327,15 +341,22 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer]);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
-      if (signal) return signal.aborted ? `interrupted (${failed})` : failed;
+      if (mode.kind === "forward") return signal?.aborted ? `interrupted (${failed})` : failed;
       problems.push(failed);
       continue;
     }
+    if (problems.length) {
+      startedAfterFailure.push(...layer);
+      continue;
+    }
     const problem = await wait(layer);
-    if (problem && signal) return problem;
+    if (problem && mode.kind === "forward") return problem;
     if (problem) problems.push(problem);
   }
-  if (problems.length) return problems.join("; ");
+  if (problems.length) {
+    const late = startedAfterFailure.length ? await wait(startedAfterFailure) : undefined;
+    return [...problems, ...(late ? [late] : [])].join("; ");
+  }
   // Once all are up, every service once more: one judged started early may have died while the
   // later layers came up (an app that gives up on its database after some seconds).
   return layers.length > 1 ? wait(layers.flat()) : undefined;
@@ -438,7 +459,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         names.set(c.service, name);
         stillNamed.push({ service: c.service, image: c.image, restored: c.ranImage!, ...(name !== c.ranImage ? { runsAs: name } : {}) });
       }
-      const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, startOrder, opts));
+      const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, startOrder, opts, { kind: "rollback" }));
       return { again, stillNamed };
     };
 
@@ -467,7 +488,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // Whether a new image may have run (and so changed data) before a rollback.
     let newImagesStarted = false;
     const onUp = (layer: string[]) => (newImagesStarted ||= layer.some((name) => changed.some((c) => c.service === name)));
-    const problem = await startInOrder(engine, stack, compose, { ...startOrder, onUp }, opts, opts.signal ?? new AbortController().signal);
+    const problem = await startInOrder(engine, stack, compose, { ...startOrder, onUp }, opts, { kind: "forward", signal: opts.signal });
     result.restarted = order;
     if (!problem) return result;
 
@@ -475,7 +496,9 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
     await compose.stop();
     const { again, stillNamed } = await startOnPrevious();
-    const notRunning = again ? await notRunningOf(engine, stack.project, plan.mustStayUp) : [];
+    // Those failing before the update did not really run: not named as stopped by it.
+    const ranBefore = new Set([...plan.mustStayUp].filter((name) => !plan.brokenBefore.has(name)));
+    const notRunning = again ? await notRunningOf(engine, stack.project, ranBefore) : [];
     result.rolledBack = {
       services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,

@@ -346,5 +346,8 @@ describe("update's summary", () => {
     expect(never).toContain("The new images never started, so the data is as it was.");
     expect(never).not.toContain("changed its data");
     expect(never).not.toContain("Not running now");
+    // A service the user's files still name the failed image for: its names go back first.
+    const named = rollbackMessage({ ...rolledBack, stillNamed: [{ service: "web", image: "web:2", restored: "web:1" }] });
+    expect(named).toContain("starts them once the image names above are put back and the cause above is fixed");
   });
 });

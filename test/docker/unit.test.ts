@@ -16,7 +16,7 @@ import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker
 import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
-import { digestOf, pulledAs, rollbackTag, splitTag } from "../../src/docker/update.ts";
+import { digestOf, pulledAs, quitUpdateNote, rollbackTag, splitTag } from "../../src/docker/update.ts";
 import { timeoutMs } from "../../src/docker/cli-support.ts";
 
 const entry = (name: string, type: TarEntry["type"] = "file", linkname = ""): TarEntry => ({
@@ -272,6 +272,11 @@ describe("image references", () => {
     for (const [project, service] of odd) expect(rollbackTag(project, service)).toMatch(valid);
     // Two services never share one.
     expect(rollbackTag("shop", ".a")).not.toBe(rollbackTag("shop", ".b"));
+    // The repository name stays under Docker's 255 characters.
+    expect(rollbackTag("p".repeat(250), "web").split(":")[0]!.length).toBeLessThan(255);
+    // The note of a second Ctrl-C names the tag of a service Docker would refuse as a tag.
+    expect(quitUpdateNote("shop", ["web", ".hidden"])).toContain(`.hidden: ${rollbackTag("shop", ".hidden")}`);
+    expect(quitUpdateNote("shop", ["web"])).not.toContain("web: ");
   });
   test("--timeout takes decimal seconds only", () => {
     expect(timeoutMs("5")).toBe(5000);

@@ -576,7 +576,8 @@ services:
     image: ${webRef}
     init: true
     restart: unless-stopped
-    depends_on: {db: {condition: service_healthy}}
+    # A layer after web's: web's start does not race api's failing one.
+    depends_on: {db: {condition: service_healthy}, web: {condition: service_started}}
 volumes:
   data: {}
 `);
