@@ -44,7 +44,7 @@ apt-get install -y --no-install-recommends postgresql
 GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 || true)
 CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
 printf "listen_addresses = 'localhost%s'\n" "${GW:+,$GW}" > "$CONF/conf.d/stackgen.conf"
-for NET in 172.16.0.0/12 192.168.0.0/16 10.0.0.0/8; do grep -q "^host all all $NET scram-sha-256" "$CONF/pg_hba.conf" || echo "host all all $NET scram-sha-256" >> "$CONF/pg_hba.conf"; done
+for NET in 172.16.0.0/12 192.168.0.0/16; do grep -q "^host all all $NET scram-sha-256" "$CONF/pg_hba.conf" || echo "host all all $NET scram-sha-256" >> "$CONF/pg_hba.conf"; done
 mkdir -p /etc/systemd/system/postgresql@.service.d
 printf '[Unit]\nAfter=docker.service\nWants=docker.service\n' > /etc/systemd/system/postgresql@.service.d/stackgen.conf
 systemctl daemon-reload
