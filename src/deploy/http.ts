@@ -18,9 +18,11 @@ export function retryAfterSeconds(header: string | null, now = Date.now()): numb
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
-/** An answer that says the platform did not carry the call out: a redirect or a refusal. A
- *  gateway's 502 or 504 only says the platform's own answer was lost. */
-const isRefusal = (status: number) => status >= 300 && status !== 502 && status !== 504;
+/** An answer that says the platform did not carry the call out: a redirect, a refusal of the
+ *  request (4xx), "not implemented" or "unavailable". Any other 5xx may come after the platform
+ *  wrote its change (an error while answering), and a gateway's 502 or 504 only says the
+ *  platform's own answer was lost. */
+const isRefusal = (status: number) => (status >= 300 && status < 500) || status === 501 || status === 503;
 
 /** A failed call. `message` is short and stable; `detail` carries what the server said. */
 export class DeployError extends Error {
@@ -244,6 +246,9 @@ export function serverMessage(body: unknown, raw: string): string {
 const TLS_CODE = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS_CERT_ALTNAME_INVALID/;
 /** Failures before a request could reach the platform: no connection, no address. */
 const NOT_SENT = /^(ECONNREFUSED|ConnectionRefused|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/;
+/** Whether a fetch rejection happened before the request left this machine: only then may it be
+ *  sent again (to another address of the host) without risking a second copy of what it makes. */
+export const neverSent = (e: unknown) => NOT_SENT.test((e as { code?: string })?.code ?? "");
 
 /** Turn a fetch rejection into one line: timeout, untrusted certificate or unreachable host. */
 function transportMessage(e: unknown, provider: string, baseUrl: string, timeoutMs: number): string {

@@ -9,7 +9,7 @@ import { usageError, withoutUserPart } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
 import { dokploy } from "./dokploy.ts";
-import { DeployError, redactor } from "./http.ts";
+import { DeployError, neverSent, redactor } from "./http.ts";
 import { dotenvText, interpolate, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
 import { envValue } from "../core/generate/env.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
@@ -332,7 +332,8 @@ export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input,
     const headers = new Headers(init.headers);
     headers.set("host", url.host);
     // Each checked address in turn, as fetch would try them (::1 first where the instance listens
-    // on IPv4 only); a timeout is not retried elsewhere.
+    // on IPv4 only), while the call never left this machine: one that may have reached the
+    // platform (a timeout, a dropped connection) is not sent again, or a create could run twice.
     let failure: unknown;
     for (const { address, family } of addresses) {
       const pinned = new URL(url);
@@ -340,7 +341,7 @@ export function pinnedFetch(fetchImpl: FetchLike = (input, init) => fetch(input,
       try {
         return await fetchImpl(pinned.toString(), { ...init, headers });
       } catch (e) {
-        if ((e as Error)?.name === "TimeoutError" || (e as Error)?.name === "AbortError") throw e;
+        if (!neverSent(e)) throw e;
         failure = e;
       }
     }

@@ -471,7 +471,12 @@ describe("Coolify deployer against a spec-validating fake", () => {
     const unsent = await deployBundle(options(third, { fetch: async (input, init) => (init.method === "POST" ? Promise.reject(Object.assign(new TypeError("ECONNREFUSED"), { code: "ECONNREFUSED" })) : fetch(input, init)) }));
     expect(unsent.failedStep).toBe("Create project");
     expect(unsent.possiblyCreated).toBeUndefined();
-    expect(fake.violations.concat(second.violations, third.violations)).toEqual([]);
+    // A 500 may come after the row was written (an error while answering): possibly created.
+    const fourth = await startFake();
+    fourth.injections.push({ operationId: "create-project", reply: { status: 500, body: { message: "Server Error" } } });
+    const erred = await deployBundle(options(fourth));
+    expect(erred).toMatchObject({ success: false, failedStep: "Create project", possiblyCreated: [`Coolify project "${PROJECT}"`] });
+    expect(fake.violations.concat(second.violations, third.violations, fourth.violations)).toEqual([]);
   });
 
   test("a deploy Coolify answers 200 but refuses in its message is a failure, not a success", async () => {

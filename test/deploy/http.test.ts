@@ -155,6 +155,16 @@ describe("normaliseInstanceUrl", () => {
     const both = async () => [{ address: "::1", family: 6 }, { address: "127.0.0.1", family: 4 }];
     expect(await (await pinnedFetch(ipv4Only, both)("http://coolify.test:8000/x", { method: "GET" })).text()).toBe("ok");
     expect(tried).toEqual(["http://[::1]:8000/x", "http://127.0.0.1:8000/x"]);
+    // A call that may have reached the platform (the connection dropped) is not sent again: a
+    // create would run twice.
+    tried.length = 0;
+    const dropping = async (input: string) => {
+      tried.push(input);
+      throw Object.assign(new Error("socket closed"), { code: "ECONNRESET" });
+    };
+    expect(pinnedFetch(dropping, both)("http://coolify.test:8000/api/v1/projects", { method: "POST" })).rejects.toThrow("socket closed");
+    await Bun.sleep(0);
+    expect(tried).toEqual(["http://[::1]:8000/api/v1/projects"]);
   });
 
   test("knows when the key would cross the network unencrypted (plain http to another machine)", () => {
