@@ -214,14 +214,15 @@ describe("update --dry-run after the tag moved to a new multi-platform index", (
   const amd64Ref = stack.ref("multi", "amd64");
   const otherRef = stack.ref("multi", "other");
 
-  /** Push `ref` as an index of the given images (the second labelled arm64). */
-  async function pushIndex(ref: string, images: string[]): Promise<void> {
+  /** Push `ref` as an index of the given images (the second labelled arm64); returns its digest. */
+  async function pushIndex(ref: string, images: string[]): Promise<string> {
     await run(["docker", "manifest", "rm", ref]);
     const created = await run(["docker", "manifest", "create", "--insecure", ref, ...images]);
     if (created.code !== 0) throw new Error(created.stderr);
     if (images[1]) await docker("manifest", "annotate", "--os", "linux", "--arch", "arm64", ref, images[1]);
     const pushed = await run(["docker", "manifest", "push", "--insecure", "--purge", ref]);
     if (pushed.code !== 0) throw new Error(pushed.stderr);
+    return /sha256:[0-9a-f]{64}/.exec(pushed.stdout)![0];
   }
 
   beforeAll(async () => {
@@ -245,8 +246,17 @@ services:
   e2e(
     "this platform's image is the same, so the dry run and the update agree it is unchanged",
     async () => {
-      // The index gains an arm64 entry; the amd64 one this host runs stays the same image.
-      await pushIndex(listRef, [amd64Ref, otherRef]);
+      // The index gains an arm64 entry; the amd64 one this host runs stays the same image. The
+      // engine lists an image's digests sorted: one that sorts after the old keeps the old first,
+      // which a check of the first digest alone would take for the registry's (a new arm64
+      // image each try, until the index's digest sorts so).
+      const oldIndex: string = JSON.parse(await docker("image", "inspect", listRef))[0].RepoDigests[0].split("@")[1];
+      let newIndex = await pushIndex(listRef, [amd64Ref, otherRef]);
+      for (let i = 0; newIndex < oldIndex && i < 30; i++) {
+        await stack.publish(otherRef, [`RUN echo other-${i} > /version`]);
+        newIndex = await pushIndex(listRef, [amd64Ref, otherRef]);
+      }
+      expect(newIndex > oldIndex).toBe(true);
       const real = await cli(["update", "--dir", stack.dir, "--json"]);
       expect(real.code, real.stdout + real.stderr).toBe(0);
       expect(JSON.parse(real.stdout).unchanged).toEqual(["multi"]);
