@@ -18,6 +18,7 @@ export function renderUpdate(r: UpdateResult): string {
   if (r.unchanged.length > 0) lines.push(`Unchanged: ${r.unchanged.join(", ")}`);
   lines.push(r.restarted.length > 0 ? `${r.dryRun ? "Would restart" : "Restarted"}: ${r.restarted.join(", ")}` : "Nothing to restart");
   if (r.unhealthyBefore) lines.push(`Unhealthy before the update, same image: ${r.unhealthyBefore.join(", ")} (${r.dryRun ? "would be started" : "started"} again, not waited for)`);
+  if (r.unpaused) lines.push(`Paused before, running now (the stop ended the pause): ${r.unpaused.join(", ")}`);
   if (r.notInCompose) lines.push(`Not in the compose files as compose reads them now (a profile not enabled?), not updated: ${r.notInCompose.join(", ")}`);
   if (r.backup) lines.push(`Backup of the stack before the update: ${r.backup}`);
   if (r.rolledBack) lines.push(`Rolled back ${r.rolledBack.services.join(", ")}: ${r.rolledBack.reason}`);

@@ -34,6 +34,8 @@ export interface UpdateResult {
   unhealthyBefore?: string[];
   /** Services with containers that the compose files (as read now) do not have: not updated. */
   notInCompose?: string[];
+  /** Services the user had paused, restarted with the stack: running, no longer paused. */
+  unpaused?: string[];
   /** The backup taken with the stack stopped, right before the new images started (--backup). */
   backup?: string;
   rolledBack?: {
@@ -132,6 +134,8 @@ interface StartPlan {
   start: Set<string>;
   /** Of those, the ones that must keep running: exiting, even with 0, is failure for them. */
   mustStayUp: Set<string>;
+  /** Services the user paused: the stop ends the pause, and they come back running. */
+  paused: Set<string>;
   /** Containers per service, for those the user scaled past one (`up --scale`): kept as they are. */
   scales: Map<string, number>;
   /** Services already unhealthy or crash-looping before the update: not a reason to roll back
@@ -165,7 +169,7 @@ async function crashLooping(engine: Engine, containers: ContainerSummary[]): Pro
 function startPlan(containers: ContainerSummary[], model: ComposeModel, looping: ReadonlySet<string>): StartPlan {
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
   const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
-  const plan: StartPlan = { start: new Set(), mustStayUp: new Set(), scales: new Map(), brokenBefore: new Set(), outsideModel: [] };
+  const plan: StartPlan = { start: new Set(), mustStayUp: new Set(), paused: new Set(), scales: new Map(), brokenBefore: new Set(), outsideModel: [] };
   const completedJobs = new Set<string>();
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
@@ -177,6 +181,7 @@ function startPlan(containers: ContainerSummary[], model: ComposeModel, looping:
     if (c.State === "exited" && /^Exited \(0\)/.test(c.Status) && isJob(service)) completedJobs.add(service);
     // `compose stop` stops a paused container as well: it is started again, not left down.
     const up = c.State === "running" || c.State === "restarting" || c.State === "paused";
+    if (c.State === "paused") plan.paused.add(service);
     if (up) {
       plan.mustStayUp.add(service);
       plan.scales.set(service, (plan.scales.get(service) ?? 0) + 1);
@@ -261,7 +266,9 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   // The running services restart, as the real update does, when one of them changes.
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   if (result.updated.some((u) => plan.start.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => plan.start.has(name)).sort();
+  result.unchanged.push(...builtOnly(model));
   result.unchanged.sort();
+  if (result.restarted.length && plan.paused.size) result.unpaused = [...plan.paused].sort();
   const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
   if (unhealthy.length) result.unhealthyBefore = unhealthy;
   if (plan.outsideModel.length) result.notInCompose = plan.outsideModel;
@@ -422,6 +429,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest: digestOf(s.current, s.ranImage ?? s.image), newDigest: digestOf(now, s.image) });
       }
     }
+    result.unchanged.push(...builtOnly(model));
     result.unchanged.sort();
     if (changed.length === 0) {
       opts.progress("Every image is up to date; nothing restarted");
@@ -445,6 +453,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       opts.progress(`${result.unhealthyBefore.join(", ")} ${notWaited.size === 1 ? "was" : "were"} unhealthy or restarting before the update, on an image that did not change: started again, not waited for`);
     }
     const startOrder: StartOrder = { layers, scales: plan.scales, mustStayUp: plan.mustStayUp, notWaited };
+    if (plan.paused.size) {
+      result.unpaused = [...plan.paused].sort();
+      opts.progress(`${result.unpaused.join(", ")} ${plan.paused.size === 1 ? "is" : "are"} paused: stopping the stack ends that, so ${plan.paused.size === 1 ? "it runs" : "they run"} after the update (\`docker compose pause ${result.unpaused.join(" ")}\` pauses again)`);
+    }
 
     /** Start the stopped stack again on the images it ran: tags put back, and a service whose
      *  compose files name a new tag started on the reference it ran under, given to compose in
@@ -513,6 +525,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     await dropRollbackTags();
   }
 }
+
+/** Services built from a Dockerfile under no image name: an update neither pulls nor rebuilds
+ *  them (`docker compose build` does), so their image stays as it is. */
+const builtOnly = (model: ComposeModel) => model.services.filter((s) => !s.image && s.hasBuild).map((s) => s.name);
 
 /** Which of `services` (running before the update) have no running container now. */
 async function notRunningOf(engine: Engine, project: string, services: ReadonlySet<string>): Promise<string[]> {

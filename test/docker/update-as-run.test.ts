@@ -108,7 +108,7 @@ ${sleeper(localRef, "    pull_policy: never\n")}`);
       expect(planned.failed).toBeUndefined();
       expect(planned.updated.map((u: { service: string }) => u.service).sort()).toEqual(["app", "web"]);
       expect(planned.unchanged).toContain("local");
-      expect(planned).toMatchObject({ unhealthyBefore: ["side"], notInCompose: ["worker"] });
+      expect(planned).toMatchObject({ unhealthyBefore: ["side"], notInCompose: ["worker"], unpaused: ["idle"] });
 
       const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
       expect(r.code, r.stderr).toBe(0);
@@ -127,6 +127,9 @@ ${sleeper(localRef, "    pull_policy: never\n")}`);
       for (const id of web) expect(JSON.parse(await docker("inspect", id))[0]).toMatchObject({ Image: newWeb, State: { Running: true } });
       // Paused before: `compose stop` stopped it, so it is started again rather than left down.
       expect((await stack.container("idle")).State).toMatchObject({ Running: true, Paused: false });
+      // Said, not done in silence.
+      expect(out.unpaused).toEqual(["idle"]);
+      expect(r.stderr).toContain("docker compose pause idle");
       expect((await stack.container("local")).State.Running).toBe(true);
     },
     240_000,

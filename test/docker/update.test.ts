@@ -292,6 +292,10 @@ services:
     image: ${builtRef}
     init: true
     command: ["sleep", "3600"]
+  local:
+    build: ./app
+    init: true
+    command: ["sleep", "3600"]
 `);
     expect((await stack.compose("up", "-d", "--build")).code).toBe(0);
   }, 120_000);
@@ -304,8 +308,12 @@ services:
       expect(r.code, r.stdout + r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
       expect(out.failed).toBeUndefined();
-      expect(out.unchanged).toEqual(["built", "pulled"]);
+      // Built under no image name too: accounted for, as the update leaves its image as it is.
+      expect(out.unchanged).toEqual(["built", "local", "pulled"]);
       expect(r.stderr).not.toContain(builtRef);
+      const real = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(real.code, real.stdout + real.stderr).toBe(0);
+      expect(JSON.parse(real.stdout)).toMatchObject({ updated: [], unchanged: ["built", "local", "pulled"], restarted: [] });
     },
     60_000,
   );
