@@ -1,6 +1,7 @@
 // `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
 // user's .env values or edits.
 import { defineCommand } from "citty";
+import { parse as parseYaml } from "yaml";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
@@ -8,7 +9,8 @@ import { GENERATE_MESSAGE, generateBundle } from "../core/generate/index.ts";
 import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "../schema/patterns.ts";
 import { keptPortsOf } from "../core/kept-ports.ts";
 import { httpsMissingFor, includesProxy } from "../core/generate/context.ts";
-import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
+import { valuesToFill } from "../core/generate/env.ts";
+import { requiredByCompose } from "../core/required-variables.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
@@ -155,7 +157,7 @@ export default defineCommand({
     if (args.json) return printJson(summary);
     const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
     const toFill = valuesToFill(stack.services, envText);
-    const secretsToFill = requiredByCompose(files["docker-compose.yml"]!, envText);
+    const secretsToFill = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);
     const changed = plan.filter((f) => !["unchanged", "keep-edited", "remove", "leave-edited"].includes(f.action)).length;
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([

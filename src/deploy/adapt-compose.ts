@@ -17,6 +17,8 @@ import type { Port as CatalogPort } from "../schema/catalog.ts";
 
 export interface AdaptResult {
   yaml: string;
+  /** The adapted file as plain data (what `yaml` reads back as). */
+  compose: unknown;
   changes: string[];
 }
 
@@ -28,7 +30,7 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catal
   const doc = parseCompose(composeYaml);
   const services = doc.get("services");
   const changes: string[] = [];
-  if (!isMap(services)) return { yaml: composeYaml, changes };
+  if (!isMap(services)) return { yaml: composeYaml, compose: doc.toJS(), changes };
 
   const dropped = dropBundleProxy(services, doc);
   changes.push(...dropped.changes);
@@ -53,7 +55,7 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catal
     }
     changes.push(...inlineBindMounts(doc, service, name, known, configNames));
   }
-  return { yaml: doc.toString({ lineWidth: 0 }), changes };
+  return { yaml: doc.toString({ lineWidth: 0 }), compose: doc.toJS(), changes };
 }
 
 /** Relative bind-mount sources of every service, normalised (what the CLI must read from the bundle). */

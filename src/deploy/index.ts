@@ -4,7 +4,6 @@
 // the platform would refuse anyway throws, before any call, as a usage error.
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { parse as parseYaml } from "yaml";
 import { usageError, withoutUserPart } from "../errors.ts";
 import { adaptCompose, type BundleFiles } from "./adapt-compose.ts";
 import { coolify } from "./coolify.ts";
@@ -12,6 +11,7 @@ import { dokploy } from "./dokploy.ts";
 import { DeployError, neverSent, redactor } from "./http.ts";
 import { dotenvText, interpolate, parseEnvText, scanDotenv, type DotenvStatement } from "../core/parse-env.ts";
 import { envValue } from "../core/generate/env.ts";
+import { requiredReferences } from "../core/required-variables.ts";
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import type {
   DeployProvider,
@@ -113,7 +113,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   await checkInstanceAddress(baseUrl);
   // The catalog only for a stack stackgen generated: loading it takes a while (seconds from source).
   const catalog = opts.composeYaml.includes("dev.stackgen.service") ? (await import("../catalog/index.ts")).getCatalog() : undefined;
-  const { yaml, changes } = adaptCompose(opts.composeYaml, opts.files ?? {}, catalog);
+  const { yaml, compose, changes } = adaptCompose(opts.composeYaml, opts.files ?? {}, catalog);
   const { text: envText, settings, badNames, filled, unset } = envForPlatform(opts.envText);
   if (filled.length) changes.push(`.env: ${filled.join(", ")} sent with the \${…} references in ${filled.length === 1 ? "its value" : "their values"} filled in from .env, as compose fills them here: the platform takes values as written`);
   if (unset.length) changes.push(`.env: ${unset.join(", ")} ${unset.length === 1 ? "refers" : "refer"} to a variable .env does not set (compose here takes it from the shell): sent as written, so set it in .env if the stack needs it`);
@@ -140,7 +140,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (problem) throw usageError(problem);
   const envProblems = provider.checkEnv?.(target.envText, target.envVars) ?? [];
   if (envProblems.length) throw usageError(`${envProblems.join("; ")}. Change ${envProblems.length === 1 ? "it" : "them"} in .env and deploy again.`);
-  const required = unsetRequiredVariables(yaml, target.envVars, target.update, target.keepExistingValues);
+  const required = unsetRequiredVariables(compose, target.envVars, target.update, target.keepExistingValues);
   if (required.refused.length) {
     throw usageError(`docker-compose.yml refuses to start without ${required.refused.join(", ")}: ${provider.label} would fail to start the stack. Set ${required.refused.length === 1 ? "it" : "them"} in .env (or generate the stack again with secrets) and deploy again.`);
   }
@@ -210,33 +210,23 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   return result;
 }
 
-/** `${NAME:?…}` (stops when unset or empty) and `${NAME?…}` (when unset); `$$` is a literal `$`. */
-const REQUIRED_REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)\?/g;
-
 /**
  * The variables the compose file stops without that the env sent leaves empty or unset: the
  * platform would accept the stack and then fail to start it. On an update a variable the platform
  * may already hold is left to it (in `leftToPlatform`): one .env does not name (both platforms
  * keep variables they alone have), and an empty one when the platform's set values are kept.
+ * `compose`: the parsed compose document.
  */
-export function unsetRequiredVariables(composeYaml: string, envVars: readonly EnvVar[], update: boolean, keepExistingValues: boolean): { refused: string[]; leftToPlatform: string[] } {
+export function unsetRequiredVariables(compose: unknown, envVars: readonly EnvVar[], update: boolean, keepExistingValues: boolean): { refused: string[]; leftToPlatform: string[] } {
   const values = new Map(envVars.map((v) => [v.key, v.value]));
-  const refused = new Set<string>();
-  const leftToPlatform = new Set<string>();
-  // Every string compose interpolates (keys too), read from the parsed file: comments do not count.
-  const visit = (node: unknown): void => {
-    if (typeof node === "string") {
-      for (const [whole, name, colon] of node.matchAll(REQUIRED_REFERENCE)) {
-        if (whole === "$$") continue;
-        const value = values.get(name!);
-        if (value === undefined) (update ? leftToPlatform : refused).add(`${name} (not in .env)`);
-        else if (value === "" && colon) (update && keepExistingValues ? leftToPlatform : refused).add(`${name} (empty)`);
-      }
-    } else if (Array.isArray(node)) node.forEach(visit);
-    else if (node && typeof node === "object") for (const [key, value] of Object.entries(node)) visit(key), visit(value);
-  };
-  visit(parseYaml(composeYaml, { logLevel: "error" }));
-  return { refused: [...refused], leftToPlatform: [...leftToPlatform] };
+  const refused: string[] = [];
+  const leftToPlatform: string[] = [];
+  for (const { name, refusesEmpty } of requiredReferences(compose)) {
+    const value = values.get(name);
+    if (value === undefined) (update ? leftToPlatform : refused).push(`${name} (not in .env)`);
+    else if (value === "" && refusesEmpty) (update && keepExistingValues ? leftToPlatform : refused).push(`${name} (empty)`);
+  }
+  return { refused, leftToPlatform };
 }
 
 /** What to do after a platform limited the call rate: wait as long as its Retry-After asked. */

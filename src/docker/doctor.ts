@@ -11,7 +11,8 @@ import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
 import { FIXED_PORTS } from "../core/resolve.ts";
 import { validateSelection } from "../core/validate.ts";
-import { requiredByCompose, valuesToFill } from "../core/generate/env.ts";
+import { valuesToFill } from "../core/generate/env.ts";
+import { requiredByCompose } from "../core/required-variables.ts";
 import { detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
 import { REPLACES } from "./stack.ts";
@@ -234,7 +235,7 @@ function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): D
   const envText = readFileSync(file, "utf8");
   const empty = valuesToFill(services, envText);
   // Secrets of a bundle made without them: compose refuses to start at all (`${VAR:?...}`).
-  const required = requiredByCompose(stack.documents.map((doc) => JSON.stringify(doc)).join("\n"), envText);
+  const required = requiredByCompose(stack.documents, envText);
   if (required.length) {
     return { id: "values", status: "fail", message: `empty in .env, and compose refuses to start without them: ${required.join(", ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${stack.dir} --from ${join(stack.dir, "stackgen.json")} --secrets` };
   }

@@ -1,6 +1,7 @@
 // Variables the compose file stops without (`${NAME:?…}`, `${NAME?…}`): a platform accepts such a
 // stack and then fails to start it, so an empty or missing one is refused before any call.
 import { describe, expect, test } from "bun:test";
+import { parse as parseYaml } from "yaml";
 import { deployBundle, unsetRequiredVariables } from "../../src/deploy/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
@@ -40,11 +41,11 @@ describe("required variables", () => {
       E: \${SET_E:?e}
 `;
     const env = [{ key: "EMPTY_A", value: "" }, { key: "EMPTY_B", value: "" }, { key: "SET_E", value: "x" }];
-    expect(unsetRequiredVariables(compose, env, false, false)).toEqual({ refused: ["EMPTY_A (empty)", "MISSING_C (not in .env)"], leftToPlatform: [] });
+    expect(unsetRequiredVariables(parseYaml(compose), env, false, false)).toEqual({ refused: ["EMPTY_A (empty)", "MISSING_C (not in .env)"], leftToPlatform: [] });
     // --update from the CLI: an empty value would replace the platform's, a missing one is kept there.
-    expect(unsetRequiredVariables(compose, env, true, false)).toEqual({ refused: ["EMPTY_A (empty)"], leftToPlatform: ["MISSING_C (not in .env)"] });
+    expect(unsetRequiredVariables(parseYaml(compose), env, true, false)).toEqual({ refused: ["EMPTY_A (empty)"], leftToPlatform: ["MISSING_C (not in .env)"] });
     // An update that keeps the platform's set values (the relay): both may be set there.
-    expect(unsetRequiredVariables(compose, env, true, true)).toEqual({ refused: [], leftToPlatform: ["EMPTY_A (empty)", "MISSING_C (not in .env)"] });
+    expect(unsetRequiredVariables(parseYaml(compose), env, true, true)).toEqual({ refused: [], leftToPlatform: ["EMPTY_A (empty)", "MISSING_C (not in .env)"] });
   });
 
   test("on --update a variable the platform may hold is left to it and named among the changes", async () => {

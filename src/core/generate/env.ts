@@ -54,14 +54,6 @@ export function envExampleFile(ctx: GenContext): FileMap {
   };
 }
 
-/** Variables the compose file refuses to start without (`${VAR:?...}`: the secrets of a bundle
- *  made with generateSecrets false) that are still empty in `envText`. */
-export function requiredByCompose(composeText: string, envText: string): string[] {
-  const values = envValues(envText);
-  const names = new Set([...composeText.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*):\?/g)].map((m) => m[1]!));
-  return [...names].filter((name) => !values.get(name)?.trim());
-}
-
 /** Variables a service does not start (or cannot do its job) without, still empty in `envText`:
  *  what the user must fill in before the first start (catalog `beforeStart`). */
 export function valuesToFill(services: readonly CatalogService[], envText: string): { name: string; service: string }[] {

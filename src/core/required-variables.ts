@@ -1,0 +1,45 @@
+// The variables a compose file refuses to start without: `${NAME:?…}` stops when NAME is unset or
+// empty, `${NAME?…}` only when it is unset. One reading serves generate and doctor (which name
+// the empty secrets of a bundle made without them) and deploy (which refuses to send a stack the
+// platform would accept and then fail to start). It reads the parsed file, so comments do not
+// count, and every string compose interpolates is read, keys included; `$$` is a literal `$`.
+import { envValues } from "./parse-env.ts";
+
+export interface RequiredReference {
+  name: string;
+  /** True when some reference stops on an empty value too (`:?`), not only on an unset one. */
+  refusesEmpty: boolean;
+}
+
+const REQUIRED_REFERENCE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)\?/g;
+
+/** Every variable the parsed compose document(s) stop without, once each, in order of first use. */
+export function requiredReferences(...documents: unknown[]): RequiredReference[] {
+  const found = new Map<string, RequiredReference>();
+  const visit = (node: unknown): void => {
+    if (typeof node === "string") {
+      for (const [whole, name, colon] of node.matchAll(REQUIRED_REFERENCE)) {
+        if (whole === "$$") continue;
+        const known = found.get(name!);
+        if (known) known.refusesEmpty ||= colon === ":";
+        else found.set(name!, { name: name!, refusesEmpty: colon === ":" });
+      }
+    } else if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === "object") for (const [key, value] of Object.entries(node)) visit(key), visit(value);
+  };
+  documents.forEach(visit);
+  return [...found.values()];
+}
+
+/** The required variables `envText` leaves unset, or empty where that stops compose too: what
+ *  `docker compose up` would refuse with this .env (a value of spaces counts as empty, since it
+ *  is no secret either). */
+export function requiredByCompose(documents: readonly unknown[], envText: string): string[] {
+  const values = envValues(envText);
+  return requiredReferences(...documents)
+    .filter(({ name, refusesEmpty }) => {
+      const value = values.get(name);
+      return value === undefined || (refusesEmpty && !value.trim());
+    })
+    .map((r) => r.name);
+}
