@@ -151,15 +151,44 @@ if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _stackgen "$@"; else compde
     : values[flag] ? ` -xa '${values[flag]}'`
     : free.includes(flag) ? " -x"
     : "";
-  const seen = (path: string) => path.split(" ").map((word) => `__fish_seen_subcommand_from ${word}`).join("; and ");
+  // fish's __fish_seen_subcommand_from matches any earlier word, an option's value too
+  // (`generate --project-name backup` is not the backup command), so the command is read here:
+  // the words that are neither options nor the value of one.
+  const taking = [...new Set([...FILE_FLAGS, ...DIR_FLAGS, ...Object.keys(values), ...Object.keys(lists), ...free])].sort();
+  const at = (path: string) => `__stackgen_at ${path}`;
   const lines = [
     "# fish completion for stackgen; load with: stackgen completion fish | source",
+    "function __stackgen_words --description 'stackgen words so far that are neither options nor their values'",
+    "    set -l skip",
+    "    for w in (commandline -opc)[2..-1]",
+    "        if set -q skip[1]",
+    "            set -e skip",
+    "            continue",
+    "        end",
+    "        switch $w",
+    `            case ${taking.join(" ")}`,
+    "                set skip 1",
+    "            case '-*'",
+    "            case '*'",
+    "                echo $w",
+    "        end",
+    "    end",
+    "end",
+    "function __stackgen_at --description 'the stackgen command so far begins with these words'",
+    "    set -l words (__stackgen_words)",
+    "    set -l n (count $argv)",
+    "    test (count $words) -ge $n; and test \"$words[1..$n]\" = \"$argv\"",
+    "end",
+    "function __stackgen_is --description 'the stackgen words so far are exactly these'",
+    "    set -l words (string join ' ' (__stackgen_words))",
+    "    test \"$words\" = \"$argv\"",
+    "end",
     "complete -c stackgen -f",
-    `complete -c stackgen -n __fish_use_subcommand -a '${commands}'`,
-    "complete -c stackgen -n __fish_use_subcommand -l help -l version",
-    ...Object.entries(positional).map(([cmd, w]) => `complete -c stackgen -n '__fish_seen_subcommand_from ${cmd}; and not __fish_seen_subcommand_from ${w}' -a '${w}'`),
-    "complete -c stackgen -n '__fish_seen_subcommand_from backup; and __fish_seen_subcommand_from restore' -F",
-    ...Object.entries(commandsFlags).flatMap(([path, c]) => c.flags.map((f) => `complete -c stackgen -n '${seen(path)}' -l ${f.slice(2)}${flagValue(f)}`)),
+    `complete -c stackgen -n '__stackgen_is' -a '${commands}'`,
+    "complete -c stackgen -n '__stackgen_is' -l help -l version",
+    ...Object.entries(positional).map(([cmd, w]) => `complete -c stackgen -n '__stackgen_is ${cmd}' -a '${w}'`),
+    "complete -c stackgen -n '__stackgen_at backup restore' -F",
+    ...Object.entries(commandsFlags).flatMap(([path, c]) => c.flags.map((f) => `complete -c stackgen -n '${at(path)}' -l ${f.slice(2)}${flagValue(f)}`)),
   ];
   return lines.join("\n") + "\n";
 }

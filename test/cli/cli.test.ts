@@ -275,6 +275,11 @@ describe("basics", () => {
       ["deploy --url ", [], ["--dir", "myfile.json", "subdir"]],
       ["generate --domain ", [], ["--dir", "myfile.json"]],
       ["presets --json ", ["minimal", "devops"], ["myfile.json"]],
+      // An option's value is not a command: a stack named "backup" is still generated.
+      ["generate --name backup ", [], ["create", "restore", "myfile.json"]],
+      ["generate --name backup --", ["--from", "--dir"], ["--hot", "--keep"]],
+      ["deploy --dir backup --", ["--provider", "--url"], ["--hot"]],
+      ["presets minimal ", [], ["devops"]],
       ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
     ];
     // A negation the help names is offered (--no-gpu turns off a preset's GPU support).
