@@ -125,8 +125,9 @@ describe("headers on every response", () => {
       expect([host, status(answer)]).toEqual([host, 200]);
       expect(answer).not.toContain("__bunfallback");
     }
-    const head = await fetch(server.uiBase + "/", { method: "HEAD" });
-    const get = await fetch(server.uiBase + "/");
+    // The size as sent (compressed when accepted), not as fetch decodes it.
+    const head = await fetch(server.uiBase + "/", { method: "HEAD", headers: { "accept-encoding": "gzip, br" } });
+    const get = await fetch(server.uiBase + "/", { headers: { "accept-encoding": "gzip, br" }, decompress: false });
     expect(Number(head.headers.get("content-length"))).toBe((await get.arrayBuffer()).byteLength);
   });
 

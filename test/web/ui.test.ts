@@ -177,6 +177,21 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(badge).toBe(catalog.services.find((s: any) => s.id === "caddy").maturity);
   }, TEST_TIMEOUT_MS);
 
+  test("the page, its script and its stylesheet arrive compressed, and the page works from them", async () => {
+    const page = await openPage();
+    // Bytes on the wire against bytes after decoding, as the browser measured them.
+    const sizes = await page.evaluate(() => (performance.getEntriesByType("navigation") as PerformanceResourceTiming[])
+      .concat(performance.getEntriesByType("resource") as PerformanceResourceTiming[])
+      .filter((entry) => /\/$|\.js$|\.css$/.test(new URL(entry.name).pathname))
+      .map((entry) => ({ path: new URL(entry.name).pathname, encoded: entry.encodedBodySize, decoded: entry.decodedBodySize })));
+    expect(sizes.map((s) => s.path.replace(/[^/.]+(?=\.(js|css)$)/, "*")).sort()).toEqual(["/", "/*.css", "/*.js"]);
+    for (const { path, encoded, decoded } of sizes) {
+      expect(encoded, path).toBeGreaterThan(0);
+      expect(encoded, path).toBeLessThan(decoded / 2);
+    }
+    expect(await page.locator("li.svc").count()).toBe((await apiJson("/v1/services")).total);
+  }, TEST_TIMEOUT_MS);
+
   test("a preset, an added service and the live validation", async () => {
     const page = await openPage();
     const presets = (await apiJson("/v1/presets")).presets as any[];

@@ -132,7 +132,10 @@ export function createGuard(config: GuardConfig, deps: GuardDeps = {}): Guard {
       let response: Response;
       if (answer instanceof Response) {
         response = answer;
+        // A Vary of the answer's own (the UI's assets vary by Accept-Encoding) is kept beside CORS's.
+        const vary = headers.vary === undefined ? null : response.headers.get("vary");
         for (const name in headers) response.headers.set(name, headers[name]);
+        if (vary) response.headers.set("vary", `${vary}, ${headers.vary}`);
         // The CSP and referrer policy matter for pages (the docs), not for JSON answers.
         if (response.headers.get("content-type")?.startsWith("text/html")) {
           for (const name in PAGE_SECURITY_HEADERS) response.headers.set(name, PAGE_SECURITY_HEADERS[name]);
