@@ -15,6 +15,7 @@ export function renderUpdate(r: UpdateResult): string {
   const verb = r.dryRun ? "Would update" : r.rolledBack ? "Tried" : "Updated";
   for (const u of r.updated) lines.push(`${verb} ${u.service} (${u.oldImage ? `${u.oldImage} -> ${u.image}` : u.image}): ${short(u.oldDigest)} -> ${short(u.newDigest)}`);
   for (const f of r.failed ?? []) lines.push(`Could not check ${f.service} (${f.image}): ${f.error}`);
+  for (const u of r.unknown ?? []) lines.push(`Cannot tell without pulling whether ${u.service} (${u.image}) changed: ${u.reason}`);
   if (r.unchanged.length > 0) lines.push(`Unchanged: ${r.unchanged.join(", ")}`);
   lines.push(r.restarted.length > 0 ? `${r.dryRun ? "Would restart" : "Restarted"}: ${r.restarted.join(", ")}` : "Nothing to restart");
   if (r.unhealthyBefore) lines.push(`Unhealthy before the update, same image: ${r.unhealthyBefore.join(", ")} (${r.dryRun ? "would be started" : "started"} again, not waited for)`);

@@ -135,39 +135,86 @@ async function fetchToken(challenge: Record<string, string>, ref: ImageRef, time
   return token;
 }
 
-/** The digest the registry has for `ref`'s tag now (index digest for multi-arch images). */
-export async function remoteDigest(image: string, timeoutMs = 20000): Promise<string> {
-  const ref = parseImageRef(image);
-  if (ref.digest) return ref.digest;
-  const url = `${registryBaseUrl(ref.registry)}/v2/${ref.repository}/manifests/${encodeURIComponent(ref.tag)}`;
+/** Sends manifest requests for `reference` (a tag or digest) in `ref`'s repository; a 401 is
+ *  answered once with a token (Bearer challenge) or stored credentials (Basic), kept for later calls. */
+function manifestRequests(ref: ImageRef, reference: string, timeoutMs: number): (method: string) => Promise<Response> {
+  const url = `${registryBaseUrl(ref.registry)}/v2/${ref.repository}/manifests/${encodeURIComponent(reference)}`;
   const headers: Record<string, string> = { Accept: MANIFEST_TYPES.join(", ") };
   const attempt = (method: string) => fetch(url, { method, headers, signal: AbortSignal.timeout(timeoutMs) });
-  let res: Response;
+  return async (method) => {
+    const res = await attempt(method);
+    if (res.status !== 401 || headers.Authorization) return res;
+    const challenge = parseChallenge(res.headers.get("www-authenticate") ?? "");
+    if (challenge.scheme === "bearer") headers.Authorization = `Bearer ${await fetchToken(challenge.params, ref, timeoutMs)}`;
+    else if (challenge.scheme === "basic") {
+      const basic = await storedAuth(ref.registry);
+      if (!basic) throw new RegistryError(`${ref.registry} needs credentials (docker login)`);
+      headers.Authorization = `Basic ${basic}`;
+    }
+    return attempt(method);
+  };
+}
+
+/** `work`, with a failure to reach the registry said as a RegistryError. */
+async function reaching<T>(ref: ImageRef, work: () => Promise<T>): Promise<T> {
   try {
-    res = await attempt("HEAD");
-    if (res.status === 401) {
-      const challenge = parseChallenge(res.headers.get("www-authenticate") ?? "");
-      if (challenge.scheme === "bearer") headers.Authorization = `Bearer ${await fetchToken(challenge.params, ref, timeoutMs)}`;
-      else if (challenge.scheme === "basic") {
-        const basic = await storedAuth(ref.registry);
-        if (!basic) throw new RegistryError(`${ref.registry} needs credentials (docker login)`);
-        headers.Authorization = `Basic ${basic}`;
-      }
-      res = await attempt("HEAD");
-    }
-    if (res.ok && res.headers.get("docker-content-digest")) return res.headers.get("docker-content-digest")!;
-    // Some registries omit the digest on HEAD: fetch the manifest and hash it ourselves.
-    if (res.ok || res.status === 405) {
-      const full = await attempt("GET");
-      if (!full.ok) throw new RegistryError(`${ref.registry} answered ${full.status} for ${ref.repository}:${ref.tag}`);
-      const header = full.headers.get("docker-content-digest");
-      const body = new Uint8Array(await full.arrayBuffer());
-      return header ?? `sha256:${new Bun.CryptoHasher("sha256").update(body).digest("hex")}`;
-    }
-    if (res.status === 404) throw new RegistryError(`${ref.repository}:${ref.tag} not found on ${ref.registry}`);
-    throw new RegistryError(`${ref.registry} answered ${res.status} for ${ref.repository}:${ref.tag}`);
+    return await work();
   } catch (e) {
     if (e instanceof RegistryError) throw e;
     throw new RegistryError(`cannot reach ${ref.registry}: ${(e as Error).message}`);
   }
+}
+
+const sha256Of = (body: Uint8Array) => `sha256:${new Bun.CryptoHasher("sha256").update(body).digest("hex")}`;
+
+/** The digest the registry has for `ref`'s tag now (index digest for multi-arch images). */
+export async function remoteDigest(image: string, timeoutMs = 20000): Promise<string> {
+  const ref = parseImageRef(image);
+  if (ref.digest) return ref.digest;
+  const send = manifestRequests(ref, ref.tag, timeoutMs);
+  return reaching(ref, async () => {
+    const res = await send("HEAD");
+    if (res.ok && res.headers.get("docker-content-digest")) return res.headers.get("docker-content-digest")!;
+    // Some registries omit the digest on HEAD: fetch the manifest and hash it ourselves.
+    if (res.ok || res.status === 405) {
+      const full = await send("GET");
+      if (!full.ok) throw new RegistryError(`${ref.registry} answered ${full.status} for ${ref.repository}:${ref.tag}`);
+      const header = full.headers.get("docker-content-digest");
+      const body = new Uint8Array(await full.arrayBuffer());
+      return header ?? sha256Of(body);
+    }
+    if (res.status === 404) throw new RegistryError(`${ref.repository}:${ref.tag} not found on ${ref.registry}`);
+    throw new RegistryError(`${ref.registry} answered ${res.status} for ${ref.repository}:${ref.tag}`);
+  });
+}
+
+export interface RemoteManifest {
+  /** Its digest: the one asked for, else the registry's header, else the hash of the body. */
+  digest: string;
+  /** The body's mediaType, else the Content-Type header. */
+  mediaType: string;
+  /** The parsed body: an index's `manifests`, or an image manifest's `config`. */
+  body: { schemaVersion?: number; mediaType?: string; manifests?: { digest: string; platform?: { os?: string; architecture?: string; variant?: string } }[]; config?: { digest?: string } };
+}
+
+/** The manifest (or index) of `image`'s repository under `reference` (a digest; by default the
+ *  reference's own tag or digest), fetched with the same credentials as remoteDigest. */
+export async function remoteManifest(image: string, reference?: string, timeoutMs = 20000): Promise<RemoteManifest> {
+  const ref = parseImageRef(image);
+  const wanted = reference ?? ref.digest ?? ref.tag;
+  const send = manifestRequests(ref, wanted, timeoutMs);
+  return reaching(ref, async () => {
+    const res = await send("GET");
+    if (res.status === 404) throw new RegistryError(`${ref.repository}@${wanted} not found on ${ref.registry}`);
+    if (!res.ok) throw new RegistryError(`${ref.registry} answered ${res.status} for ${ref.repository}@${wanted}`);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    let body: RemoteManifest["body"];
+    try {
+      body = JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
+      throw new RegistryError(`${ref.registry} sent a manifest for ${ref.repository}@${wanted} that is not JSON`);
+    }
+    const digest = wanted.startsWith("sha256:") ? wanted : (res.headers.get("docker-content-digest") ?? sha256Of(bytes));
+    return { digest, mediaType: body.mediaType ?? res.headers.get("content-type") ?? "", body };
+  });
 }

@@ -11,7 +11,7 @@ import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from ".
 import type { ContainerSummary, Engine, ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
 import { dependencyLayers } from "./layers.ts";
-import { parseImageRef, remoteDigest } from "./registry.ts";
+import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
 export interface UpdatedImage {
@@ -29,6 +29,9 @@ export interface UpdateResult {
   unchanged: string[];
   restarted: string[];
   failed?: { service: string; image: string; error: string }[];
+  /** Dry run: services whose image the registry's answer does not tell apart from the local one
+   *  without a pull (`digest`: the registry's for the tag), and why. Neither updated nor unchanged. */
+  unknown?: { service: string; image: string; digest: string; reason: string }[];
   /** Services unhealthy or crash-looping before the update, whose image did not change: started
    *  again but not waited for, so they do not roll back the services that were updated. */
   unhealthyBefore?: string[];
@@ -99,6 +102,57 @@ export function digestOf(image: ImageInspect | undefined, ref: string): string {
  *  entry for this platform is unchanged, the pull adds the index's digest beside the old one. */
 export function pulledAs(image: ImageInspect | undefined, ref: string, digest: string): boolean {
   return (image?.RepoDigests ?? []).some((d) => d.slice(d.indexOf("@") + 1) === digest && sameName(d.split("@")[0]!, ref));
+}
+
+/** The platform a pull picks from a multi-platform index (containerd's normal form: arm64 has no
+ *  variant, arm is v7 unless said). */
+export interface Platform {
+  os: string;
+  architecture: string;
+  variant?: string;
+}
+
+/** The engine's kernel architecture (`uname -m`) as an image platform names it. */
+const ARCHITECTURE_OF: Record<string, [string, string?]> = {
+  x86_64: ["amd64"], amd64: ["amd64"], aarch64: ["arm64"], arm64: ["arm64"], armv7l: ["arm", "v7"], armhf: ["arm", "v7"],
+  armv6l: ["arm", "v6"], armel: ["arm", "v6"], i386: ["386"], i686: ["386"], ppc64le: ["ppc64le"], s390x: ["s390x"], riscv64: ["riscv64"],
+};
+
+export function normalPlatform(p: { os?: string; architecture?: string; variant?: string }): Platform {
+  const [architecture, impliedVariant] = ARCHITECTURE_OF[p.architecture ?? ""] ?? [p.architecture ?? ""];
+  let variant = p.variant || impliedVariant;
+  if (architecture === "arm64" && (variant === "v8" || variant === "8")) variant = undefined;
+  if (architecture === "arm" && !variant) variant = "v7";
+  return { os: p.os || "linux", architecture, ...(variant ? { variant } : {}) };
+}
+
+/** What a pull asks an index for: DOCKER_DEFAULT_PLATFORM (compose passes it on), else the engine's own. */
+export function pullPlatform(info: { OSType?: string; Architecture?: string }, defaultPlatform = process.env.DOCKER_DEFAULT_PLATFORM): Platform {
+  if (defaultPlatform) {
+    const [os, architecture, variant] = defaultPlatform.split("/");
+    return normalPlatform({ os, architecture, variant });
+  }
+  return normalPlatform({ os: info.OSType, architecture: info.Architecture });
+}
+
+const samePlatform = (a: Platform, b: Platform) => a.os === b.os && a.architecture === b.architecture && a.variant === b.variant;
+
+/** What a pull of `image` (the registry's `digest` for it) would give: the image ids it may get
+ *  (its config's digest, the engine's id of an image; or, with containerd's image store, the
+ *  digest pulled), or why that cannot be told without pulling. `failure`: the pull itself would fail. */
+export async function idsAPullGives(image: string, digest: string, platform: Platform): Promise<{ ids: string[] } | { unknown: string } | { failure: string }> {
+  let manifest = await remoteManifest(image, digest);
+  const entries = manifest.body.manifests;
+  if (Array.isArray(entries)) {
+    const entry = entries.find((m) => m.platform && samePlatform(normalPlatform(m.platform), platform));
+    const name = [platform.os, platform.architecture, platform.variant].filter(Boolean).join("/");
+    if (!entry) return { failure: `the registry's index for it has no image for ${name}, so a pull would fail` };
+    manifest = await remoteManifest(image, entry.digest);
+  }
+  const config = manifest.body.config?.digest;
+  if (config) return { ids: [config, digest] };
+  if (manifest.body.schemaVersion === 1) return { unknown: "the registry serves it as a schema 1 manifest, which does not name the image id a pull would give" };
+  return { unknown: `the registry's manifest (${manifest.mediaType || "no media type"}) names no image config` };
 }
 
 /** "repo:tag" split for re-tagging; undefined for digest-pinned references. */
@@ -241,6 +295,7 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   const images = (await currentImages(engine, containers, model)).filter((s) => !local.includes(s.service));
   const result: UpdateResult = { dryRun: true, updated: [], unchanged: local, restarted: [] };
   const remote = new Map<string, Promise<string>>();
+  let platform: Platform | undefined;
   for (const s of images) {
     if (!remote.has(s.image)) {
       opts.progress(`Checking ${s.image}`);
@@ -260,8 +315,27 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
     }
     const local = s.current ?? (await engine.inspectImage(s.image));
     const oldDigest = digestOf(local, s.ranImage ?? s.image);
-    if (!s.ranImage && (oldDigest === newDigest || pulledAs(local, s.image, newDigest))) result.unchanged.push(s.service);
-    else result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest, newDigest });
+    const updated = () => result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest, newDigest });
+    // A new name is a change, and without a local image anything pulled is new.
+    if (s.ranImage || !local) updated();
+    else if (oldDigest === newDigest || pulledAs(local, s.image, newDigest)) result.unchanged.push(s.service);
+    else {
+      // Not pulled as that digest (`docker load`ed, built and tagged here, or the tag moved to an
+      // index with the same image for this platform): the update compares image ids after its
+      // pull, so compare the id this platform's pull would give.
+      let pull: Awaited<ReturnType<typeof idsAPullGives>>;
+      try {
+        platform ??= pullPlatform(await engine.info());
+        pull = await idsAPullGives(s.image, newDigest, platform);
+      } catch (e) {
+        pull = { unknown: `asking the registry for its manifest failed (${(e as Error).message})` };
+      }
+      if ("ids" in pull) {
+        if (pull.ids.includes(local.Id)) result.unchanged.push(s.service);
+        else updated();
+      } else if ("failure" in pull) (result.failed ??= []).push({ service: s.service, image: s.image, error: pull.failure });
+      else (result.unknown ??= []).push({ service: s.service, image: s.image, digest: newDigest, reason: `the local image was not pulled as the registry's digest (loaded, or built and tagged here), and ${pull.unknown}` });
+    }
   }
   // The running services restart, as the real update does, when one of them changes.
   const plan = startPlan(containers, model, await crashLooping(engine, containers));

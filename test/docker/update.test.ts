@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
+import { startedStack } from "../support/started-stack.ts";
 import { BASE_IMAGE, cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
@@ -267,6 +268,40 @@ services:
       expect(out.unchanged).toEqual(["multi"]);
     },
     150_000,
+  );
+});
+
+describe("update --dry-run of a service whose image was loaded with docker load", () => {
+  const stack = TestStack.unique("ul");
+  const appRef = stack.ref("app");
+  startedStack(stack, `services:\n  app:\n    image: ${appRef}\n    init: true\n    command: ["sleep", "3600"]\n`, { [appRef]: ["RUN echo app-v1 > /version"] }, async () => {
+    // The registry's image, brought here as an archive: the engine knows no registry digest of it.
+    const archive = join(stack.dir, "app.tar");
+    await docker("save", "-o", archive, appRef);
+    await docker("rmi", appRef);
+    await docker("load", "-i", archive);
+    await stack.up();
+  });
+
+  e2e(
+    "agrees with the update, which compares image ids after its pull: unchanged while the registry has the same image, updated once it has another",
+    async () => {
+      expect(JSON.parse(await docker("image", "inspect", "-f", "{{json .RepoDigests}}", appRef))).toEqual([]);
+      const dry = await cli(["update", "--dir", stack.dir, "--dry-run", "--json"]);
+      expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+      expect(JSON.parse(dry.stdout)).toMatchObject({ updated: [], unchanged: ["app"], restarted: [] });
+      const real = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(real.code, real.stdout + real.stderr).toBe(0);
+      expect(JSON.parse(real.stdout)).toMatchObject({ updated: [], unchanged: ["app"], restarted: [] });
+      const { oldId, newId } = await stack.pushNewVersion(appRef, ["RUN echo app-v2 > /version"]);
+      const dryNew = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dryNew.updated).toEqual([expect.objectContaining({ service: "app", oldDigest: await repoDigest(oldId), newDigest: await repoDigest(newId) })]);
+      const realNew = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(realNew.code, realNew.stdout + realNew.stderr).toBe(0);
+      expect(JSON.parse(realNew.stdout).updated.map((u: any) => u.service)).toEqual(["app"]);
+      expect((await stack.container("app")).Image).toBe(newId);
+    },
+    120_000,
   );
 });
 

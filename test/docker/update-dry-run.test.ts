@@ -1,0 +1,131 @@
+// `update --dry-run` against a registry played on 127.0.0.1 and an engine of test doubles: what
+// the dry run says of a local image that has no registry digest (loaded, or built and tagged
+// here), which the real update, comparing image ids after its pull, may well call unchanged.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { renderUpdate } from "../../src/cli/update.ts";
+import type { ComposeModel } from "../../src/docker/compose.ts";
+import type { ContainerSummary, Engine, ImageInspect } from "../../src/docker/engine.ts";
+import type { Stack } from "../../src/docker/stack.ts";
+import { dryRunUpdate, normalPlatform, pullPlatform } from "../../src/docker/update.ts";
+
+const sha = (text: string) => `sha256:${new Bun.CryptoHasher("sha256").update(text).digest("hex")}`;
+const INDEX = "application/vnd.oci.image.index.v1+json";
+const MANIFEST = "application/vnd.oci.image.manifest.v1+json";
+
+/** Manifests by repository and reference (tag or digest); a tag names the digest of one of them. */
+class FakeRegistry {
+  private readonly blobs = new Map<string, { mediaType: string; body: string }>();
+  private readonly tags = new Map<string, string>();
+  private server?: ReturnType<typeof Bun.serve>;
+
+  start() {
+    this.server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => this.answer(req) });
+  }
+  stop() {
+    this.server?.stop(true);
+  }
+  ref(repository: string, tag: string) {
+    return `127.0.0.1:${this.server!.port}/${repository}:${tag}`;
+  }
+
+  /** Store a manifest (its body as the registry serves it); returns its digest. */
+  put(repository: string, mediaType: string, document: Record<string, unknown>, tag?: string): string {
+    const body = JSON.stringify(document);
+    const digest = sha(body);
+    this.blobs.set(`${repository}@${digest}`, { mediaType, body });
+    if (tag) this.tags.set(`${repository}:${tag}`, digest);
+    return digest;
+  }
+  /** An image manifest whose config (the engine's image id) is `configDigest`. */
+  image(repository: string, configDigest: string, tag?: string): string {
+    return this.put(repository, MANIFEST, { schemaVersion: 2, mediaType: MANIFEST, config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: configDigest, size: 1 }, layers: [] }, tag);
+  }
+
+  private answer(req: Request): Response {
+    const m = /^\/v2\/(.+)\/manifests\/(.+)$/.exec(new URL(req.url).pathname);
+    if (!m) return new Response("{}", { status: new URL(req.url).pathname === "/v2/" ? 200 : 404 });
+    const [repository, reference] = [m[1]!, decodeURIComponent(m[2]!)];
+    const digest = reference.startsWith("sha256:") ? reference : this.tags.get(`${repository}:${reference}`);
+    const blob = digest && this.blobs.get(`${repository}@${digest}`);
+    if (!blob) return new Response("not found", { status: 404 });
+    const headers = { "docker-content-digest": digest!, "content-type": blob.mediaType };
+    return new Response(req.method === "HEAD" ? null : blob.body, { headers });
+  }
+}
+
+/** An engine whose one container (service `app`) runs `image`; this host is linux/amd64. */
+function engineRunning(image: ImageInspect): Engine {
+  const container: ContainerSummary = { Id: "c1", ImageID: image.Id, State: "running", Status: "Up 1 hour", Labels: { "com.docker.compose.project": "p", "com.docker.compose.service": "app" } } as unknown as ContainerSummary;
+  return {
+    listProjectContainers: async () => [container],
+    inspectContainer: async () => ({ Config: { Image: image.RepoTags?.[0] }, State: { StartedAt: new Date(0).toISOString() }, RestartCount: 0 }),
+    inspectImage: async (ref: string) => (ref === image.Id || image.RepoTags?.includes(ref) ? image : undefined),
+    info: async () => ({ OSType: "linux", Architecture: "x86_64" }),
+  } as unknown as Engine;
+}
+
+const stack = { dir: "/nonexistent", composeFiles: [], documents: [], project: "p" } as Stack;
+const modelOf = (image: string): ComposeModel => ({ services: [{ name: "app", image, dependsOn: [], hasBuild: false, binds: [] }], volumes: [] });
+const dryRun = (image: string, local: Omit<ImageInspect, "RepoTags">) =>
+  dryRunUpdate(engineRunning({ ...local, RepoTags: [image] }), stack, modelOf(image), { timeoutMs: 1000, progress: () => {} });
+
+describe("update --dry-run of an image without a registry digest", () => {
+  const registry = new FakeRegistry();
+  beforeAll(() => registry.start());
+  afterAll(() => registry.stop());
+
+  test("the same image as the registry's for this platform is unchanged, as the update's pull finds", async () => {
+    const id = sha("config-v1");
+    const image = registry.ref("team/loaded", "1");
+    registry.image("team/loaded", id, "1");
+    const out = await dryRun(image, { Id: id, RepoDigests: [] });
+    expect(out).toMatchObject({ updated: [], unchanged: ["app"], restarted: [] });
+    expect(out.unknown).toBeUndefined();
+    expect(out.failed).toBeUndefined();
+  });
+
+  test("another image is an update, from the local id to the registry's digest", async () => {
+    const image = registry.ref("team/loaded", "2");
+    const digest = registry.image("team/loaded", sha("config-v2"), "2");
+    const local = sha("config-v1");
+    const out = await dryRun(image, { Id: local, RepoDigests: null });
+    expect(out.updated).toEqual([{ service: "app", image, oldDigest: local, newDigest: digest }]);
+    expect(out.restarted).toEqual(["app"]);
+  });
+
+  test("a multi-platform index is read for this platform's entry", async () => {
+    const id = sha("amd64-config");
+    const entries = [
+      { mediaType: MANIFEST, digest: registry.image("team/multi", sha("arm64-config")), size: 1, platform: { os: "linux", architecture: "arm64", variant: "v8" } },
+      { mediaType: MANIFEST, digest: registry.image("team/multi", id), size: 1, platform: { os: "linux", architecture: "amd64" } },
+    ];
+    registry.put("team/multi", INDEX, { schemaVersion: 2, mediaType: INDEX, manifests: entries }, "1");
+    expect((await dryRun(registry.ref("team/multi", "1"), { Id: id, RepoDigests: [] })).unchanged).toEqual(["app"]);
+    // Pulled once under another repository: that digest is not this tag's, the id still tells.
+    expect((await dryRun(registry.ref("team/multi", "1"), { Id: id, RepoDigests: ["127.0.0.1:1/elsewhere@sha256:" + "0".repeat(64)] })).unchanged).toEqual(["app"]);
+    // An index without this platform: the update's pull would fail, and the dry run says so.
+    registry.put("team/multi", INDEX, { schemaVersion: 2, mediaType: INDEX, manifests: entries.slice(0, 1) }, "arm-only");
+    const armOnly = await dryRun(registry.ref("team/multi", "arm-only"), { Id: id, RepoDigests: [] });
+    expect(armOnly.failed).toEqual([{ service: "app", image: registry.ref("team/multi", "arm-only"), error: expect.stringContaining("no image for linux/amd64, so a pull would fail") }]);
+    expect(armOnly.updated).toEqual([]);
+  });
+
+  test("what only a pull could tell is listed as unknown with the reason, not as an update", async () => {
+    const image = registry.ref("team/old", "1");
+    const digest = registry.put("team/old", "application/vnd.docker.distribution.manifest.v1+prettyjws", { schemaVersion: 1, name: "team/old", tag: "1", fsLayers: [] }, "1");
+    const out = await dryRun(image, { Id: sha("config"), RepoDigests: [] });
+    expect(out).toMatchObject({ updated: [], unchanged: [], restarted: [] });
+    expect(out.unknown).toEqual([{ service: "app", image, digest, reason: expect.stringContaining("schema 1 manifest") }]);
+    expect(renderUpdate(out)).toContain(`Cannot tell without pulling whether app (${image}) changed: the local image was not pulled as the registry's digest`);
+  });
+});
+
+describe("the platform a pull picks", () => {
+  test("the engine's kernel architecture, in the form image indexes use", () => {
+    expect(pullPlatform({ OSType: "linux", Architecture: "x86_64" }, "")).toEqual({ os: "linux", architecture: "amd64" });
+    expect(pullPlatform({ OSType: "linux", Architecture: "aarch64" }, "")).toEqual({ os: "linux", architecture: "arm64" });
+    expect(pullPlatform({ OSType: "linux", Architecture: "armv7l" }, "")).toEqual({ os: "linux", architecture: "arm", variant: "v7" });
+    expect(pullPlatform({ OSType: "linux", Architecture: "x86_64" }, "linux/arm64/v8")).toEqual({ os: "linux", architecture: "arm64" });
+    expect(normalPlatform({ os: "linux", architecture: "arm" })).toEqual({ os: "linux", architecture: "arm", variant: "v7" });
+  });
+});
