@@ -401,6 +401,40 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#announcer:has-text('Your choices changed since this preview')");
   }, TEST_TIMEOUT_MS);
 
+  test("the preview lists each service's host ports as the compose file publishes them: moved ones and loopback-only ones said so", async () => {
+    const page = await openPage(NARROW);
+    // SearXNG and Nextcloud both use 8080: Nextcloud, the later one, is moved.
+    for (const id of ["searxng", "nextcloud", "postgresql"]) await page.locator(`#svc-${id}`).check();
+    await settled(page);
+    expect(await page.locator('#warning-list [data-code="PORT_CONFLICT_RESOLVED"]').count()).toBe(1);
+    await page.click("#preview-button");
+    const table = page.getByRole("table", { name: "Host ports the stack publishes" });
+    await table.waitFor();
+    const rows = await page.locator("#port-table tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+      service: tr.getAttribute("data-service"),
+      cells: Array.from(tr.children, (cell) => cell.textContent),
+    })));
+    // One row per published port of the compose file the preview holds.
+    await page.locator('.file-link[data-path="docker-compose.yml"]').click();
+    const { parse } = await import("yaml");
+    const compose = parse((await page.locator("#file-content").textContent())!) as { services: Record<string, { ports?: string[] }> };
+    const published = Object.entries(compose.services).flatMap(([service, s]) => (s.ports ?? []).map(() => service));
+    expect(rows.map((r) => r.service)).toEqual(published);
+    expect(published).toContain("core");
+    const row = (service: string) => rows.filter((r) => r.service === service).map((r) => r.cells);
+    expect(row("searxng")).toEqual([["SearXNG", "8080", "8080", "Every network interface"]]);
+    expect(compose.services.nextcloud!.ports).toEqual(["8081:80"]);
+    expect(row("nextcloud")).toEqual([["Nextcloud", "8081 (moved from 8080)", "80", "Every network interface"]]);
+    expect(compose.services.postgresql!.ports).toEqual(["127.0.0.1:5432:5432"]);
+    expect(row("postgresql")).toEqual([["PostgreSQL", "5432", "5432", "This machine only (127.0.0.1)"]]);
+    // Named for assistive technology by its headers: the table reads as a table.
+    expect(await table.getByRole("columnheader").allTextContents()).toEqual(["Service", "Host port", "Container port", "Reachable from"]);
+    expect(await table.getByRole("rowheader", { name: "Nextcloud" }).count()).toBe(1);
+    // A stale preview's ports are marked stale with the rest of it.
+    await page.locator("#svc-redis").check();
+    expect(await page.locator("#preview.stale #port-table").count()).toBe(1);
+  }, TEST_TIMEOUT_MS);
+
   test("choices changed while the preview is generated: it is marked out of date, and the ZIP is of the new choices", async () => {
     const page = await openPage();
     await page.locator("#svc-redis").check();

@@ -5,6 +5,7 @@ import { formatMB, leftOut, plural } from "../explain.ts";
 import * as api from "../api.ts";
 import { bundleOfDocument, generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
+import { publishedPorts, type ServicePorts } from "../ports.ts";
 import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
@@ -140,6 +141,7 @@ export function mountFiles(store: Store): void {
     const m = p.doc.metadata;
     replaceChildren(area,
       h("p", { class: "small" }, `${plural(paths.length, "file")} · ${plural(m.totalServices, "service")} · ${formatMB(m.estimatedMemoryMB)} · generated ${new Date(m.generatedAt).toLocaleString()}`),
+      portTable(store, p.doc),
       h("div", { class: "preview-grid" },
         h("nav", { class: "file-tree", "aria-label": "Files in the bundle" }, treeList(buildFileTree(paths), p.selected, (path) => {
           p.selected = path;
@@ -270,6 +272,48 @@ export function mountFiles(store: Store): void {
       announce(parts[0]!);
     });
   });
+}
+
+/** The compose file's published ports, read once per bundle. */
+const portsOfBundle = new WeakMap<api.CompleteDocument, ServicePorts[]>();
+
+/** The host ports the bundle's compose file publishes, service by service, as `docker compose up`
+ *  will bind them: a port moved off a clash shows where it went, a loopback one that it answers on
+ *  this machine only. Nothing when the bundle has no compose file (or one it cannot read). */
+function portTable(store: Store, doc: api.CompleteDocument): HTMLElement | null {
+  const compose = doc.files["docker-compose.yml"];
+  if (compose === undefined) return null;
+  let services = portsOfBundle.get(doc);
+  if (services === undefined) {
+    try {
+      services = publishedPorts(compose);
+    } catch {
+      services = [];
+    }
+    portsOfBundle.set(doc, services);
+  }
+  if (services.length === 0) return null;
+  const nameOf = (id: string) => store.catalog.servicesById.get(id)?.name ?? (id === "core" ? "Core gateway" : id);
+  const rows = services.flatMap(({ service, ports }) => ports.map((port) => {
+    const usual = store.catalog.servicesById.get(service)?.ports?.find((p) => String(p.container) === port.container)?.host;
+    const moved = port.host !== null && usual !== undefined && String(usual) !== port.host;
+    const proto = port.protocol === "tcp" ? "" : `/${port.protocol}`;
+    return h("tr", { "data-service": service, "data-host-port": port.host ?? "", "data-local-only": String(port.localOnly) },
+      h("th", { scope: "row" }, nameOf(service)),
+      h("td", {}, port.host === null ? "any free port" : `${port.host}${proto}`, moved ? h("span", { class: "muted" }, ` (moved from ${usual})`) : null),
+      h("td", {}, `${port.container}${proto}`),
+      h("td", {}, port.localOnly
+        ? h("span", { class: "local-only" }, `This machine only (${port.hostIp})`)
+        : port.hostIp === null ? "Every network interface" : `Address ${port.hostIp}`),
+    );
+  }));
+  return h("div", { class: "port-table-wrap" },
+    h("table", { id: "port-table", class: "port-table" },
+      h("caption", {}, "Host ports the stack publishes"),
+      h("thead", {}, h("tr", {}, ...["Service", "Host port", "Container port", "Reachable from"].map((label) => h("th", { scope: "col" }, label)))),
+      h("tbody", {}, ...rows),
+    ),
+  );
 }
 
 /** Whether the bundle's env files hold any secret (none when it was made without secrets). */
