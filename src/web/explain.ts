@@ -50,6 +50,10 @@ export const explainWarning = (code: string) => WARNING_HELP[code] ?? { ...FALLB
 /** "1 service", "2 services": a count with its noun (as the CLI's output.ts says it). */
 export const plural = (count: number, noun: string) => `${count} ${count === 1 ? noun : `${noun}s`}`;
 
+/** "3 services and 1 skill pack", "2 services", "1 skill pack": what a selection holds. */
+export const selectionWords = (services: number, skillPacks: number): string =>
+  [services ? plural(services, "service") : "", skillPacks ? plural(skillPacks, "skill pack") : ""].filter(Boolean).join(" and ");
+
 /** 512 → "512 MB", 2560 → "2.5 GB". */
 export function formatMB(mb: number): string {
   if (mb < 1024) return `${Math.round(mb)} MB`;

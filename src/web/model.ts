@@ -120,6 +120,20 @@ export function matchesPreset(state: FormState, preset: Preset): boolean {
     && state.proxy === (preset.proxy ?? "") && state.gpu === preset.gpu;
 }
 
+/** What a preset replaces that the user would lose: the selection (services, packs, proxy, GPU
+ *  and the preset label), when it has services or packs, is not an untouched preset, and is not
+ *  already what `preset` makes. Undefined when applying `preset` loses nothing made by hand. */
+export function handMadeSelection(state: FormState, preset: Preset, presetsById: ReadonlyMap<string, Preset>): SelectionFields | undefined {
+  if (state.services.length + state.skillPacks.length === 0) return undefined;
+  const from = state.presetId === null ? undefined : presetsById.get(state.presetId);
+  if (from !== undefined && matchesPreset(state, from)) return undefined;
+  if (matchesPreset({ ...state, presetId: preset.id }, preset)) return undefined;
+  return { services: [...state.services], skillPacks: [...state.skillPacks], proxy: state.proxy, gpu: state.gpu, presetId: state.presetId };
+}
+
+/** The fields a preset sets, all of them: what an undo puts back. */
+export type SelectionFields = Pick<FormState, "services" | "skillPacks" | "proxy" | "gpu" | "presetId">;
+
 /** A new proxy replaces the old one, together with the old proxy's service when the selection
  *  holds it (the full-stack preset lists caddy), as the API does with a preset's proxy. */
 export function chooseProxy(state: FormState, proxy: FormState["proxy"]): Partial<FormState> {

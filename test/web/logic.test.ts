@@ -3,13 +3,13 @@ import { describe, expect, test } from "bun:test";
 import {
   applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, inputOfLink, isDomain,
   linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds, bundleOfDocument, matchesPreset, selectionClosure, isLoopbackHost,
-  presetFootprint,
+  presetFootprint, handMadeSelection,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
-import { formatMB, leftOut } from "../../src/web/explain.ts";
+import { formatMB, leftOut, selectionWords } from "../../src/web/explain.ts";
 import { ApiError, readNdjson } from "../../src/web/api.ts";
 import type { CatalogService, Preset, SkillPack } from "../../src/web/api.ts";
 
@@ -223,6 +223,25 @@ describe("import and selection (found by an audit of the page)", () => {
     const packs = new Map([["devops", { id: "devops", services: ["app"] } as unknown as SkillPack]]);
     // n8n, redis, PostgreSQL for n8n, the pack's app and the proxy, against the preset's own 3072 MB.
     expect(presetFootprint(preset, withCaddy, packs)).toEqual({ services: 5, memoryMB: 512 + 128 + 256 + 64 + 64 });
+  });
+
+  test("a preset offers to undo only what it replaces that was made by hand", () => {
+    const presets = new Map([[preset.id, preset]]);
+    const minimal: Preset = { ...preset, id: "minimal", services: ["redis"], skillPacks: [], proxy: null };
+    const handMade = { ...initialState(), services: ["postgresql", "app"], skillPacks: ["devops"], proxy: "traefik" as const, gpu: true };
+    expect(handMadeSelection(handMade, preset, presets)).toEqual({ services: ["postgresql", "app"], skillPacks: ["devops"], proxy: "traefik", gpu: true, presetId: null });
+    // Nothing chosen, or an untouched preset: nothing of the user's is lost.
+    expect(handMadeSelection(initialState(), preset, presets)).toBeUndefined();
+    expect(handMadeSelection(applyPreset(initialState(), preset), minimal, presets)).toBeUndefined();
+    // A preset changed afterwards is the user's own selection.
+    const edited = { ...applyPreset(initialState(), preset), services: ["n8n"] };
+    expect(handMadeSelection(edited, minimal, presets)?.services).toEqual(["n8n"]);
+    // Already what the preset makes, picked by hand: applying it changes nothing.
+    expect(handMadeSelection({ ...initialState(), services: ["redis"] }, minimal, presets)).toBeUndefined();
+    // The undo button's words.
+    expect(selectionWords(3, 1)).toBe("3 services and 1 skill pack");
+    expect(selectionWords(2, 0)).toBe("2 services");
+    expect(selectionWords(0, 2)).toBe("2 skill packs");
   });
 
   test("the proxy chosen in Options is part of the stack the page shows", () => {

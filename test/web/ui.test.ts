@@ -192,6 +192,53 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("li.svc").count()).toBe((await apiJson("/v1/services")).total);
   }, TEST_TIMEOUT_MS);
 
+  test("a preset used over a selection made by hand can be undone, until the next change", async () => {
+    const page = await openPage(NARROW);
+    const presets = (await apiJson("/v1/presets")).presets as any[];
+    const researcher = presets.find((p) => p.id === "researcher");
+    const devops = presets.find((p) => p.id === "devops");
+    const mine = ["gitea", "vaultwarden", "redis"];
+    for (const id of mine) await page.locator(`#svc-${id}`).check();
+    await page.locator("#pack-local-ai").check();
+    await settled(page);
+    const checked = () => page.locator("#service-list input[type=checkbox]:checked").evaluateAll((els) => els.map((e) => e.id.replace(/^svc-/, "")).sort());
+    const packs = () => page.locator("#pack-list input:checked").evaluateAll((els) => els.map((e) => e.id.replace(/^pack-/, "")));
+    const useResearcher = page.getByRole("button", { name: `Use ${researcher.name}` });
+    await useResearcher.click();
+    const undo = page.getByRole("button", { name: "Undo: restore your 3 services and 1 skill pack" });
+    expect(await undo.isVisible()).toBe(true);
+    // Inside the window, wherever the card was.
+    const box = (await undo.boundingBox())!;
+    expect(box.y + box.height).toBeLessThanOrEqual(NARROW.height);
+    await page.waitForSelector("#announcer:has-text('It replaced your 3 services and 1 skill pack')");
+    expect(await checked()).toEqual([...researcher.services].sort());
+    await settled(page);
+    await undo.click();
+    expect(await checked()).toEqual([...mine].sort());
+    expect(await packs()).toEqual(["local-ai"]);
+    expect(await useResearcher.getAttribute("aria-pressed")).toBe("false");
+    expect(await page.locator("#preset-undo").isHidden()).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Use ${researcher.name}`);
+    await page.waitForSelector("#announcer:has-text('Restored your 3 services and 1 skill pack')");
+    await settled(page);
+    expect((await resolved(page)).sort()).toEqual(expect.arrayContaining(mine));
+
+    // Any change after the preset ends the offer: an undo then would drop that change.
+    await useResearcher.click();
+    expect(await page.locator("#preset-undo").isVisible()).toBe(true);
+    await page.locator("#svc-gitea").check();
+    expect(await page.locator("#preset-undo").isHidden()).toBe(true);
+    // A preset over an untouched preset loses nothing made by hand: no offer.
+    await useResearcher.click();
+    await page.getByRole("button", { name: `Use ${devops.name}` }).click();
+    expect(await page.locator("#preset-undo").isHidden()).toBe(true);
+    // A preset changed by hand (its pack dropped) is the user's own: offered back in its words.
+    await page.locator("#pack-devops").uncheck();
+    await page.getByRole("button", { name: "Use Minimal" }).click();
+    expect(await page.getByRole("button", { name: `Undo: restore your ${devops.services.length} services`, exact: true }).isVisible()).toBe(true);
+    await settled(page);
+  }, TEST_TIMEOUT_MS);
+
   test("a preset, an added service and the live validation", async () => {
     const page = await openPage();
     const presets = (await apiJson("/v1/presets")).presets as any[];

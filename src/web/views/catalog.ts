@@ -1,9 +1,9 @@
 // Step 1 and 2: presets, skill packs and the service browser. Built once; later changes only
 // toggle states and notes so keyboard focus is never lost.
 import { h, replaceChildren, byId } from "../dom.ts";
-import { explainConflict, formatMB, plural } from "../explain.ts";
-import { applyPreset, matchesPreset, presetFootprint, selectionClosure, toggle, toggleService, whatItAdds } from "../model.ts";
-import type { CatalogService } from "../api.ts";
+import { explainConflict, formatMB, plural, selectionWords } from "../explain.ts";
+import { applyPreset, handMadeSelection, matchesPreset, presetFootprint, selectionClosure, toggle, toggleService, whatItAdds, type SelectionFields } from "../model.ts";
+import type { CatalogService, Preset } from "../api.ts";
 import type { Store } from "../store.ts";
 
 const nameOf = (store: Store, id: string) => store.catalog.servicesById.get(id)?.name ?? id;
@@ -12,15 +12,50 @@ const names = (store: Store, ids: readonly string[]) => ids.map((id) => nameOf(s
 export function mountPresets(store: Store): void {
   const list = byId("preset-list");
   const buttons = new Map<string, HTMLButtonElement>();
+  // A preset replaces the whole selection: one made by hand can be put back, until the next change.
+  const undoBar = h("div", { id: "preset-undo", class: "undo-bar", hidden: true });
+  list.after(undoBar);
+  let applied: object | undefined;
+  const hideUndo = () => {
+    applied = undefined;
+    undoBar.hidden = true;
+    undoBar.replaceChildren();
+  };
+  store.onForm(() => {
+    if (applied !== undefined && store.form !== applied) hideUndo();
+  });
+  const offerUndo = (preset: Preset, previous: SelectionFields, button: HTMLButtonElement) => {
+    const what = selectionWords(previous.services.length, previous.skillPacks.length);
+    replaceChildren(undoBar,
+      h("p", {}, `${preset.name} replaced the selection you made.`),
+      h("button", {
+        type: "button", class: "button small", id: "preset-undo-button",
+        onclick: () => {
+          hideUndo();
+          store.setForm(previous);
+          announce(`Restored your ${what}.`);
+          // The undo button is gone: focus goes back to the preset, no longer chosen.
+          button.focus();
+        },
+      }, `Undo: restore your ${what}`),
+    );
+    undoBar.hidden = false;
+    applied = store.form;
+    return what;
+  };
   for (const preset of store.catalog.presets) {
-    const button = h("button", {
+    const button: HTMLButtonElement = h("button", {
       type: "button",
       class: "button",
       "aria-pressed": "false",
       "aria-describedby": `preset-${preset.id}-desc`,
       onclick: () => {
+        const previous = handMadeSelection(store.form, preset, store.catalog.presetsById);
         store.setForm(applyPreset(store.form, preset));
-        announce(`Preset ${preset.name} applied: ${plural(preset.services.length, "service")}.`);
+        const done = `Preset ${preset.name} applied: ${plural(preset.services.length, "service")}.`;
+        if (previous === undefined) return announce(done);
+        const what = offerUndo(preset, previous, button);
+        announce(`${done} It replaced your ${what}: the Undo button at the bottom of the window restores them.`);
       },
     }, `Use ${preset.name}`);
     buttons.set(preset.id, button);
