@@ -71,11 +71,10 @@ export const stillNamedNote = (entries: readonly StillNamed[] = []): string =>
   entries.map((n) => ` Your compose files still name ${n.image} for ${n.service}, which runs its previous image again${n.runsAs ? ` (as ${n.runsAs}: ${n.restored} names another image by now)` : ""}: put ${n.restored} back where you set the new one (docker-compose.override.yml, or a variable in .env), or the next \`docker compose up\` starts the failed version.`).join("");
 
 /** Every service the `running` ones depend on, directly or not. */
-function dependenciesOf(running: ReadonlySet<string>, model: ComposeModel): Set<string> {
-  const dependsOn = new Map(model.services.map((s) => [s.name, s.dependsOn]));
+function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Record<string, readonly string[]>>): Set<string> {
   const out = new Set<string>();
   const visit = (name: string) => {
-    for (const dep of dependsOn.get(name) ?? []) if (!out.has(dep)) { out.add(dep); visit(dep); }
+    for (const dep of dependsOn[name] ?? []) if (!out.has(dep)) { out.add(dep); visit(dep); }
   };
   for (const name of running) visit(name);
   return out;
@@ -220,6 +219,8 @@ async function crashLooping(engine: Engine, containers: ContainerSummary[]): Pro
   return out;
 }
 
+const ranToCompletion = (c: ContainerSummary) => c.State === "exited" && /^Exited \(0\)/.test(c.Status);
+
 function startPlan(containers: ContainerSummary[], model: ComposeModel, looping: ReadonlySet<string>): StartPlan {
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
   const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
@@ -232,7 +233,7 @@ function startPlan(containers: ContainerSummary[], model: ComposeModel, looping:
       if (!plan.outsideModel.includes(service)) plan.outsideModel.push(service);
       continue;
     }
-    if (c.State === "exited" && /^Exited \(0\)/.test(c.Status) && isJob(service)) completedJobs.add(service);
+    if (ranToCompletion(c) && isJob(service)) completedJobs.add(service);
     // `compose stop` stops a paused container as well: it is started again, not left down.
     const up = c.State === "running" || c.State === "restarting" || c.State === "paused";
     if (c.State === "paused") plan.paused.add(service);
@@ -383,6 +384,8 @@ async function retag(engine: Engine, services: ServiceImage[]): Promise<void> {
 /** How the stopped services start again. */
 interface StartOrder {
   layers: string[][];
+  /** Each service's dependencies, as the compose files give them. */
+  dependsOn: Readonly<Record<string, readonly string[]>>;
   scales: ReadonlyMap<string, number>;
   mustStayUp: ReadonlySet<string>;
   /** Started but not waited for (unhealthy before the update, on the same image). */
@@ -399,7 +402,7 @@ type StartMode = { kind: "forward"; signal?: AbortSignal } | { kind: "rollback" 
 
 /** Start services layer by layer; returns a failure reason or undefined. */
 async function startInOrder(engine: Engine, stack: Stack, compose: Compose, order: StartOrder, opts: UpdateOptions, mode: StartMode): Promise<string | undefined> {
-  const { layers, scales, mustStayUp, notWaited } = order;
+  const { layers, dependsOn, scales, mustStayUp, notWaited } = order;
   const signal = mode.kind === "forward" ? mode.signal : undefined;
   const report = (pending: { service: string; reason: string }[]) => opts.progress(`Waiting for ${pending.map((x) => `${x.service} (${x.reason})`).join(", ")}`);
   const wait = async (services: string[]) => {
@@ -409,6 +412,8 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
   const problems: string[] = [];
   // A rollback's layers after its first failure: started, waited for once at the end.
   const startedAfterFailure: string[] = [];
+  // Jobs (not kept running: an init or migration job) an earlier layer has run to completion.
+  const jobsRun = new Set<string>();
   for (const [i, layer] of layers.entries()) {
     if (signal?.aborted) return "interrupted";
     opts.progress(`Starting layer ${i + 1}/${layers.length}: ${layer.join(", ")}`);
@@ -418,8 +423,17 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     // user's next plain `docker compose up -d` would make it again. The earlier layers are up.
     // A service the user scaled keeps its count (plain `up` would make it one container again).
     const scaled = layer.flatMap((name) => (scales.has(name) ? ["--scale", `${name}=${scales.get(name)}`] : []));
+    const upArgs = [...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer];
     order.onUp?.(layer);
-    const up = await compose.run(["up", "--detach", ...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer]);
+    // Compose's `up` starts every dependency that is not running, so it would run a job again for
+    // each later layer that needs it (a migration three times): when every dependency was started
+    // by an earlier layer and the jobs among them have finished, they are left as they are. A job
+    // still running is left to compose, which waits for it to finish and does not start it again.
+    const needs = [...dependenciesOf(layer, dependsOn)];
+    const jobs = needs.filter((name) => jobsRun.has(name));
+    const leave = jobs.length > 0 && needs.every((name) => layers.slice(0, i).some((l) => l.includes(name))) && (await finished(engine, stack.project, jobs));
+    const up = leave ? await upLeavingDependencies(compose, upArgs, layer) : await compose.run(["up", "--detach", ...upArgs]);
+    for (const name of layer) if (!mustStayUp.has(name)) jobsRun.add(name);
     if (up.code !== 0) {
       const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
       if (mode.kind === "forward") return signal?.aborted ? `interrupted (${failed})` : failed;
@@ -443,11 +457,30 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
   return layers.length > 1 ? wait(layers.flat()) : undefined;
 }
 
+/** Whether every container of `services` has exited with code 0. */
+async function finished(engine: Engine, project: string, services: readonly string[]): Promise<boolean> {
+  const containers = (await engine.listProjectContainers(project)).filter((c) => services.includes(c.Labels["com.docker.compose.service"] ?? ""));
+  return containers.length > 0 && containers.every(ranToCompletion);
+}
+
+/** `up` for `layer` (`upArgs`: its options, then the layer) that starts none of its dependencies:
+ *  `up --no-start` makes its containers as `up` does, then `restart --no-deps` starts just them.
+ *  Not `up --no-deps`: compose hashes a container made that way without its dependencies, and the
+ *  user's next plain `docker compose up -d` would make it again. A compose without `restart
+ *  --no-deps` (v1, early v2) gets the plain `up`, which runs the jobs once more. */
+async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: string[]) {
+  const created = await compose.run(["up", "--no-start", ...upArgs]);
+  if (created.code !== 0) return created;
+  const started = await compose.run(["restart", "--no-deps", ...layer]);
+  return started.code === 0 ? started : compose.run(["up", "--detach", ...upArgs]);
+}
+
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   const running = plan.start;
-  const layers = dependencyLayers(Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn])))
+  const dependsOn = Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
+  const layers = dependencyLayers(dependsOn)
     .map((layer) => layer.filter((name) => running.has(name)))
     .filter((layer) => layer.length > 0);
   if (plan.outsideModel.length) opts.progress(outsideModelNote(plan.outsideModel));
@@ -510,7 +543,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       return result;
     }
     // Compose starts what a running service depends on along with it: those do not stay stopped.
-    const needed = dependenciesOf(running, model);
+    const needed = dependenciesOf(running, dependsOn);
     const stopped = model.services.map((s) => s.name).filter((name) => !running.has(name) && !needed.has(name));
     if (!changed.some((c) => running.has(c.service))) {
       opts.progress(`Only services that are not running have new images (${changed.map((c) => c.service).join(", ")}): they start on them when you start them; nothing restarted`);
@@ -526,7 +559,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       result.unhealthyBefore = [...notWaited].sort();
       opts.progress(`${result.unhealthyBefore.join(", ")} ${notWaited.size === 1 ? "was" : "were"} unhealthy or restarting before the update, on an image that did not change: started again, not waited for`);
     }
-    const startOrder: StartOrder = { layers, scales: plan.scales, mustStayUp: plan.mustStayUp, notWaited };
+    const startOrder: StartOrder = { layers, dependsOn, scales: plan.scales, mustStayUp: plan.mustStayUp, notWaited };
     if (plan.paused.size) {
       result.unpaused = [...plan.paused].sort();
       opts.progress(`${result.unpaused.join(", ")} ${plan.paused.size === 1 ? "is" : "are"} paused: stopping the stack ends that, so ${plan.paused.size === 1 ? "it runs" : "they run"} after the update (\`docker compose pause ${result.unpaused.join(" ")}\` pauses again)`);

@@ -703,6 +703,58 @@ services:
   );
 });
 
+describe("update of a stack with a job that services in several layers depend on", () => {
+  const stack = TestStack.unique("un");
+  const appRef = stack.ref("app");
+  const jobRef = stack.ref("job");
+  const healthy = `    init: true\n    command: ["sleep", "3600"]\n    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}\n`;
+  const afterJob = (more = "") => `    depends_on: {migrate: {condition: service_completed_successfully}${more}}\n`;
+  startedStack(stack, `name: ${stack.project}
+services:
+  migrate:
+    image: ${jobRef}
+    restart: "no"
+    command: ["sh", "-c", "cat /version >> /data/runs"]
+    volumes: ["data:/data"]
+  app:
+    image: ${appRef}
+    volumes: ["data:/data"]
+${healthy}${afterJob()}  worker:
+    image: ${appRef}
+${healthy}${afterJob(", app: {condition: service_healthy}")}  side:
+    image: ${appRef}
+${healthy}${afterJob()}volumes:
+  data: {}
+`, { [appRef]: ["RUN touch /ok"], [jobRef]: ["RUN echo job-v1 > /version"] }, async () => {
+    expect((await stack.compose("up", "-d", "--wait", "app", "worker", "side")).code).toBe(0);
+    expect((await stack.compose("stop", "side")).code).toBe(0);
+  });
+
+  e2e(
+    "runs the job once on its new image, not once per layer, and the containers are as compose makes them",
+    async () => {
+      expect(await stack.exec("app", "cat", "/data/runs")).toBe("job-v1\n");
+      const { newId } = await stack.pushNewVersion(jobRef, ["RUN echo job-v2 > /version"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["migrate"]);
+      expect(out.restarted).toEqual(["migrate", "app", "worker"]);
+      expect(await stack.exec("app", "cat", "/data/runs")).toBe("job-v1\njob-v2\n");
+      expect((await stack.container("migrate")).Image).toBe(newId);
+      // The user stopped side: it stays so, though it depends on the job too.
+      expect((await stack.container("side")).State.Running).toBe(false);
+      // Made with their dependencies as plain `up` makes them: the user's next `up` keeps them.
+      const ids = { app: (await stack.container("app")).Id, worker: (await stack.container("worker")).Id };
+      const plain = await stack.compose("up", "-d", "app", "worker");
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(plain.stderr).not.toContain("Recreate");
+      expect({ app: (await stack.container("app")).Id, worker: (await stack.container("worker")).Id }).toEqual(ids);
+    },
+    150_000,
+  );
+});
+
 describe("update on a stack the user runs with COMPOSE_FILE and COMPOSE_PROJECT_NAME in .env", () => {
   const stack = TestStack.unique("uf");
   const appRef = stack.ref("app");
