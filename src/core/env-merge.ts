@@ -3,7 +3,7 @@
 
 import { parseEnvText, scanDotenv } from "./parse-env.ts";
 import { validationError } from "../errors.ts";
-import { envValue } from "./generate/env.ts";
+import { envValue, isGeneratedEnvComment } from "./generate/env.ts";
 import type { DerivedSecret } from "./generate/secrets.ts";
 
 const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
@@ -54,6 +54,31 @@ function signAgain(lines: string[], derived: readonly DerivedSecret[], kept: Rea
 }
 
 const KEPT_HEADER = "# --- Kept from the previous .env (not used by the generated stack) ---";
+const NOTES_HEADER = "# --- Your notes from the previous .env ---";
+
+/** What the user wrote in a .env besides values: comment lines that are not ours (see
+ *  isGeneratedEnvComment), by the variable they sit right above, and the lines that sit above
+ *  none (a note after a blank line, a bare `KEY` compose takes from its environment, a line
+ *  compose cannot read), in order. Lines inside a quoted value are the value's. */
+function userNotes(text: string, ours: ReadonlySet<string>): { above: Map<string, string[]>; loose: string[] } {
+  const src = (text.startsWith("\uFEFF") ? text.slice(1) : text).replace(/\r\n/g, "\n");
+  const lines = src.split("\n");
+  const taken = new Array<boolean>(lines.length).fill(false);
+  const above = new Map<string, string[]>();
+  const isComment = (i: number) => lines[i]!.trim().startsWith("#");
+  const mine = (line: string) => !ours.has(line.trim()) && !isGeneratedEnvComment(line);
+  for (const s of scanDotenv(src)) {
+    const first = s.line - 1;
+    const last = first + (s.raw.match(/\n/g)?.length ?? 0);
+    for (let i = first; i <= last; i++) taken[i] = true;
+    let top = first;
+    while (top > 0 && !taken[top - 1] && isComment(top - 1)) taken[--top] = true;
+    const notes = lines.slice(top, first).filter(mine);
+    if (notes.length) above.set(s.key, [...(above.get(s.key) ?? []), ...notes]);
+  }
+  const loose = lines.filter((line, i) => !taken[i] && line.trim() !== "" && mine(line));
+  return { above, loose };
+}
 
 interface EnvEntry {
   /** Raw value text as written, quotes included. */
@@ -90,6 +115,8 @@ const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
  *  generated file lacks are kept at the end (see `options.keepExtra`). */
 export function mergeEnv(existing: string, generated: string, secrets: ReadonlySet<string> = new Set(), derived: readonly DerivedSecret[] = [], options: MergeOptions = {}): EnvMerge {
   const old = readEnvFile(existing);
+  const ours = new Set([...generated.split("\n"), ...(options.previous?.env.split("\n") ?? [])].filter((line) => line.startsWith("#")));
+  const notes = userNotes(existing, ours);
   const previous = options.previous === undefined ? undefined : readEnvFile(options.previous.env);
   const addressNames = options.previous?.addressNames ?? new Set<string>();
   // Whole values (a quoted one may span lines), to compare with the old ones.
@@ -128,11 +155,16 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
   });
   signAgain(lines, derived, new Set(kept));
   const extra = [...old.keys()].filter((k) => !seen.has(k));
-  if (extra.length && options.keepExtra !== false) {
-    // The user's own variables keep the comments written right above them.
-    lines.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
+  // Someone else's export (keepExtra false) brings values only: its notes are not the user's.
+  const ownFile = options.keepExtra !== false;
+  // The user's notes on a generated variable stay right above it, under its generated comment.
+  const withNotes = ownFile ? lines.flatMap((line) => [...(notes.above.get(LINE.exec(line)?.[1] ?? "") ?? []), line]) : lines;
+  if (extra.length && ownFile) {
+    // The user's own variables keep every comment written right above them.
+    withNotes.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
   }
-  return { text: endingInOneNewline(lines.join("\n")), kept, added, filled, extra, updated, refused };
+  if (notes.loose.length && ownFile) withNotes.push(NOTES_HEADER, ...notes.loose, "");
+  return { text: endingInOneNewline(withNotes.join("\n")), kept, added, filled, extra, updated, refused };
 }
 
 /** `text` with its trailing newlines made one. Not /\n+$/: on a kept value of many newlines the

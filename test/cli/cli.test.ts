@@ -388,13 +388,15 @@ describe("generate", () => {
     expect((await cli(["services", "--category", "streaming"], { env })).stdout).toEndWith("\n1 service\n");
   }, 30_000);
 
-  test("regenerating keeps .env values and adds new keys", async () => {
+  test("regenerating keeps .env values and notes and adds new keys", async () => {
     const dir = join(tmp, "g2");
     expectOk(await cli(["generate", "--name", "g2", "--services", "redis", "--dir", dir], { env }));
     const before = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
-    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8") + "MY_OWN=1\n");
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8") + "MY_OWN=1\n\n# NOTE: old value was in the vault\n");
     expectOk(await cli(["generate", "--name", "g2", "--services", "redis,n8n", "--dir", dir], { env }));
-    const after = parseEnvValues(readFileSync(join(dir, ".env"), "utf8"));
+    const text = readFileSync(join(dir, ".env"), "utf8");
+    expect(text).toContain("\n# NOTE: old value was in the vault\n"); // the user's note is not dropped
+    const after = parseEnvValues(text);
     expect(after.get("REDIS_PASSWORD")).toBe(before.get("REDIS_PASSWORD")!);
     expect(after.get("CORE_GATEWAY_TOKEN")).toBe(before.get("CORE_GATEWAY_TOKEN")!);
     expect(after.get("N8N_DB_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);

@@ -12,6 +12,25 @@ export function envValue(value: string): string {
   return `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\$/g, "\\$")}"`;
 }
 
+const SECRET_KIND = "generated secret";
+const SIGNED_KIND = "generated: a token signed with";
+
+/** The comments `render` writes, by their shape: a variable's (its kind in parentheses at the
+ *  end), a service's section header, and the file's introduction. Whatever else a .env holds
+ *  the user wrote, and a regeneration keeps it (see env-merge.ts). */
+const GENERATED_COMMENT = new RegExp(
+  [
+    `^# .* \\((${SECRET_KIND}|${SIGNED_KIND} [A-Za-z0-9_]+|required: fill in before the first start|optional, fill in if you use it|setting)\\)$`,
+    "^# --- .* ---$",
+    "^# (Environment|Template) of the .* stack",
+    "^# Keep this file private \\(mode 0600\\)",
+    "^# so changing one later locks the service out of its data\\.",
+    "^# or let `stackgen generate` write \\.env for you\\.$",
+    "^# Secrets (below were|were NOT) generated",
+  ].join("|"),
+);
+export const isGeneratedEnvComment = (line: string) => GENERATED_COMMENT.test(line.trim());
+
 function render(ctx: GenContext, valueOf: (v: EnvVariable) => string, intro: string[]): string {
   const lines = intro.map((l) => `# ${l}`);
   let owner = "";
@@ -21,7 +40,7 @@ function render(ctx: GenContext, valueOf: (v: EnvVariable) => string, intro: str
       const name = owner === "core" ? ctx.stack.core.name : ctx.catalog.servicesById.get(owner)?.name ?? owner;
       lines.push("", `# --- ${name} (${owner}) ---`);
     }
-    const kind = v.jwt ? `generated: a token signed with ${v.jwt.secret}` : v.secret ? "generated secret" : v.beforeStart ? "required: fill in before the first start" : v.default === undefined ? "optional, fill in if you use it" : "setting";
+    const kind = v.jwt ? `${SIGNED_KIND} ${v.jwt.secret}` : v.secret ? SECRET_KIND : v.beforeStart ? "required: fill in before the first start" : v.default === undefined ? "optional, fill in if you use it" : "setting";
     lines.push(`# ${v.description} (${kind})`, `${v.name}=${envValue(valueOf(v))}`);
   }
   return lines.join("\n") + "\n";
@@ -30,7 +49,8 @@ function render(ctx: GenContext, valueOf: (v: EnvVariable) => string, intro: str
 /** The generated secrets of a `.env` this file wrote, by the kind its comment gives them: for a
  *  reader that has the file but not the stack it was made for (the UI). */
 export function generatedSecretNames(envText: string): Set<string> {
-  return new Set(scanDotenv(envText).filter((s) => s.comments.some((c) => / \((generated secret|generated: [^)]*)\)$/.test(c))).map((s) => s.key));
+  const kind = new RegExp(` \\((${SECRET_KIND}|${SIGNED_KIND} [^)]*)\\)$`);
+  return new Set(scanDotenv(envText).filter((s) => s.comments.some((c) => kind.test(c))).map((s) => s.key));
 }
 
 export function envFile(ctx: GenContext): string {
