@@ -92,6 +92,22 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     expect(existsSync(at("fut"))).toBe(false);
   });
 
+  test("--from a broken complete export is named as one (its input, files or .env), not read as an empty input", async () => {
+    const cases: [object, string, string][] = [
+      [{ input: "x" }, "input", "Expected object, received string"],
+      [{ input: { projectName: "brk", services: ["redis"] }, files: [] }, "files", "Expected object, received array"],
+      [{ input: { projectName: "brk", services: ["redis"] }, files: { ".env": 7 } }, "files..env", "Expected string, received number"],
+    ];
+    for (const [doc, field, message] of cases) {
+      const file = at("broken.json");
+      writeFileSync(file, JSON.stringify({ formatVersion: "1", ...doc }));
+      const r = await cli(["generate", "--from", file, "--dir", at("brk"), "--json"], { env });
+      expect(r.code).toBe(2);
+      expect(jsonError(r.stdout)).toMatchObject({ code: "VALIDATION_ERROR", message: expect.stringContaining("not a usable complete export"), details: [{ field, message }] });
+      expect(existsSync(at("brk"))).toBe(false);
+    }
+  });
+
   test("an input file over 1 MiB is refused after reading just past the limit: /dev/zero, a huge sparse file", async () => {
     const big = at("huge.json");
     writeFileSync(big, "");
