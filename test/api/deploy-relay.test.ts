@@ -115,6 +115,57 @@ describe("POST /v1/deploy", () => {
     }
   });
 
+  test("a document's .env is taken as the CLI and the UI take one: only this stack's variables, in their shape, and what it changes is named", async () => {
+    const own = await new CoolifyFake().start();
+    try {
+      const input = { projectName: "relay-foreign", services: ["n8n"], proxy: "caddy" };
+      const doc = (await (await fetch(`${base}/v1/generate?format=complete`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(input) })).json()) as any;
+      const env = doc.files[".env"] as string;
+      expect(env).toMatch(/^CORE_IMAGE=$/m);
+      expect(env).toMatch(/^N8N_WEBHOOK_URL=/m);
+      expect(env).toMatch(/^CADDY_ACME_EMAIL=/m);
+      // Someone else's export: a variable of no service, another gateway image, a webhook address
+      // elsewhere, and an e-mail that is not one.
+      doc.files[".env"] = env
+        .replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=evil/backdoor")
+        .replace(/^N8N_WEBHOOK_URL=.*$/m, "N8N_WEBHOOK_URL=https://collector.evil.example/")
+        .replace(/^CADDY_ACME_EMAIL=.*$/m, "CADDY_ACME_EMAIL=x}\\nadmin 0.0.0.0:2019")
+        + "EXTRA_FOREIGN=from-someone-else\nCOMPOSE_PROJECT_NAME=other\n";
+      const events = await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, complete: doc }));
+      const result = events.at(-1).result;
+      expect(result.success).toBe(true);
+      const sent = new Map([...own.services[0]!.envs.values()].map((row) => [row.key, row.value]));
+      expect(sent.has("EXTRA_FOREIGN")).toBe(false);
+      expect(sent.has("COMPOSE_PROJECT_NAME")).toBe(false);
+      expect(sent.get("CADDY_ACME_EMAIL")).toBe("");
+      // Settings of the stack are taken (the user's own export must keep its choices), and named.
+      expect(sent.get("CORE_IMAGE")).toBe("evil/backdoor");
+      const changes = (result.changes as string[]).filter((c) => c.startsWith(".env of the document"));
+      expect(changes).toHaveLength(3);
+      expect(changes[0]).toContain("CORE_IMAGE, N8N_WEBHOOK_URL taken");
+      expect(changes[1]).toContain("EXTRA_FOREIGN, COMPOSE_PROJECT_NAME not taken");
+      expect(changes[2]).toContain("CADDY_ACME_EMAIL not taken");
+      // The document's own secrets are still what gets deployed.
+      const password = parseEnvValues(env).get("N8N_DB_PASSWORD")!;
+      expect(password.length).toBeGreaterThanOrEqual(32);
+      expect(sent.get("N8N_DB_PASSWORD")).toBe(password);
+      // A document of this stackgen, untouched, changes nothing and says nothing.
+      const again = await (await fetch(`${base}/v1/generate?format=complete`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...input, projectName: "relay-own" }) })).json() as any;
+      const plain = (await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, complete: again }))).at(-1).result;
+      expect(plain.success).toBe(true);
+      expect((plain.changes as string[]).filter((c) => c.startsWith(".env of the document"))).toEqual([]);
+      // A quote that never closes is refused before any call, naming where it is.
+      const before = own.calls.length;
+      const broken = await post({ provider: "coolify", url: own.url, apiKey: own.token, complete: { ...doc, files: { ".env": 'A="open\n' } } });
+      expect(broken.status).toBe(400);
+      expect(((await broken.json()) as any).error).toMatchObject({ code: "VALIDATION_ERROR", message: "Invalid deploy request", details: [{ field: "complete.files..env", message: expect.stringContaining("never closes") }] });
+      expect(own.calls.length).toBe(before);
+      expect(own.violations).toEqual([]);
+    } finally {
+      await own.stop();
+    }
+  });
+
   test("an update that keeps the platform's JWT secret sends API keys signed with it", async () => {
     const own = await new CoolifyFake().start();
     try {

@@ -5,8 +5,8 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { DeployRequest, ErrorBody, routeSchema } from "../../schema/api.ts";
-import { generateBundle } from "../../core/generate/index.ts";
-import { mergeEnv } from "../../core/env-merge.ts";
+import { generateBundle, type Generated } from "../../core/generate/index.ts";
+import { mergeEnv, settingsTaken, type EnvMerge } from "../../core/env-merge.ts";
 import { deployBundle, projectNameProblem, type DeployStep } from "../../deploy/index.ts";
 import { StackgenError, validationError, withFieldsUnder } from "../../errors.ts";
 import { jsonObjectBody } from "../json-body.ts";
@@ -24,6 +24,34 @@ export const FORBIDDEN_WITHOUT_KEYS_MESSAGE =
   "Deploying through the API is allowed only from this machine (loopback): this server has no API keys (API_KEYS), " +
   "so none can unlock it. Set API_KEYS, or ALLOW_REMOTE_DEPLOY=true, on the server to allow it from elsewhere.";
 
+/** A complete document's `.env` as the CLI (`generate --from`) and the UI's import take one, since
+ *  it may be someone else's: only this stack's own variables, each value in the shape its variable
+ *  must have, and every setting it changes beyond its secrets (the gateway's image, an endpoint
+ *  the stack sends credentials to) named. What was left out or taken is said in `changes`. */
+export function envOfDocument(documentEnv: string, generated: Pick<Generated, "files" | "secretNames" | "derivedSecrets" | "valuePatterns">): { text: string; changes: string[] } {
+  const made = generated.files[".env"]!;
+  const secrets = generated.secretNames;
+  let merged: EnvMerge;
+  try {
+    merged = mergeEnv(documentEnv, made, secrets, generated.derivedSecrets, { keepExtra: false, patterns: generated.valuePatterns });
+  } catch (error) {
+    // A value whose quote never closes: name where it is, from the body's root.
+    if (error instanceof StackgenError && !error.details) throw validationError(DEPLOY_MESSAGE, [{ field: DOCUMENT_ENV_FIELD, message: error.message }]);
+    throw error;
+  }
+  const taken = settingsTaken(merged, made, secrets);
+  const one = (names: string[]) => names.length === 1;
+  const changes = [
+    taken.length ? `.env of the document: ${taken.join(", ")} taken with ${one(taken) ? "a value" : "values"} other than this stackgen makes: check ${one(taken) ? "it" : "them"} on the platform if the document is not your own` : "",
+    merged.extra.length ? `.env of the document: ${merged.extra.join(", ")} not taken (not ${one(merged.extra) ? "a variable" : "variables"} of this stack)` : "",
+    merged.refused.length ? `.env of the document: ${merged.refused.join(", ")} not taken (not the shape ${one(merged.refused) ? "that setting" : "those settings"} must have); the generated ${one(merged.refused) ? "value was" : "values were"} sent` : "",
+  ].filter(Boolean);
+  return { text: merged.text, changes };
+}
+
+/** Where a complete document's .env is in a deploy request. */
+const DOCUMENT_ENV_FIELD = "complete.files..env";
+
 /** `keysConfigured`: whether the server has API keys (false words the refusal without them). */
 export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: DeployPolicy, fetchImpl?: typeof fetch, keysConfigured = true) =>
   new Elysia({ name: "deploy-routes" }).post("/deploy", async ({ body, request }) => {
@@ -40,7 +68,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     // A complete document's .env holds the values the user saw or downloaded: deploy those (new
     // variables get the fresh ones). The other files are regenerated from its input.
     const documentEnv = (body.complete?.files as Record<string, string> | undefined)?.[".env"];
-    const envText = documentEnv === undefined ? generated.files[".env"] : mergeEnv(documentEnv, generated.files[".env"], generated.secretNames, generated.derivedSecrets).text;
+    const { text: envText, changes: envChanges } = documentEnv === undefined ? { text: generated.files[".env"], changes: [] } : envOfDocument(documentEnv, generated);
     const files: Record<string, string> = { ...generated.files, ".env": envText };
 
     const encoder = new TextEncoder();
@@ -70,7 +98,8 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     await Promise.race([started, run]);
 
     let done = false;
-    run.then((result) => push({ type: "result", result }), (e: unknown) => {
+    // What the document's .env was not taken for, or changed beyond its secrets, comes first.
+    run.then((result) => push({ type: "result", result: envChanges.length ? { ...result, changes: [...envChanges, ...result.changes] } : result }), (e: unknown) => {
       const err = e instanceof StackgenError ? e : new StackgenError("INTERNAL_ERROR", "Deployment failed unexpectedly", 500);
       push({ type: "error", error: { code: err.code, message: err.message } });
     }).finally(() => { done = true; wake?.(); });
