@@ -778,12 +778,19 @@ describe("input fields take effect", () => {
         // Escapes back to back, at the start and the end; a long value (a certificate) read whole.
         'REDIS_PASSWORD="\\$\\\\\\"x\\"\\\\"',
         `REDIS_PASSWORD="${"k3y-\\$".repeat(5000)}end"`,
+        // A quoted value over several lines is read whole, and a line inside another variable's
+        // value that looks like an assignment is that value's text, not an assignment.
+        'REDIS_PASSWORD="first\nsecond \\" still\nlast"',
+        "REDIS_PASSWORD='one\ntwo'",
+        'REDIS_PASSWORD=kept\nCERT="-----BEGIN-----\nREDIS_PASSWORD=smuggled\n-----END-----"',
+        "  REDIS_PASSWORD = spaced",
+        "REDIS_PASSWORD=set\n# REDIS_PASSWORD=\"commented\nREDIS_PASSWORD",
       ];
       for (const line of lines) {
         writeFileSync(join(dir, ".env"), `${line}\n`);
         const read = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; printf '%s' "$REDIS_PASSWORD"`]);
         expect(read.code, read.stderr).toBe(0);
-        expect(read.stdout, line).toBe(parseEnvText(line.replace(/\r$/, ""))[0]!.value);
+        expect(read.stdout, line).toBe(parseEnvText(line.replace(/\r$/, "")).find((v) => v.key === "REDIS_PASSWORD")!.value);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -29,11 +29,42 @@ dotenv_value() {
   esac
   printf '%s' "$out"
 }
+# Whether $2 holds the quote $1 that closes a value: one no backslash keeps open (compose lets a
+# backslash keep either quote open).
+dotenv_closes() {
+  local rest=$2 chunk
+  while [ -n "$rest" ]; do
+    if [ "$1" = '"' ]; then chunk=${rest%%[\\\"]*}; else chunk=${rest%%[\\\']*}; fi
+    rest=${rest:${#chunk}}
+    case "$rest" in
+      "") return 1 ;;
+      \\*) rest=${rest:2} ;;
+      *) return 0 ;;
+    esac
+  done
+  return 1
+}
+# A quoted value may span lines (a certificate): its lines are the value's, never assignments.
+open=""
 while IFS= read -r line || [ -n "$line" ]; do
-  line=${line%$'\r'}; line=${line#export }
-  case "${line%%=*}" in
+  line=${line%$'\r'}
+  if [ -n "$open" ]; then
+    value+=$'\n'$line
+    dotenv_closes "$open" "$line" || continue
+    open=""
+  else
+    line=${line#"${line%%[![:space:]]*}"}
+    case "$line" in \#*) continue ;; *=*) ;; *) continue ;; esac
+    line=${line#export }
+    key=${line%%=*}; key=${key%"${key##*[![:space:]]}"}
+    value=${line#*=}; value=${value#"${value%%[![:space:]]*}"}
+    case "$value" in
+      \"* | \'*) dotenv_closes "${value:0:1}" "${value:1}" || { open=${value:0:1}; continue; } ;;
+    esac
+  fi
+  case "$key" in
     REDIS_PASSWORD)
-      export "${line%%=*}=$(dotenv_value "${line#*=}")" ;;
+      export "$key=$(dotenv_value "$value")" ;;
   esac
 done < ./.env
 [ -n "${REDIS_PASSWORD:-}" ] || { echo "REDIS_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
