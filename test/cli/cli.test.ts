@@ -79,7 +79,7 @@ describe("basics", () => {
     // stackgen's own shutdown (exit 0), not the shim killed while the server runs on without it.
     expect(await proc.exited).toBe(0);
     expect(await fetch(`http://127.0.0.1:${port}/v1/health`).then(() => "still up", () => "stopped")).toBe("stopped");
-  }, 30_000);
+  });
 
   test("a nested command's help names it in full", async () => {
     for (const sub of ["create", "list", "restore", "prune"]) {
@@ -341,7 +341,7 @@ describe("basics", () => {
     const lines: [string, string][] = [["stackgen generate --preset=de", "--preset=devops"], ["stackgen presets --json min", "minimal"], ["stackgen validate --no-g", "--no-gpu"], ["stackgen backup cr", "create"]];
     const out = await run(["timeout", "30", "zsh", "-f", "-c", driver, "zsh", fp, ...lines.flat()], { env });
     expect(out.stdout.split("\n").filter((l) => l.startsWith("ok: ")).sort()).toEqual(lines.map(([line]) => `ok: ${line}`).sort());
-  }, 60_000);
+  });
 });
 
 describe("generate", () => {
@@ -386,7 +386,7 @@ describe("generate", () => {
     expect(bare.stdout).not.toContain("docker compose up");
     // A category of one service.
     expect((await cli(["services", "--category", "streaming"], { env })).stdout).toEndWith("\n1 service\n");
-  }, 30_000);
+  });
 
   test("regenerating keeps .env values and notes and adds new keys", async () => {
     const dir = join(tmp, "g2");
@@ -716,7 +716,7 @@ describe("generate", () => {
     const fresh = join(tmp, "fresh-folder");
     expectOk(await cli(["generate", "--services", "redis", "--dir", fresh], { env }));
     expect(JSON.parse(readFileSync(join(fresh, "stackgen.json"), "utf8")).projectName).toBe("fresh-folder");
-  }, 30_000);
+  });
 
   test("--no-secrets leaves secrets empty; --secrets next to --from stackgen.json fills them in", async () => {
     const dir = join(tmp, "g13");

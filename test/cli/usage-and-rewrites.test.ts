@@ -131,7 +131,7 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
       expect(maxRSS - baseline.maxRSS, args.join(" ")).toBeLessThan(200 * 1024 * 1024);
     }
     expect(existsSync(at("zero"))).toBe(false);
-  }, 60_000);
+  });
 
   test("--json=true asks for a JSON error as it asks for JSON output; --no-json turns both off", async () => {
     const r = await cli(["generate", "--json=true", "--name", "Bad", "--services", "redis", "--dir", at("bad")], { env });
@@ -151,7 +151,7 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
         expect(bad.stderr).toContain("bogus");
       }
     }
-  }, 30_000);
+  });
 
   test("--dir naming a file, or a path under a file, is bad input", async () => {
     writeFileSync(at("afile"), "mine\n");
