@@ -11,6 +11,8 @@ import { generateBundle } from "../../src/core/generate/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { formatMB, leftOut, selectionWords } from "../../src/web/explain.ts";
 import { ApiError, readNdjson } from "../../src/web/api.ts";
+import { signJwtInBrowser } from "../../src/web/signed-keys.ts";
+import { signJwt } from "../../src/core/generate/secrets.ts";
 import type { CatalogService, Preset, SkillPack } from "../../src/web/api.ts";
 
 const svc = (id: string, dependencies: string[] = [], estimatedMemoryMB = 100) => ({ id, dependencies, estimatedMemoryMB }) as unknown as CatalogService;
@@ -317,4 +319,10 @@ test("NDJSON reader copes with lines split across chunks", async () => {
   const events = [];
   for await (const e of readNdjson(stream)) events.push(e);
   expect(events).toEqual([{ type: "step", step: "A", status: "ok" }, { type: "result", result: { success: true, steps: [] } }]);
+});
+
+test("the browser signs an API key with WebCrypto exactly as the core signs it", async () => {
+  for (const [secret, claims] of [["0123456789abcdefghijklmnopqrstuvwxyz", { role: "anon", iss: "supabase" }], ["sécret-ü-🔑", { role: "service_role" }]] as const) {
+    expect(await signJwtInBrowser(secret, claims)).toBe(signJwt(secret, claims));
+  }
 });

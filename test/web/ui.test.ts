@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startServers } from "../../src/api/server.ts";
 import { readGuardConfig } from "../../src/api/guard/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
+import { signJwt } from "../../src/core/generate/secrets.ts";
 import { formatMB, plural } from "../../src/web/explain.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -907,6 +908,22 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.setInputFiles("#import-input", { name: "outside.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(outside)) });
     await page.waitForSelector("#files-message:has-text('Imported outside.json')");
     expect(await page.textContent("#files-message")).toContain("Its .env was not kept (its files are not a bundle this stackgen can use), so the files will have new secrets: for a stack that already runs, keep its own .env.");
+  }, TEST_TIMEOUT_MS);
+
+  test("an import that keeps an export's JWT secret signs the API keys it makes anew with that secret", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "signed", services: ["supabase"] });
+    // Made without secrets, then only the JWT secret filled in by hand: the keys are made on import.
+    const mine = "my-own-jwt-secret-0123456789abcdefghijklmnop";
+    const env = exported.files[".env"].replace(/^SUPABASE_JWT_SECRET=.*$/m, `SUPABASE_JWT_SECRET=${mine}`).replace(/^(SUPABASE_ANON_KEY|SUPABASE_SERVICE_ROLE_KEY)=.*$/gm, "$1=");
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "signed.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify({ ...exported, files: { ...exported.files, ".env": env } })) });
+    await page.waitForSelector("#files-message:has-text('Imported signed.json')");
+    await page.click("#preview button[data-path='.env']");
+    await page.click("#reveal-button");
+    const values = parseEnvValues((await page.textContent("#file-content"))!);
+    expect(values.get("SUPABASE_JWT_SECRET")).toBe(mine);
+    expect(values.get("SUPABASE_ANON_KEY")).toBe(signJwt(mine, { role: "anon", iss: "supabase" }));
+    expect(values.get("SUPABASE_SERVICE_ROLE_KEY")).toBe(signJwt(mine, { role: "service_role", iss: "supabase" }));
   }, TEST_TIMEOUT_MS);
 
   test("keyboard import, an out-of-date preview's files, the one reverse proxy, long words and links with stray spaces", async () => {

@@ -11,6 +11,7 @@ import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
 import { mergeEnv, settingsTaken } from "../../core/env-merge.ts";
 import { generatedSecretNames } from "../../core/generate/env.ts";
+import { signedKeys } from "../signed-keys.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -247,7 +248,9 @@ export function mountFiles(store: Store): void {
         const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
         const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
         try {
-          env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, [], { keepExtra: false, patterns });
+          // API keys signed with a secret the export keeps are signed again with it (Supabase's).
+          const derived = await signedKeys(variables, [bundle.files[".env"]!, fresh.files[".env"]!]);
+          env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, derived, { keepExtra: false, patterns });
         } catch (e) {
           throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
         }
