@@ -340,23 +340,34 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   }
   // The running services restart, as the real update does, when one of them changes.
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
-  if (result.updated.some((u) => plan.start.has(u.service))) result.restarted = model.services.map((s) => s.name).filter((name) => plan.start.has(name)).sort();
-  result.unchanged.push(...builtOnly(model));
-  result.unchanged.sort();
-  if (result.restarted.length && plan.paused.size) result.unpaused = [...plan.paused].sort();
+  if (accountForPlan(result, plan, model)) result.restarted = model.services.map((s) => s.name).filter((name) => plan.start.has(name)).sort();
   const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
   if (unhealthy.length) result.unhealthyBefore = unhealthy;
-  if (plan.outsideModel.length) result.notInCompose = plan.outsideModel;
   return result;
 }
 
+/** What the plan adds to the result once the changed images are known, the same for the dry run
+ *  and the update: services built here under no image name as unchanged (an update neither pulls
+ *  nor rebuilds them: `docker compose build` does), containers outside the model as notInCompose
+ *  and, when a running service's image changed so the stack restarts, the paused services as
+ *  unpaused (the stop ends their pause). Returns whether the stack restarts. */
+function accountForPlan(result: UpdateResult, plan: StartPlan, model: ComposeModel): boolean {
+  result.unchanged.push(...model.services.filter((s) => !s.image && s.hasBuild).map((s) => s.name));
+  result.unchanged.sort();
+  if (plan.outsideModel.length) result.notInCompose = plan.outsideModel;
+  const restarts = result.updated.some((u) => plan.start.has(u.service));
+  if (restarts && plan.paused.size) result.unpaused = [...plan.paused].sort();
+  return restarts;
+}
+
+/** `name` itself when Docker `takes` it, else `prefix-` and the start of its sha256. */
+const orDigest = (name: string, takes: boolean, prefix: string) => (takes ? name : `${prefix}-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`);
 /** A name as Docker takes it for an image's repository path component and its tag; a compose
  *  project or service name that is not one (`.hidden`, `a_-b`, 129 characters) is replaced by
- *  a digest of it, or tagging would fail before anything is pulled. */
-const asRepoComponent = (name: string) =>
-  // 200: the whole repository name (with `stackgen-rollback/`) stays under Docker's 255.
-  name.length <= 200 && /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/.test(name) ? name : `p-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`;
-const asTag = (name: string) => (/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(name) ? name : `s-${createHash("sha256").update(name).digest("hex").slice(0, 16)}`);
+ *  a digest of it, or tagging would fail before anything is pulled. 200: the whole repository
+ *  name (with `stackgen-rollback/`) stays under Docker's 255. */
+const asRepoComponent = (name: string) => orDigest(name, name.length <= 200 && /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/.test(name), "p");
+const asTag = (name: string) => orDigest(name, /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(name), "s");
 const rollbackRepo = (project: string) => `stackgen-rollback/${asRepoComponent(project)}`;
 export const rollbackTag = (project: string, service: string) => `${rollbackRepo(project)}:${asTag(service)}`;
 
@@ -524,7 +535,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     }
 
     // 2. What changed.
-    const result: UpdateResult = { updated: [], unchanged: [], restarted: [], ...(plan.outsideModel.length ? { notInCompose: plan.outsideModel } : {}) };
+    const result: UpdateResult = { updated: [], unchanged: [], restarted: [] };
     const changed: ServiceImage[] = [];
     for (const s of before) {
       const now = await engine.inspectImage(s.image);
@@ -536,8 +547,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest: digestOf(s.current, s.ranImage ?? s.image), newDigest: digestOf(now, s.image) });
       }
     }
-    result.unchanged.push(...builtOnly(model));
-    result.unchanged.sort();
+    const restarts = accountForPlan(result, plan, model);
     if (changed.length === 0) {
       opts.progress("Every image is up to date; nothing restarted");
       return result;
@@ -545,7 +555,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // Compose starts what a running service depends on along with it: those do not stay stopped.
     const needed = dependenciesOf(running, dependsOn);
     const stopped = model.services.map((s) => s.name).filter((name) => !running.has(name) && !needed.has(name));
-    if (!changed.some((c) => running.has(c.service))) {
+    if (!restarts) {
       opts.progress(`Only services that are not running have new images (${changed.map((c) => c.service).join(", ")}): they start on them when you start them; nothing restarted`);
       return result;
     }
@@ -560,9 +570,9 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       opts.progress(`${result.unhealthyBefore.join(", ")} ${notWaited.size === 1 ? "was" : "were"} unhealthy or restarting before the update, on an image that did not change: started again, not waited for`);
     }
     const startOrder: StartOrder = { layers, dependsOn, scales: plan.scales, mustStayUp: plan.mustStayUp, notWaited };
-    if (plan.paused.size) {
-      result.unpaused = [...plan.paused].sort();
-      opts.progress(`${result.unpaused.join(", ")} ${plan.paused.size === 1 ? "is" : "are"} paused: stopping the stack ends that, so ${plan.paused.size === 1 ? "it runs" : "they run"} after the update (\`docker compose pause ${result.unpaused.join(" ")}\` pauses again)`);
+    if (result.unpaused) {
+      const one = result.unpaused.length === 1;
+      opts.progress(`${result.unpaused.join(", ")} ${one ? "is" : "are"} paused: stopping the stack ends that, so ${one ? "it runs" : "they run"} after the update (\`docker compose pause ${result.unpaused.join(" ")}\` pauses again)`);
     }
 
     /** Start the stopped stack again on the images it ran: tags put back, and a service whose
@@ -632,10 +642,6 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     await dropRollbackTags();
   }
 }
-
-/** Services built from a Dockerfile under no image name: an update neither pulls nor rebuilds
- *  them (`docker compose build` does), so their image stays as it is. */
-const builtOnly = (model: ComposeModel) => model.services.filter((s) => !s.image && s.hasBuild).map((s) => s.name);
 
 /** Which of `services` (running before the update) have no running container now. */
 async function notRunningOf(engine: Engine, project: string, services: ReadonlySet<string>): Promise<string[]> {

@@ -36,16 +36,11 @@ volumes:
   data: {}
 `;
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(dbRef, ["RUN echo db-v1 > /version && touch /ok"]);
-    await stack.publish(webRef, ["RUN echo web-v1 > /version && touch /ok"]);
-    stack.write("docker-compose.yml", composeText(webRef));
+  startedStack(stack, composeText(webRef), { [dbRef]: ["RUN echo db-v1 > /version && touch /ok"], [webRef]: ["RUN echo web-v1 > /version && touch /ok"] }, () => {
     // The user's own change, which compose loads beside the bundle's file.
     stack.write("docker-compose.override.yml", "services:\n  db:\n    environment: {MY_OWN: from-override}\n");
-    await stack.up();
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+    return stack.up();
+  });
 
   e2e(
     "--dry-run reports old and new digests and changes nothing",
@@ -226,23 +221,17 @@ describe("update --dry-run after the tag moved to a new multi-platform index", (
     return /sha256:[0-9a-f]{64}/.exec(pushed.stdout)![0];
   }
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(amd64Ref, ["RUN echo amd64 > /version"]);
-    await stack.publish(otherRef, ["RUN echo other > /version"]);
-    await pushIndex(listRef, [amd64Ref]);
-    stack.images.add(listRef);
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  startedStack(stack, `services:
   multi:
     image: ${listRef}
     init: true
     command: ["sleep", "3600"]
-`);
+`, { [amd64Ref]: ["RUN echo amd64 > /version"], [otherRef]: ["RUN echo other > /version"] }, async () => {
+    await pushIndex(listRef, [amd64Ref]);
+    stack.images.add(listRef);
     expect((await stack.compose("pull")).code).toBe(0);
     expect((await stack.compose("up", "-d")).code).toBe(0);
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  });
 
   e2e(
     "this platform's image is the same, so the dry run and the update agree it is unchanged",
@@ -311,13 +300,7 @@ describe("update --dry-run of a stack with an image built here", () => {
   // Built from the stack's own Dockerfile and never pushed: no registry knows it.
   const builtRef = stack.ref("built", "local");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(pulledRef, ["RUN echo v1 > /version"]);
-    mkdirSync(join(stack.dir, "app"));
-    stack.write("app/Dockerfile", `FROM ${BASE_IMAGE}\nRUN echo built > /version\n`);
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  startedStack(stack, `services:
   pulled:
     image: ${pulledRef}
     init: true
@@ -331,10 +314,11 @@ services:
     build: ./app
     init: true
     command: ["sleep", "3600"]
-`);
+`, { [pulledRef]: ["RUN echo v1 > /version"] }, async () => {
+    mkdirSync(join(stack.dir, "app"));
+    stack.write("app/Dockerfile", `FROM ${BASE_IMAGE}\nRUN echo built > /version\n`);
     expect((await stack.compose("up", "-d", "--build")).code).toBe(0);
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  });
 
   e2e(
     "asks no registry about the built image (update does not pull it either) and reports it unchanged",
@@ -358,21 +342,14 @@ describe("update of a service without a health check", () => {
   const stack = TestStack.unique("uq");
   const gateRef = stack.ref("gate");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(gateRef, ["RUN echo gate-v1 > /version"]);
-    // Like the generated gateway: no health check, restarted by its policy when it dies.
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  // Like the generated gateway: no health check, restarted by its policy when it dies.
+  startedStack(stack, `services:
   gate:
     image: ${gateRef}
     init: true
     restart: unless-stopped
     command: ["sleep", "3600"]
-`);
-    await stack.up();
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+`, { [gateRef]: ["RUN echo gate-v1 > /version"] });
 
   e2e(
     "a new image that crashes on start is caught and rolled back, not reported as done",
@@ -431,15 +408,8 @@ describe("update of a stack the user has partly stopped", () => {
   const aRef = stack.ref("a");
   const bRef = stack.ref("b");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(aRef, ["RUN echo a-v1 > /version && touch /ok"]);
-    await stack.publish(bRef, ["RUN echo b-v1 > /version && touch /ok"]);
-    const service = (ref: string) => `    image: ${ref}\n    init: true\n    command: ["sleep", "3600"]\n    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}\n`;
-    stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  a:\n${service(aRef)}  b:\n${service(bRef)}`);
-    await stack.up();
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  const service = (ref: string) => `    image: ${ref}\n    init: true\n    command: ["sleep", "3600"]\n    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}\n`;
+  startedStack(stack, `services:\n  a:\n${service(aRef)}  b:\n${service(bRef)}`, { [aRef]: ["RUN echo a-v1 > /version && touch /ok"], [bRef]: ["RUN echo b-v1 > /version && touch /ok"] });
 
   e2e(
     "a service the user stopped stays stopped; one without a container is not an image change",
@@ -518,22 +488,17 @@ describe("update of a stack with a service the user stopped that exits 0 on SIGT
   const mainRef = stack.ref("main");
   const sideRef = stack.ref("side");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(mainRef, ["RUN echo main-v1 > /version && touch /ok"]);
-    await stack.publish(sideRef, ["RUN echo side-v1 > /version && touch /ok"]);
-    // Compose's default restart policy ("no") and a clean exit on SIGTERM, as most servers do:
-    // after `docker compose stop` it looks like a job that ran to completion.
-    const service = (ref: string) => `    image: ${ref}
+  // Compose's default restart policy ("no") and a clean exit on SIGTERM, as most servers do:
+  // after `docker compose stop` it looks like a job that ran to completion.
+  const service = (ref: string) => `    image: ${ref}
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
     healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
 `;
-    stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  main:\n${service(mainRef)}  side:\n${service(sideRef)}`);
+  startedStack(stack, `services:\n  main:\n${service(mainRef)}  side:\n${service(sideRef)}`, { [mainRef]: ["RUN echo main-v1 > /version && touch /ok"], [sideRef]: ["RUN echo side-v1 > /version && touch /ok"] }, async () => {
     await stack.up();
     expect((await stack.compose("stop", "side")).code).toBe(0);
     expect((await stack.container("side")).State).toMatchObject({ Status: "exited", ExitCode: 0 });
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  });
 
   e2e(
     "it stays stopped, and its broken new image neither starts nor rolls back the update of the others",
@@ -561,12 +526,7 @@ describe("update of a stack with a crash-looping service, seen between two crash
   const appRef = stack.ref("app");
   const crashRef = stack.ref("crash");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(appRef, ["RUN echo v1 > /version && touch /ok"]);
-    await stack.publish(crashRef, ["RUN echo v1 > /version"]);
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  startedStack(stack, `services:
   app:
     image: ${appRef}
     init: true
@@ -576,10 +536,7 @@ services:
     image: ${crashRef}
     restart: always
     command: ["sh", "-c", "sleep 5; exit 3"]
-`);
-    await stack.up();
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+`, { [appRef]: ["RUN echo v1 > /version && touch /ok"], [crashRef]: ["RUN echo v1 > /version"] });
 
   e2e(
     "it was failing on an image that does not change: not waited for, so it does not roll back the update of another",
@@ -607,14 +564,9 @@ describe("update whose rollback fails too", () => {
   const dbRef = stack.ref("db");
   const webRef = stack.ref("web");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(dbRef, ['CMD ["sleep", "3600"]']);
-    await stack.publish(webRef, ['CMD ["sleep", "3600"]']);
-    // The database is healthy until a new version has migrated its data, which the old version
-    // cannot read: the rollback starts it again, still unhealthy.
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  // The database is healthy until a new version has migrated its data, which the old version
+  // cannot read: the rollback starts it again, still unhealthy.
+  startedStack(stack, `services:
   db:
     image: ${dbRef}
     init: true
@@ -633,10 +585,7 @@ services:
     depends_on: {db: {condition: service_healthy}, web: {condition: service_started}}
 volumes:
   data: {}
-`);
-    await stack.up();
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+`, { [dbRef]: ['CMD ["sleep", "3600"]'], [webRef]: ['CMD ["sleep", "3600"]'] });
 
   e2e(
     "starts every service after the failing one that can run, and names those that do not with the command to start them",
@@ -661,13 +610,8 @@ describe("update of a stack with a job that ran to completion", () => {
   const appRef = stack.ref("app");
   const jobRef = stack.ref("job");
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(appRef, ["RUN touch /ok"]);
-    await stack.publish(jobRef, ["RUN echo job-v1 > /version"]);
-    // A migration-style job: runs once, exits 0, no restart policy.
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  // A migration-style job: runs once, exits 0, no restart policy.
+  startedStack(stack, `services:
   app:
     image: ${appRef}
     init: true
@@ -679,11 +623,10 @@ services:
     image: ${jobRef}
     restart: "no"
     command: ["cat", "/version"]
-`);
+`, { [appRef]: ["RUN touch /ok"], [jobRef]: ["RUN echo job-v1 > /version"] }, async () => {
     expect((await stack.compose("up", "-d", "--wait", "app")).code).toBe(0);
     for (let i = 0; i < 50 && (await stack.container("migrate")).State.Status !== "exited"; i++) await Bun.sleep(100);
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  });
 
   e2e(
     "the job the app depends on runs again on its new image; the stopped-service rule does not skip it",
@@ -709,8 +652,7 @@ describe("update of a stack with a job that services in several layers depend on
   const jobRef = stack.ref("job");
   const healthy = `    init: true\n    command: ["sleep", "3600"]\n    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}\n`;
   const afterJob = (more = "") => `    depends_on: {migrate: {condition: service_completed_successfully}${more}}\n`;
-  startedStack(stack, `name: ${stack.project}
-services:
+  startedStack(stack, `services:
   migrate:
     image: ${jobRef}
     restart: "no"
@@ -761,17 +703,14 @@ describe("update on a stack the user runs with COMPOSE_FILE and COMPOSE_PROJECT_
   // The files' own name differs from the one .env sets: compose uses .env's, and so must update.
   const fileName = `${stack.project}-file`;
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(appRef, ["RUN echo app-v1 > /version && touch /ok"]);
-    stack.write("docker-compose.yml", `name: ${fileName}
+  startedStack(stack, `name: ${fileName}
 services:
   app:
     image: ${appRef}
     init: true
     command: ["sleep", "3600"]
     healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
-`);
+`, { [appRef]: ["RUN echo app-v1 > /version && touch /ok"] }, async () => {
     stack.write("extra.yml", "services:\n  app:\n    environment: {FROM_EXTRA: \"yes\"}\n");
     // An override file compose skips once COMPOSE_FILE is set: update must skip it too.
     stack.write("docker-compose.override.yml", "services:\n  app:\n    environment: {FROM_OVERRIDE: \"yes\"}\n");
@@ -779,8 +718,7 @@ services:
     // Started the way the user does it: plain `docker compose` in the directory.
     const up = await run(["docker", "compose", "up", "-d", "--wait"], { cwd: stack.dir });
     if (up.code !== 0) throw new Error(`compose up failed: ${up.stderr}`);
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  });
 
   e2e(
     "the recreated container keeps what the listed files add, in the same project",
@@ -812,24 +750,17 @@ describe("update to a new tag named in the override file", () => {
   const v3 = stack.ref("app", "3");
   const override = (ref: string) => `services:\n  app:\n    image: ${ref}\n`;
 
-  beforeAll(async () => {
-    if (await dockerUnavailable()) return;
-    await stack.publish(v1, ["RUN echo app-v1 > /version && touch /ok"]);
-    await stack.publish(v2, ["RUN echo app-v2 > /version && touch /ok"]);
-    await stack.publish(v3, ["RUN echo app-v3 > /version"]); // no /ok: never healthy
-    // Only v1 is here; the new tags come from the registry, as after a release.
-    await docker("rmi", v2, v3);
-    stack.write("docker-compose.yml", `name: ${stack.project}
-services:
+  startedStack(stack, `services:
   app:
     image: ${v1}
     init: true
     command: ["sleep", "3600"]
     healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
-`);
+`, { [v1]: ["RUN echo app-v1 > /version && touch /ok"], [v2]: ["RUN echo app-v2 > /version && touch /ok"], [v3]: ["RUN echo app-v3 > /version"] }, async () => {
+    // v3 has no /ok: never healthy. Only v1 is here; the new tags come from the registry, as after a release.
+    await docker("rmi", v2, v3);
     await stack.up();
-  }, 120_000);
-  afterAll(() => stack.cleanup(), 60_000);
+  });
 
   e2e(
     "a healthy new tag is taken; a failing one is rolled back to the old tag, leaving the new tag as the registry serves it, and the user is told what their files still name",
