@@ -7,6 +7,7 @@ import type { DeployProvider, DeployTarget, EnvVar, StepContext } from "./types.
 import { variablesToPush, type PlatformEnv } from "./existing-env.ts";
 import { coolifyNameProblem } from "./project-names.ts";
 import { asciiCompose } from "./ascii-compose.ts";
+import { answerOf, type AnswerObject, type AnswerReader } from "./platform-answer.ts";
 
 /** Custom compose services over the API arrived in this build. */
 export const COOLIFY_MIN_VERSION = "4.0.0-beta.399";
@@ -37,13 +38,6 @@ interface CoolifyEnvironment {
 interface CoolifyProject {
   uuid: string;
   name: string;
-  environments?: CoolifyEnvironment[];
-}
-
-interface CoolifyService {
-  uuid: string;
-  name: string;
-  environment_id?: number;
 }
 
 export const coolify: DeployProvider = {
@@ -80,8 +74,9 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
   });
 
   const server = await steps.run("Discover server", async () => {
-    const servers = await api.call<CoolifyServer[]>("GET", "/servers");
-    if (!Array.isArray(servers) || servers.length === 0) throw new DeployError("No servers found in Coolify instance");
+    const read = answerOf("Coolify", "GET /servers");
+    const servers = read.objects(await api.call<unknown>("GET", "/servers"), "", (row, at) => serverOf(read, row, at));
+    if (servers.length === 0) throw new DeployError("No servers found in Coolify instance");
     const usable = servers.find(isUsableServer);
     if (!usable) {
       throw new DeployError(
@@ -92,8 +87,9 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
   });
 
   const existing = await steps.run("Find project", async () => {
-    const projects = await api.call<CoolifyProject[]>("GET", "/projects");
-    const found = Array.isArray(projects) ? projects.find((p) => p.name === name) : undefined;
+    const read = answerOf("Coolify", "GET /projects");
+    const projects = read.objects(await api.call<unknown>("GET", "/projects"), "", (row, at): CoolifyProject => ({ uuid: read.id(row.uuid, `${at}.uuid`), name: read.text(row.name, `${at}.name`) }));
+    const found = projects.find((p) => p.name === name);
     return { value: found, detail: found ? `project "${name}" exists (${found.uuid})` : `no project named "${name}" yet` };
   });
 
@@ -111,16 +107,19 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
   } else {
     projectUuid = await steps.run("Create project", async () => {
       const uuid = await steps.creating(`Coolify project "${name}"`, async () =>
-        requireString((await api.call<{ uuid?: string }>("POST", "/projects", { body: { name, description: DESCRIPTION } }))?.uuid, "POST /projects", "uuid"));
+        createdUuid(await api.call<unknown>("POST", "/projects", { body: { name, description: DESCRIPTION } }), "POST /projects"));
       steps.note({ projectId: uuid, created: `Coolify project "${name}" (${uuid})` });
       return { value: uuid, detail: uuid };
     });
   }
 
   const environment = await steps.run("Get project", async () => {
-    const project = await api.call<CoolifyProject>("GET", `/projects/${encodeURIComponent(projectUuid)}`);
-    const env = project?.environments?.find((e) => e.name === "production");
-    if (!env?.uuid) throw new DeployError(`Coolify project "${name}" has no "production" environment`);
+    const read = answerOf("Coolify", "GET /projects/{uuid}");
+    const project = read.object(await api.call<unknown>("GET", `/projects/${encodeURIComponent(projectUuid)}`));
+    const envs = read.objects(project.environments ?? [], "environments", (row, at) => ({ row, at, name: read.text(row.name, `${at}.name`) }));
+    const production = envs.find((e) => e.name === "production");
+    if (!production) throw new DeployError(`Coolify project "${name}" has no "production" environment`);
+    const env: CoolifyEnvironment = { id: read.optionalNumber(production.row.id, `${production.at}.id`), uuid: read.id(production.row.uuid, `${production.at}.uuid`), name: production.name };
     return { value: env, detail: `environment production (${env.uuid})` };
   });
 
@@ -154,7 +153,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
   } else {
     serviceUuid = await steps.run("Create compose service", async () => {
       const create = (destinationUuid?: string) => steps.creating(`Coolify service "${name}"`, async () => {
-        const res = await api.call<{ uuid?: string }>("POST", "/services", {
+        const res = await api.call<unknown>("POST", "/services", {
           body: {
             project_uuid: projectUuid,
             server_uuid: server.uuid,
@@ -169,7 +168,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
             instant_deploy: false,
           },
         });
-        return requireString(res?.uuid, "POST /services", "uuid");
+        return createdUuid(res, "POST /services");
       });
       let uuid: string;
       let where = "";
@@ -205,10 +204,12 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
 
   await steps.run("Deploy", async () => {
     // force=false: no cache-less rebuild; the stack uses published images.
-    const res = await api.call<{ deployments?: { message?: string }[] }>("POST", "/deploy", {
+    const read = answerOf("Coolify", "POST /deploy");
+    const res = read.object(await api.call<unknown>("POST", "/deploy", {
       query: { uuid: stackUuid, force: "false" },
-    });
-    const message = res?.deployments?.[0]?.message;
+    }));
+    const first = read.objects(res.deployments ?? [], "deployments")[0];
+    const message = first && read.optionalText(first.message, "deployments[0].message");
     // Coolify answers 200 when a token may not deploy this service, saying so in the message
     // ("Unauthorized to deploy this service."): nothing starts, so it is not a success.
     if (typeof message === "string" && /^unauthori[sz]ed/i.test(message.trim())) throw new DeployError(`Coolify did not deploy the stack: ${message}`, 403);
@@ -219,13 +220,16 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
 /** The service's variables as Coolify lists them (preview copies left out). A token without the
  *  right to read secrets gets rows without their value: such a value counts as set. */
 async function platformEnv(api: JsonClient, serviceUuid: string): Promise<PlatformEnv> {
-  const rows = await api.call<{ key?: unknown; value?: unknown; is_preview?: unknown }[]>("GET", `/services/${encodeURIComponent(serviceUuid)}/envs`);
+  // An answer of another shape is unreadable (the caller then sends nothing that could replace a
+  // value), not a list of no variables.
+  const read = answerOf("Coolify", "GET /services/{uuid}/envs");
   const env: PlatformEnv = new Map();
-  for (const row of Array.isArray(rows) ? rows : []) {
-    if (typeof row?.key !== "string" || row.is_preview === true) continue;
+  read.objects(await api.call<unknown>("GET", `/services/${encodeURIComponent(serviceUuid)}/envs`), "", (row, at) => {
+    const key = read.id(row.key, `${at}.key`);
+    if (read.optionalFlag(row.is_preview, `${at}.is_preview`) === true) return;
     // A row without `value` is hidden (counts as set); `null` is Laravel's empty string.
-    env.set(row.key, !("value" in row) ? undefined : typeof row.value === "string" ? row.value : "");
-  }
+    env.set(key, !("value" in row) ? undefined : (read.optionalText(row.value, `${at}.value`) ?? ""));
+  });
   return env;
 }
 
@@ -237,11 +241,13 @@ async function findService(
   environment: CoolifyEnvironment,
 ): Promise<string | undefined> {
   return steps.run("Find service", async () => {
-    const services = await api.call<CoolifyService[]>("GET", "/services");
-    const found =
-      environment.id === undefined || !Array.isArray(services)
-        ? undefined
-        : services.find((s) => s.name === name && s.environment_id === environment.id);
+    const read = answerOf("Coolify", "GET /services");
+    const services = read.objects(await api.call<unknown>("GET", "/services"), "", (row, at) => ({
+      uuid: read.id(row.uuid, `${at}.uuid`),
+      name: read.text(row.name, `${at}.name`),
+      environmentId: read.optionalNumber(row.environment_id, `${at}.environment_id`),
+    }));
+    const found = environment.id === undefined ? undefined : services.find((s) => s.name === name && s.environmentId === environment.id);
     return { value: found?.uuid, detail: found ? `service "${name}" exists (${found.uuid})` : `no service named "${name}" yet` };
   });
 }
@@ -258,16 +264,23 @@ export const DESTINATION_ENV = "STACKGEN_COOLIFY_DESTINATION";
  */
 async function chooseDestination(api: JsonClient, server: CoolifyServer, wanted: string | undefined): Promise<CoolifyDestination> {
   const label = `Server ${server.name ?? server.uuid}`;
-  let destinations: CoolifyDestination[];
+  let answer: unknown;
   try {
-    destinations = await api.call<CoolifyDestination[]>("GET", `/servers/${encodeURIComponent(server.uuid)}/destinations`);
+    answer = await api.call<unknown>("GET", `/servers/${encodeURIComponent(server.uuid)}/destinations`);
   } catch (e) {
     if (e instanceof DeployError && e.status === 404) {
       throw new DeployError(`${label} has several Docker destinations, and this Coolify version cannot list them over its API; keep one destination on it, or deploy to another server`, 400);
     }
     throw e;
   }
-  const standalone = (Array.isArray(destinations) ? destinations : []).filter((d) => typeof d?.uuid === "string" && (d.type ?? "standalone") === "standalone");
+  const read = answerOf("Coolify", "GET /servers/{uuid}/destinations");
+  const destinations = read.objects(answer, "", (row, at): CoolifyDestination => ({
+    uuid: read.id(row.uuid, `${at}.uuid`),
+    name: read.optionalText(row.name, `${at}.name`),
+    network: read.optionalText(row.network, `${at}.network`),
+    type: read.optionalText(row.type, `${at}.type`),
+  }));
+  const standalone = destinations.filter((d) => (d.type ?? "standalone") === "standalone");
   const names = standalone.map((d) => `${d.name ?? d.uuid} (network ${d.network ?? "?"})`).join(", ") || "none usable";
   if (wanted !== undefined) {
     const named = standalone.filter((d) => d.uuid === wanted || d.name === wanted || d.network === wanted);
@@ -285,9 +298,26 @@ async function chooseDestination(api: JsonClient, server: CoolifyServer, wanted:
   );
 }
 
+/** A server row of GET /servers, each field read as Coolify documents it. */
+function serverOf(read: AnswerReader, row: AnswerObject, at: string): CoolifyServer {
+  const settings = row.settings === undefined || row.settings === null ? undefined : read.object(row.settings, `${at}.settings`);
+  const flag = (from: AnswerObject, key: string, where: string) => read.optionalFlag(from[key], `${where}.${key}`);
+  return {
+    uuid: read.id(row.uuid, `${at}.uuid`),
+    name: read.optionalText(row.name, `${at}.name`),
+    is_usable: flag(row, "is_usable", at),
+    is_reachable: flag(row, "is_reachable", at),
+    settings: settings && {
+      is_usable: flag(settings, "is_usable", `${at}.settings`),
+      is_reachable: flag(settings, "is_reachable", `${at}.settings`),
+      is_build_server: flag(settings, "is_build_server", `${at}.settings`),
+    },
+  };
+}
+
 function isUsableServer(server: CoolifyServer): boolean {
   const flag = (key: "is_usable" | "is_reachable") => server[key] ?? server.settings?.[key] ?? true;
-  return typeof server.uuid === "string" && flag("is_usable") && flag("is_reachable") && server.settings?.is_build_server !== true;
+  return flag("is_usable") && flag("is_reachable") && server.settings?.is_build_server !== true;
 }
 
 function envEntry(v: EnvVar) {
@@ -304,7 +334,8 @@ function envEntry(v: EnvVar) {
   };
 }
 
-function requireString(value: unknown, call: string, field: string): string {
-  if (typeof value !== "string" || value === "") throw new DeployError(`Coolify answered ${call} without "${field}"`);
-  return value;
+/** The uuid a create call answers with. */
+function createdUuid(answer: unknown, call: string): string {
+  const read = answerOf("Coolify", call);
+  return read.id(read.object(answer).uuid, "uuid");
 }

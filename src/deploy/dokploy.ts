@@ -6,6 +6,7 @@ import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
 import { envTextForUpdate } from "./existing-env.ts";
 import { dokployEnvProblems, dokployEnvText } from "./dokploy-env.ts";
 import { dokployNameProblem } from "./project-names.ts";
+import { answerOf, type AnswerObject, type AnswerReader } from "./platform-answer.ts";
 
 /** Environments and `x-api-key` together exist from this release on. */
 export const DOKPLOY_MIN_VERSION = "0.25.0";
@@ -29,13 +30,18 @@ interface DokployEnvironment {
 interface DokployProject {
   projectId: string;
   name: string;
-  environments?: DokployEnvironment[];
 }
 
-/** `project.create` answers `{project, environment}` since 0.25; older releases answered the bare row. */
-interface DokployCreatedProject extends Partial<DokployProject> {
-  project?: DokployProject;
-  environment?: DokployEnvironment;
+/** An environment row (of project.one or project.create), each field read as Dokploy documents it. */
+function environmentOf(read: AnswerReader, row: AnswerObject, at: string): DokployEnvironment {
+  const compose = row.compose === undefined || row.compose === null ? undefined
+    : read.objects(row.compose, `${at}.compose`, (c, where) => ({ composeId: read.id(c.composeId, `${where}.composeId`), name: read.text(c.name, `${where}.name`) }));
+  return {
+    environmentId: read.id(row.environmentId, `${at}.environmentId`),
+    name: read.text(row.name, `${at}.name`),
+    isDefault: read.optionalFlag(row.isDefault, `${at}.isDefault`),
+    compose: compose,
+  };
 }
 
 export const dokploy: DeployProvider = {
@@ -82,8 +88,9 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     const answer = await api.call<unknown>("GET", "/settings.getDokployVersion");
     const reported = reportedVersion(answer);
     const shown = reported === undefined ? undefined : requireMinimumVersion("Dokploy", reported, DOKPLOY_MIN_VERSION, "environments and x-api-key");
-    const projects = await api.call<DokployProject[]>("GET", "/project.all");
-    const found = Array.isArray(projects) ? projects.find((p) => p.name === name) : undefined;
+    const read = answerOf("Dokploy", "GET /project.all");
+    const projects = read.objects(await api.call<unknown>("GET", "/project.all"), "", (row, at): DokployProject => ({ projectId: read.id(row.projectId, `${at}.projectId`), name: read.text(row.name, `${at}.name`) }));
+    const found = projects.find((p) => p.name === name);
     return {
       // Not reported: the instance is taken to be as its published API describes it (the newest).
       value: { version: shown === undefined ? undefined : parseVersion(shown)!, existing: found },
@@ -106,10 +113,12 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   } else {
     projectId = await steps.run("Create project", async () => {
       const id = await steps.creating(`Dokploy project "${name}"`, async () => {
-        const res = await api.call<DokployCreatedProject>("POST", "/project.create", { body: { name, description: DESCRIPTION } });
-        const created = res?.project?.projectId ?? res?.projectId;
-        if (typeof created !== "string" || created === "") throw new DeployError('Dokploy answered project.create without "projectId"');
-        createdEnvironment = res?.environment;
+        // `{project, environment}` since 0.25; older releases answered the bare row.
+        const read = answerOf("Dokploy", "POST /project.create");
+        const res = read.object(await api.call<unknown>("POST", "/project.create", { body: { name, description: DESCRIPTION } }));
+        const row = res.project === undefined ? res : read.object(res.project, "project");
+        const created = read.id(row.projectId, res.project === undefined ? "projectId" : "project.projectId");
+        if (res.environment !== undefined && res.environment !== null) createdEnvironment = environmentOf(read, read.object(res.environment, "environment"), "environment");
         return created;
       });
       steps.note({ projectId: id, created: `Dokploy project "${name}" (${id})` });
@@ -118,8 +127,10 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   }
 
   const environment = await steps.run("Get project", async () => {
-    const project = await api.call<DokployProject>("GET", "/project.one", { query: { projectId } });
-    const env = defaultEnvironment(project?.environments ?? [], createdEnvironment);
+    const read = answerOf("Dokploy", "GET /project.one");
+    const project = read.object(await api.call<unknown>("GET", "/project.one", { query: { projectId } }));
+    const envs = read.objects(project.environments ?? [], "environments", (row, at) => environmentOf(read, row, at));
+    const env = defaultEnvironment(envs, createdEnvironment);
     if (!env) throw new DeployError(`Dokploy project "${name}" has no default environment`);
     return { value: env, detail: `environment ${env.name} (${env.environmentId})` };
   });
@@ -134,7 +145,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     const sourceTypeOnCreate = version === undefined || compareVersions(version, parseVersion(SOURCE_TYPE_ON_CREATE)!) >= 0;
     composeId = await steps.run("Create compose stack", async () => {
       const create = (serverId?: string) => steps.creating(`Dokploy compose "${name}"`, async () => {
-        const res = await api.call<{ composeId?: string }>("POST", "/compose.create", {
+        const res = await api.call<unknown>("POST", "/compose.create", {
           body: {
             name,
             description: DESCRIPTION,
@@ -145,9 +156,8 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
             ...(serverId ? { serverId } : {}),
           },
         });
-        const created = res?.composeId;
-        if (typeof created !== "string" || created === "") throw new DeployError('Dokploy answered compose.create without "composeId"');
-        return created;
+        const read = answerOf("Dokploy", "POST /compose.create");
+        return read.id(read.object(res).composeId, "composeId");
       });
       let server: { serverId: string; name?: string } | undefined;
       let id: string;
@@ -176,8 +186,10 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     let unread = "";
     if (reused) {
       try {
-        const current = await api.call<{ env?: unknown }>("GET", "/compose.one", { query: { composeId } });
-        env = envTextForUpdate(t.envText, typeof current?.env === "string" ? current.env : "", t.keepExistingValues, t.derivedSecrets);
+        // An answer of another shape is unreadable (below), not an empty env text to replace.
+        const read = answerOf("Dokploy", "GET /compose.one");
+        const current = read.object(await api.call<unknown>("GET", "/compose.one", { query: { composeId } }));
+        env = envTextForUpdate(t.envText, read.optionalText(current.env, "env") ?? "", t.keepExistingValues, t.derivedSecrets);
       } catch (e) {
         if (!(e instanceof DeployError)) throw e;
         // Unreadable: the bundle's own values still go in (as before the platform was read, so
@@ -202,11 +214,13 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
   });
 
   await steps.run("Deploy", async () => {
-    const res = await api.call<{ message?: string } | boolean>("POST", "/compose.deploy", {
+    const res = await api.call<unknown>("POST", "/compose.deploy", {
       body: { composeId, title: DESCRIPTION },
     });
-    const message = typeof res === "object" && res && typeof res.message === "string" ? res.message : "deployment queued";
-    return { value: undefined, detail: message };
+    // `true` from older releases, `{success, message}` from later ones.
+    const read = answerOf("Dokploy", "POST /compose.deploy");
+    const message = typeof res === "boolean" ? undefined : read.optionalText(read.object(res).message, "message");
+    return { value: undefined, detail: message ?? "deployment queued" };
   });
 }
 
@@ -216,14 +230,14 @@ function defaultEnvironment(envs: DokployEnvironment[], fromCreate?: DokployEnvi
   if (flagged) return flagged;
   const production = envs.find((e) => e.name === "production");
   if (production) return production;
-  if (fromCreate?.environmentId) return envs.find((e) => e.environmentId === fromCreate.environmentId) ?? fromCreate;
+  if (fromCreate) return envs.find((e) => e.environmentId === fromCreate.environmentId) ?? fromCreate;
   return undefined;
 }
 
 /** The first remote server Dokploy lists, for an instance that runs stacks on remote servers only. */
 async function firstServer(api: JsonClient): Promise<{ serverId: string; name?: string }> {
-  const rows = await api.call<unknown>("GET", "/server.all");
-  const server = (Array.isArray(rows) ? rows : []).find((r): r is { serverId: string; name?: string } => typeof r?.serverId === "string" && r.serverId !== "");
+  const read = answerOf("Dokploy", "GET /server.all");
+  const [server] = read.objects(await api.call<unknown>("GET", "/server.all"), "", (row, at) => ({ serverId: read.id(row.serverId, `${at}.serverId`), name: read.optionalText(row.name, `${at}.name`) }));
   if (!server) {
     throw new DeployError("Dokploy runs compose stacks on remote servers only here (Dokploy Cloud, or remote servers only), and lists none: add a server in Dokploy first", 400);
   }

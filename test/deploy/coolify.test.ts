@@ -6,7 +6,7 @@ import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts"
 import { adaptCompose } from "../../src/deploy/adapt-compose.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
-import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, losingAnswersTo, rejection, timedOut, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, hostileAnswerTests, losingAnswersTo, rejection, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<CoolifyFake>();
 const startFake = (options?: ConstructorParameters<typeof CoolifyFake>[0]) => track(new CoolifyFake(options));
@@ -488,6 +488,48 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.failedStep).toBe("Deploy");
     expect(result.error).toContain("Unauthorized to deploy this service.");
     expect(fake.violations).toEqual([]);
+  });
+
+  describe("an answer of another shape than Coolify's API documents is named as such, never a JavaScript error", () => {
+    hostileAnswerTests("Coolify", [
+      ["list-servers", [{ uuid: { x: 1 } }, null, 5], "GET /servers", "[0].uuid is an object, expected a non-empty string"],
+      ["list-servers", [usableServer(), null], "GET /servers", "[1] is null, expected an object"],
+      ["list-servers", { data: [] }, "GET /servers", "the answer is an object, expected a list"],
+      ["list-servers", [usableServer({ name: 7 as never })], "GET /servers", "[0].name is a number, expected a string"],
+      ["list-servers", [{ ...usableServer(), settings: "yes" }], "GET /servers", "[0].settings is a string, expected an object"],
+      ["list-servers", [{ ...usableServer(), is_usable: "false" }], "GET /servers", "[0].is_usable is a string, expected true or false"],
+      ["list-projects", [null], "GET /projects", "[0] is null, expected an object"],
+      ["list-projects", [{ uuid: "p1", name: ["demo-stack"] }], "GET /projects", "[0].name is a list, expected a string"],
+      ["create-project", "created", "POST /projects", "the answer is a string, expected an object"],
+      ["create-project", { uuid: 42 }, "POST /projects", "uuid is a number, expected a non-empty string"],
+      ["get-project-by-uuid", { uuid: "p", environments: "production" }, "GET /projects/{uuid}", "environments is a string, expected a list"],
+      ["get-project-by-uuid", { uuid: "p", environments: [null] }, "GET /projects/{uuid}", "environments[0] is null, expected an object"],
+      ["get-project-by-uuid", { uuid: "p", environments: [{ name: "production", uuid: { id: 1 } }] }, "GET /projects/{uuid}", "environments[0].uuid is an object, expected a non-empty string"],
+      ["create-service", { uuid: "" }, "POST /services", "uuid is an empty string, expected a non-empty string"],
+      ["deploy-by-tag-or-uuid", { deployments: [{ message: { text: "ok" } }] }, "POST /deploy", "deployments[0].message is an object, expected a string"],
+      ["deploy-by-tag-or-uuid", [], "POST /deploy", "the answer is a list, expected an object"],
+      ["list-services", [{ uuid: "s", name: "demo-stack", environment_id: "1" }], "GET /services", "[0].environment_id is a string, expected a number", true],
+    ], () => startFake(), (fake, update) => deployBundle(options(fake, { update })));
+
+    test("a destination list of another shape", async () => {
+      const server = usableServer();
+      const fake = await startFake({ servers: [server], destinations: { [server.uuid]: [destination("db"), destination("apps")] } });
+      fake.injections.push({ operationId: "list-server-destinations", reply: { status: 200, body: [{ uuid: "d1", network: ["coolify"] }] } });
+      const result = await deployBundle(options(fake));
+      expect(result).toMatchObject({ success: false, failedStep: "Create compose service", error: "Coolify's answer to GET /servers/{uuid}/destinations is not what its API documents: [0].network is a list, expected a string" });
+    });
+
+    test("variables listed in another shape are unreadable: no generated secret is sent over them", async () => {
+      const fake = await startFake();
+      expect((await deployBundle(options(fake))).success).toBe(true);
+      const service = fake.services[0]!;
+      fake.injections.push({ operationId: "list-envs-by-service-uuid", reply: { status: 200, body: { POSTGRES_PASSWORD: "old" } } });
+      const fresh = ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret");
+      const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true, freshSecrets: new Set(["POSTGRES_PASSWORD"]) }));
+      expect(result.success).toBe(true);
+      expect(service.envs.get("POSTGRES_PASSWORD")!.value).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
+      expect(result.steps.find((s) => s.step === "Update compose service")!.detail).toContain("could not be listed (Coolify's answer to GET /services/{uuid}/envs is not what its API documents: the answer is an object, expected a list)");
+    });
   });
 
   test("a redirect is reported, never followed (the key does not travel)", async () => {

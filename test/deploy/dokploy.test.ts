@@ -3,7 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import { envValues } from "../../src/core/parse-env.ts";
 import { DokployFake, dokployContainerEnv } from "./fakes/dokploy-fake.ts";
-import { COMPOSE, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, hostileAnswerTests, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<DokployFake>();
 const startFake = (options?: ConstructorParameters<typeof DokployFake>[0]) => track(new DokployFake(options));
@@ -356,6 +356,42 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(lost).toMatchObject({ failedStep: "Create project", created: [], possiblyCreated: [`Dokploy project "${PROJECT}"`] });
     expect(second.projects).toHaveLength(1);
     expect(fake.violations.concat(second.violations)).toEqual([]);
+  });
+
+  describe("an answer of another shape than Dokploy's API documents is named as such, never a JavaScript error", () => {
+    hostileAnswerTests("Dokploy", [
+      ["project-all", [null], "GET /project.all", "[0] is null, expected an object"],
+      ["project-all", [{ projectId: { id: 1 }, name: PROJECT }], "GET /project.all", "[0].projectId is an object, expected a non-empty string"],
+      ["project-all", { projects: [] }, "GET /project.all", "the answer is an object, expected a list"],
+      ["project-create", true, "POST /project.create", "the answer is a boolean, expected an object"],
+      ["project-create", { project: { projectId: 5 } }, "POST /project.create", "project.projectId is a number, expected a non-empty string"],
+      ["project-create", { project: { projectId: "p1" }, environment: { environmentId: "e1", name: 3 } }, "POST /project.create", "environment.name is a number, expected a string"],
+      ["project-one", { projectId: "p", environments: { production: {} } }, "GET /project.one", "environments is an object, expected a list"],
+      ["project-one", { projectId: "p", environments: [{ environmentId: "e", name: "production", compose: "none" }] }, "GET /project.one", "environments[0].compose is a string, expected a list"],
+      ["project-one", { projectId: "p", environments: [{ environmentId: "e", name: "production", isDefault: "yes" }] }, "GET /project.one", "environments[0].isDefault is a string, expected true or false"],
+      ["project-one", { projectId: "p", environments: [{ environmentId: "e", name: "production", compose: [null] }] }, "GET /project.one", "environments[0].compose[0] is null, expected an object", true],
+      ["compose-create", [], "POST /compose.create", "the answer is a list, expected an object"],
+      ["compose-deploy", { message: 5 }, "POST /compose.deploy", "message is a number, expected a string"],
+    ], () => startFake(), (fake, update) => deployBundle(options(fake, { update })));
+
+    test("a server list of another shape (remote servers only)", async () => {
+      const fake = await startFake();
+      fake.remoteServersOnly = true;
+      fake.injections.push({ operationId: "server-all", reply: { status: 200, body: [{ serverId: 3, name: "edge" }] } });
+      const result = await deployBundle(options(fake));
+      expect(result).toMatchObject({ success: false, failedStep: "Create compose stack", error: "Dokploy's answer to GET /server.all is not what its API documents: [0].serverId is a number, expected a non-empty string" });
+    });
+
+    test("an env text of another shape is unreadable: a fresh bundle then leaves Dokploy's as it is", async () => {
+      const fake = await startFake();
+      expect((await deployBundle(options(fake))).success).toBe(true);
+      fake.injections.push({ operationId: "compose-one", reply: { status: 200, body: { composeId: fake.composes[0]!.composeId, env: { POSTGRES_PASSWORD: "x" } } } });
+      const fresh = ENV_TEXT.replace("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4", "a-new-secret");
+      const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true }));
+      expect(result.success).toBe(true);
+      expect(envOf(fake).get("POSTGRES_PASSWORD")).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
+      expect(result.steps.find((s) => s.step === "Set env")!.detail).toContain("not readable (Dokploy's answer to GET /compose.one is not what its API documents: env is an object, expected a string)");
+    });
   });
 
   test("a redirect is reported, never followed", async () => {

@@ -1,7 +1,8 @@
 // A small bundle in the shape stackgen generates (CONTRACT §4), used by the deploy tests.
-import { afterEach } from "bun:test";
+import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import type { DeployOptions } from "../../src/deploy/index.ts";
+import type { DeployOptions, DeployResult } from "../../src/deploy/index.ts";
+import type { Injection } from "./fakes/spec-fake.ts";
 import type { FetchLike } from "../../src/deploy/types.ts";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -115,3 +116,27 @@ export function losingAnswersTo(method: string, lost: string, error: () => Error
 /** What fetch rejects with when its timeout signal fires, and when the connection drops. */
 export const timedOut = () => new DOMException("The operation timed out.", "TimeoutError");
 export const connectionDropped = () => Object.assign(new TypeError("ECONNRESET: The socket connection was closed unexpectedly."), { code: "ECONNRESET" });
+
+/** An answer of another shape than the platform documents: the operation that gives it, the
+ *  answer, the call the message names, what it says of the answer, and whether the run is an
+ *  update (of a project that exists). */
+export type HostileAnswer = [operationId: string, answer: unknown, call: string, what: string, update?: boolean];
+
+/** One test per case: the deploy fails with the message naming the call and the field. */
+export function hostileAnswerTests<F extends { injections: Injection[]; addProject(name: string): unknown }>(
+  provider: string,
+  cases: HostileAnswer[],
+  start: () => Promise<F>,
+  deploy: (fake: F, update: boolean | undefined) => Promise<DeployResult>,
+): void {
+  for (const [operationId, answer, call, what, update] of cases) {
+    test(`${operationId}: ${JSON.stringify(answer)}`, async () => {
+      const fake = await start();
+      if (update) fake.addProject(PROJECT);
+      fake.injections.push({ operationId, reply: { status: 200, body: answer } });
+      const result = await deploy(fake, update);
+      expect(result.success).toBe(false);
+      expect(result.error).toBe(`${provider}'s answer to ${call} is not what its API documents: ${what}`);
+    });
+  }
+}
