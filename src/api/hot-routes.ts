@@ -9,6 +9,9 @@ import { finishGeneration, GENERATE_MESSAGE, prepareGeneration, type PreparedGen
 import { errorBodyFor, toErrorReply } from "./errors.ts";
 import { catalogMemo } from "../core/memo.ts";
 import { parseJsonObject, readJsonText } from "./json-body.ts";
+import { inputWithConfigChecked } from "./config-version.ts";
+import { GenerateRequest, ValidateRequest } from "../schema/api.ts";
+import type { TSchema } from "@sinclair/typebox";
 import { bundleJson, GENERATE_JSON_TYPE, wantsZip } from "./routes/generate.ts";
 
 /** An answer the guard turns into a Response (with its headers in one go). */
@@ -38,6 +41,9 @@ const remembered = <T>(memo: (catalog: Catalog, key: string, make: () => T) => T
 
 export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
   type Route = { message: string; type: string; run: (text: string) => string };
+  // The body as the core reads it, once its config version passed the checks the Elysia routes
+  // make first (see config-version.ts).
+  const configChecked = (doc: Record<string, unknown>, schema: TSchema, message: string) => (inputWithConfigChecked(doc, schema, message, catalog), doc);
   const answer = async (request: Request, path: string, { message, type, run }: Route): Promise<Reply> => {
     try {
       return { status: 200, type, body: run(await readJsonText(request, message, maxBodyBytes)) };
@@ -49,14 +55,14 @@ export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
   const validateRoute: Route = {
     message: VALIDATE_MESSAGE,
     type: JSON_TYPE,
-    run: (text) => remembered(recentValidations, catalog, text, () => JSON.stringify(validateSelection(parseJsonObject(text, VALIDATE_MESSAGE), catalog))),
+    run: (text) => remembered(recentValidations, catalog, text, () => JSON.stringify(validateSelection(configChecked(parseJsonObject(text, VALIDATE_MESSAGE), ValidateRequest, VALIDATE_MESSAGE), catalog))),
   };
   const generateRoute: Route = {
     message: GENERATE_MESSAGE,
     type: GENERATE_JSON_TYPE,
     // A whole `complete` export posted back is read through its `input` (by prepareGeneration),
     // as on the Elysia route.
-    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(parseJsonObject(text, GENERATE_MESSAGE), catalog)))),
+    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(configChecked(parseJsonObject(text, GENERATE_MESSAGE), GenerateRequest, GENERATE_MESSAGE), catalog)))),
   };
   return (request, path) => {
     // A query string (format=zip|complete, or anything Elysia should judge) goes to the app.

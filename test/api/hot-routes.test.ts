@@ -51,6 +51,10 @@ const validateCases: [string, string][] = [
   ["a complete export posted back", JSON.stringify({ formatVersion: "1", input: { projectName: "back", services: ["n8n"] }, files: {}, metadata: {} })],
   ["a complete export of a later format version", JSON.stringify({ formatVersion: "2", input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
   ["a complete export with an unknown id and a wrong type", JSON.stringify({ formatVersion: "1", input: { services: ["redis", "nope"], gpu: "y" }, files: {}, metadata: {} })],
+  ["a null config version", JSON.stringify({ configVersion: null })],
+  ["a config version that is a string, beside a wrong type and an unknown id", JSON.stringify({ configVersion: "2", services: ["redis", "nope"], gpu: "y" })],
+  ["a config version of no migration path, beside a wrong type", JSON.stringify({ configVersion: 99, services: "redis" })],
+  ["a complete export whose input has a null config version and a wrong type", JSON.stringify({ formatVersion: "1", input: { configVersion: null, gpu: "y" }, files: {}, metadata: {} })],
   ["malformed JSON", '{"services": ['],
   ["an empty body", ""],
   ["an array", "[]"],
@@ -76,6 +80,13 @@ const generateCases: [string, string][] = [
   ["nothing selected", JSON.stringify({ projectName: "p" })],
   ["an unknown preset", JSON.stringify({ projectName: "p", preset: "nope" })],
   ["a bad coreVersion", JSON.stringify({ projectName: "p", services: ["redis"], coreVersion: "1.0; rm -rf /" })],
+  // One answer names every offending field, on both paths: the version beside the rest.
+  ["a null config version and no projectName", JSON.stringify({ configVersion: null })],
+  ["a config version that is a string, a wrong type and an unknown id, no projectName", JSON.stringify({ configVersion: "2", services: ["redis", "nope"], gpu: "y" })],
+  // No migration path: the version alone, since a later version's fields may mean something else.
+  ["a config version of no migration path and no projectName", JSON.stringify({ configVersion: 99 })],
+  ["a config version of no migration path and an unknown id", JSON.stringify({ configVersion: 3, projectName: "m", services: ["nope"] })],
+  ["a complete export whose input has a null config version and no projectName", JSON.stringify({ formatVersion: "1", input: { configVersion: null, services: ["nope"] }, files: {}, metadata: {} })],
   ["malformed JSON", "{"],
   ["an array", "[1]"],
 ];

@@ -4,7 +4,8 @@ import { ACCEPTS_EXPORT } from "../docs/openapi.ts";
 import type { Catalog } from "../../catalog/index.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody, routeSchema } from "../../schema/api.ts";
-import { generateBundle, requestInput, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
+import { generateBundle, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
+import { inputWithConfigChecked } from "../config-version.ts";
 import { bodySent, documentSent, jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 import { asciiJson } from "../../core/ascii-json.ts";
@@ -64,7 +65,7 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
     return new Response(generateJson(bodySent(request) ?? body, catalog, query.format === "complete", sent), { headers: { "content-type": GENERATE_JSON_TYPE } });
   }, {
     // A whole `complete` export posted back is read through its `input`.
-    parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, GENERATE_MESSAGE)),
+    parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => inputWithConfigChecked(doc, GenerateRequest, GENERATE_MESSAGE, catalog)),
     body: routeSchema(GenerateRequest),
     query: routeSchema(GenerateQuery),
     detail: {

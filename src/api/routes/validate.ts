@@ -4,12 +4,12 @@ import type { Catalog } from "../../catalog/index.ts";
 import { routeSchema, ValidateRequest, ValidateResponse, ErrorBody } from "../../schema/api.ts";
 import { validateSelection, VALIDATE_MESSAGE } from "../../core/validate.ts";
 import { documentSent, jsonObjectBody } from "../json-body.ts";
-import { requestInput } from "../../core/migrate.ts";
+import { inputWithConfigChecked } from "../config-version.ts";
 
 export const validateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "validate-routes" }).post("/validate", ({ body, request }) => validateSelection(documentSent(request) ?? body, catalog), {
     // A whole `complete` export is validated through its `input`, as generate reads it.
-    parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes, (doc) => requestInput(doc, VALIDATE_MESSAGE)),
+    parse: jsonObjectBody(VALIDATE_MESSAGE, maxBodyBytes, (doc) => inputWithConfigChecked(doc, ValidateRequest, VALIDATE_MESSAGE, catalog)),
     body: routeSchema(ValidateRequest),
     detail: {
       [ACCEPTS_EXPORT]: true,
