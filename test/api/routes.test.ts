@@ -69,6 +69,37 @@ describe("read endpoints", () => {
     }
   });
 
+  test("a query parameter given more than once is 400 naming it, on every route that reads one value of it", async () => {
+    // The last one silently won: category=database&category=storage listed storage only.
+    const cases: [string, string, string[]][] = [
+      ["GET", "/v1/services?category=database&category=storage", ["category"]],
+      ["GET", "/v1/services?maturity=stable&category=database&maturity=stable", ["maturity"]],
+      ["GET", "/v1/services?category=database&maturity=beta&maturity=stable&category=storage", ["category", "maturity"]],
+      // Repeated and wrong: the repeat is what is said (the value read would be a guess).
+      ["GET", "/v1/services?category=database&category=nope", ["category"]],
+      ["GET", "/v1/services?cat%65gory=database&category=", ["category"]],
+      ["POST", "/v1/generate?format=zip&format=json", ["format"]],
+      ["POST", "/v1/generate/?format=json&format=json", ["format"]],
+    ];
+    for (const [method, path, fields] of cases) {
+      const r = await call(method, path, method === "POST" ? { projectName: "p", services: ["redis"] } : undefined);
+      expect(r.status, path).toBe(400);
+      const b = await json(r);
+      expectError(b, "VALIDATION_ERROR");
+      expect(b.error.message).toBe(method === "POST" ? "Invalid generation input" : "Invalid query parameters");
+      expect(b.error.details, path).toEqual(fields.map((field) => ({ field, message: "Given more than once" })));
+    }
+    // /v1/skills keeps its flat error body (SPEC §7): the message names the parameter.
+    const skills = await call("GET", "/v1/skills?services=redis&services=n8n");
+    expect(skills.status).toBe(400);
+    expect(await json(skills)).toEqual({ error: expect.stringContaining("services: given more than once"), code: "VALIDATION_ERROR" });
+    // Parameters the routes do not read may repeat, and each read one may be given once.
+    for (const path of ["/v1/services?category=database&x=1&x=2", "/v1/skills?services=redis,n8n", "/v1/services?category=database&maturity=stable"]) {
+      expect((await call("GET", path)).status, path).toBe(200);
+    }
+    expect((await call("POST", "/v1/generate?format=json", { projectName: "p", services: ["redis"] })).status).toBe(200);
+  });
+
   test("GET /v1/services/{id} and 404 naming the id", async () => {
     expect((await json(await call("GET", "/v1/services/postgresql"))).service.healthCheck).toMatchObject({ interval: "10s", timeout: "5s", retries: 5 });
     const r = await call("GET", "/v1/services/mongodb");

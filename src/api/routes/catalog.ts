@@ -8,6 +8,7 @@ import {
 } from "../../schema/api.ts";
 import { notFound } from "../../errors.ts";
 import { pathOf } from "../guard/request-log.ts";
+import { GIVEN_MORE_THAN_ONCE, singleValued } from "../single-query.ts";
 
 /** The id a request named, for a 404 message: the decoded path parameter, or the raw path segment
  *  when it is not valid percent-encoding (Elysia then gives null); long ids are shortened. */
@@ -25,6 +26,7 @@ export const catalogRoutes = (catalog: Catalog) =>
       const filtered = query.category !== undefined || query.maturity !== undefined;
       return { services, categories: categorySummary(catalog, services, !filtered), total: services.length };
     }, {
+      transform: singleValued(["category", "maturity"]),
       query: routeSchema(ServicesQuery),
       response: { 200: ServicesResponse, 400: ErrorBody },
       detail: { summary: "List services", description: "All 94 catalog services, optionally filtered by category and maturity.", tags: ["catalog"] },
@@ -60,6 +62,8 @@ export const catalogRoutes = (catalog: Catalog) =>
       const packs = scorePacks(catalog.packs, ids);
       return { packs, total: packs.length };
     }, {
+      // The flat error body (SPEC §7) has no details: its message names the parameter.
+      transform: singleValued(["services"], ([name]) => `Query parameter ${name}: ${GIVEN_MORE_THAN_ONCE.toLowerCase()} (give the ids comma-separated in one)`),
       query: routeSchema(SkillsQuery),
       response: { 200: SkillsResponse, 400: FlatErrorBody },
       detail: { summary: "List skill packs", description: "With `services`, only compatible packs with a compatibilityScore.", tags: ["catalog"] },

@@ -6,6 +6,7 @@ import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 import { GenerateRequest, GenerateQuery, GenerateJsonResponse, CompleteDocument, ErrorBody, routeSchema } from "../../schema/api.ts";
 import { generateBundle, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { inputWithConfigChecked } from "../config-version.ts";
+import { singleValued } from "../single-query.ts";
 import { bodySent, documentSent, jsonObjectBody } from "../json-body.ts";
 import { Type } from "@sinclair/typebox";
 import { asciiJson } from "../../core/ascii-json.ts";
@@ -67,6 +68,7 @@ export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
     // A whole `complete` export posted back is read through its `input`.
     parse: jsonObjectBody(GENERATE_MESSAGE, maxBodyBytes, (doc) => inputWithConfigChecked(doc, GenerateRequest, GENERATE_MESSAGE, catalog)),
     body: routeSchema(GenerateRequest),
+    transform: singleValued(["format"], () => GENERATE_MESSAGE),
     query: routeSchema(GenerateQuery),
     detail: {
       [ACCEPTS_EXPORT]: true,
