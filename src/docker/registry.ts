@@ -214,6 +214,8 @@ export async function remoteManifest(image: string, reference?: string, timeoutM
     } catch {
       throw new RegistryError(`${ref.registry} sent a manifest for ${ref.repository}@${wanted} that is not JSON`);
     }
+    // A registry's answer is read field by field below: another shape is no manifest.
+    if (typeof body !== "object" || body === null || Array.isArray(body)) throw new RegistryError(`${ref.registry} sent a manifest for ${ref.repository}@${wanted} that is not a JSON object`);
     const digest = wanted.startsWith("sha256:") ? wanted : (res.headers.get("docker-content-digest") ?? sha256Of(bytes));
     return { digest, mediaType: body.mediaType ?? res.headers.get("content-type") ?? "", body };
   });

@@ -143,13 +143,13 @@ export async function idsAPullGives(image: string, digest: string, platform: Pla
   let manifest = await remoteManifest(image, digest);
   const entries = manifest.body.manifests;
   if (Array.isArray(entries)) {
-    const entry = entries.find((m) => m.platform && samePlatform(normalPlatform(m.platform), platform));
+    const entry = entries.find((m) => typeof m?.digest === "string" && typeof m.platform === "object" && m.platform !== null && samePlatform(normalPlatform(m.platform), platform));
     const name = [platform.os, platform.architecture, platform.variant].filter(Boolean).join("/");
     if (!entry) return { failure: `the registry's index for it has no image for ${name}, so a pull would fail` };
     manifest = await remoteManifest(image, entry.digest);
   }
   const config = manifest.body.config?.digest;
-  if (config) return { ids: [config, digest] };
+  if (typeof config === "string" && config) return { ids: [config, digest] };
   if (manifest.body.schemaVersion === 1) return { unknown: "the registry serves it as a schema 1 manifest, which does not name the image id a pull would give" };
   return { unknown: `the registry's manifest (${manifest.mediaType || "no media type"}) names no image config` };
 }

@@ -120,6 +120,23 @@ describe("update --dry-run of an image without a registry digest", () => {
   });
 });
 
+describe("update --dry-run against a registry answering nonsense", () => {
+  const registry = new FakeRegistry();
+  beforeAll(() => registry.start());
+  afterAll(() => registry.stop());
+
+  test("a manifest that is not an object, or an index of broken entries, is said as the registry's fault, never a crash", async () => {
+    registry.put("team/odd", INDEX, null as unknown as Record<string, unknown>, "null");
+    registry.put("team/odd", INDEX, { schemaVersion: 2, mediaType: INDEX, manifests: [null, 5, { platform: null }, { digest: 7, platform: { os: "linux", architecture: "amd64" } }] }, "broken");
+    for (const tag of ["null", "broken"]) {
+      const out = await dryRun(registry.ref("team/odd", tag), { Id: sha("config"), RepoDigests: [] });
+      expect(out.updated).toEqual([]);
+      expect(out.failed?.[0]?.error ?? out.unknown?.[0]?.reason, tag).not.toMatch(/TypeError|is not an object|undefined/);
+      expect([...(out.failed ?? []), ...(out.unknown ?? [])]).toHaveLength(1);
+    }
+  });
+});
+
 describe("the platform a pull picks", () => {
   test("the engine's kernel architecture, in the form image indexes use", () => {
     expect(pullPlatform({ OSType: "linux", Architecture: "x86_64" }, "")).toEqual({ os: "linux", architecture: "amd64" });
