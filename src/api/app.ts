@@ -7,7 +7,7 @@ import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
 import { Health } from "../schema/api.ts";
 import { errorBodyFor, methodNotAllowed, toErrorReply } from "./errors.ts";
-import { documentSent } from "./json-body.ts";
+import { bodySent, documentSent } from "./json-body.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { validateRoutes } from "./routes/validate.ts";
 import { generateRoutes } from "./routes/generate.ts";
@@ -95,7 +95,27 @@ function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog:
   }
   if (route !== "/v1/deploy" || typeof body !== "object" || body === null) return issues;
   const { input, complete } = body as { input?: unknown; complete?: { input?: unknown } | null };
-  return withUnknownIds(withUnknownIds(issues, input, catalog, "input"), complete?.input, catalog, "complete.input");
+  const found = withUnknownIds(withUnknownIds(issues, input, catalog, "input"), complete?.input, catalog, "complete.input");
+  return withParts(found, bodySent(request));
+}
+
+const kindOf = (value: unknown) => (value === null ? "null" : Array.isArray(value) ? "array" : typeof value);
+
+/** A deploy request's `input` or `complete` that is not an object, named as such: Elysia checks
+ *  an empty object in its place, whose errors named fields inside it (`complete: null` was
+ *  reported as `complete.input.projectName: Required`). `sent` is the body as the client sent it. */
+function withParts(issues: FieldIssue[], sent: Record<string, unknown> | undefined): FieldIssue[] {
+  let out = issues;
+  for (const part of ["input", "complete"]) {
+    const value = sent?.[part];
+    if (value === undefined || (typeof value === "object" && value !== null && !Array.isArray(value))) continue;
+    const inside = (field: string) => field === part || field.startsWith(`${part}.`);
+    const at = out.findIndex((issue) => inside(issue.field));
+    const named = { field: part, message: `Expected object, received ${kindOf(value)}` };
+    const rest = out.filter((issue) => !inside(issue.field));
+    out = at < 0 ? [...rest, named] : [...rest.slice(0, at), named, ...rest.slice(at)];
+  }
+  return out;
 }
 
 /** A lookup of the methods `routes` answer at a path (GET also answers HEAD), in a stable order.

@@ -61,7 +61,11 @@ async function readUpTo(request: Request, maxBytes: number): Promise<string> {
 }
 
 /** `text` as a JSON object (optionally unwrapped), or a VALIDATION_ERROR naming what it is instead. */
-export function parseJsonObject(text: string, message: string, unwrap?: Unwrap): Record<string, unknown> {
+export function parseJsonObject(sent: string, message: string, unwrap?: Unwrap): Record<string, unknown> {
+  // A leading byte order mark is no part of the document (RFC 8259 §8.1 lets a reader ignore
+  // it), and JSON.parse refuses it: the UTF-8 decoder drops one, one written twice (an editor
+  // that adds its own) was left and answered "Malformed JSON".
+  const text = sent.charCodeAt(0) === 0xfeff ? sent.replace(/^\ufeff+/, "") : sent;
   let value: unknown;
   try {
     value = JSON.parse(text);

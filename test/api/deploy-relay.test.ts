@@ -77,12 +77,34 @@ describe("POST /v1/deploy", () => {
       expect(r.status, field).toBe(400);
       const error = ((await r.json()) as any).error;
       expect(error.code).toBe("VALIDATION_ERROR");
+      // In this route's words, whichever check found it (generate's said "Invalid generation input").
+      expect(error.message, field).toBe("Invalid deploy request");
       expect(error.details, field).toContainEqual({ field, message: expect.stringContaining(message) });
     }
     // A shape error and an unknown id in one body: both named, from the body's root.
     const both = await post({ ...body(), input: { projectName: "BAD", services: ["nope"] } });
     expect(both.status).toBe(400);
     expect(((await both.json()) as any).error.details.map((d: any) => d.field).sort()).toEqual(["input.projectName", "input.services.0"]);
+    // A message of its own stays (CONTRACT §3).
+    const version = await post({ ...body(), input: { projectName: "relay-x", services: ["redis"], configVersion: 99 } });
+    expect(((await version.json()) as any).error).toMatchObject({ message: "No migration path from config version 99", details: [{ field: "input.configVersion" }] });
+    // A part that is not an object is named itself, not a field inside it.
+    const parts: [Record<string, unknown>, { field: string; message: string }[]][] = [
+      [{ complete: null }, [{ field: "complete", message: "Expected object, received null" }]],
+      [{ complete: "doc" }, [{ field: "complete", message: "Expected object, received string" }]],
+      [{ input: [] }, [{ field: "input", message: "Expected object, received array" }]],
+      [{ input: null, complete: null }, [{ field: "input", message: "Expected object, received null" }, { field: "complete", message: "Expected object, received null" }]],
+      [{ input: 5, provider: "heroku" }, [{ field: "provider", message: expect.any(String) }, { field: "input", message: "Expected object, received number" }]],
+    ];
+    for (const [part, details] of parts) {
+      const r = await post({ ...body(), input: undefined, ...part });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).error, JSON.stringify(part)).toEqual({ code: "VALIDATION_ERROR", message: "Invalid deploy request", details });
+    }
+    // A body that starts with byte order marks (one the decoder drops, one more an editor added).
+    const marked = await fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": "application/json" }, body: new Uint8Array([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf, ...new TextEncoder().encode(JSON.stringify({ ...body(), provider: "heroku" }))]) });
+    expect(marked.status).toBe(400);
+    expect(((await marked.json()) as any).error.details).toEqual([{ field: "provider", message: expect.any(String) }]);
     const conflict = await post({ ...body(), input: { projectName: "relay-x", services: ["redis", "valkey"] } });
     expect(conflict.status).toBe(409);
     expect(((await conflict.json()) as any).error.details[0].field).toBe("input.services");

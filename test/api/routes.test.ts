@@ -315,6 +315,26 @@ describe("POST /v1/validate", () => {
     expect(b.warnings.map((w: any) => w.code)).toEqual(["EMPTY_STACK"]);
   });
 
+  test("a leading byte order mark is skipped, however many, on both paths", async () => {
+    const BOM = [0xef, 0xbb, 0xbf];
+    const bytes = (marks: number, text: string) => new Uint8Array([...Array.from({ length: marks }, () => BOM).flat(), ...new TextEncoder().encode(text)]);
+    for (const marks of [1, 2, 3]) {
+      for (const [path, body] of [["/v1/validate", { services: ["redis"] }], ["/v1/generate", { projectName: "bom", services: ["redis"] }], ["/v1/generate?format=json", { projectName: "bom", services: ["redis"] }]] as const) {
+        const request = () => new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: bytes(marks, JSON.stringify(body)) });
+        const viaHot = await hot(request(), path);
+        for (const r of [viaHot ? new Response(viaHot.body, { status: viaHot.status }) : undefined, await app.handle(request())]) {
+          if (!r) continue;
+          expect({ marks, path, status: r.status }).toEqual({ marks, path, status: 200 });
+          await r.text();
+        }
+      }
+    }
+    // Only at the start: elsewhere it is not JSON.
+    const inside = await call("POST", "/v1/validate", '{"services":\ufeff["redis"]}');
+    expect(inside.status).toBe(400);
+    expect((await json(inside)).error.details).toEqual([{ field: "body", message: "Malformed JSON" }]);
+  });
+
   test("a preset in the body is the base", async () => {
     const b = await json(await call("POST", "/v1/validate", { preset: "minimal", services: ["n8n"] }));
     expect(b.resolvedServices).toEqual(["redis", "postgresql", "n8n"]);

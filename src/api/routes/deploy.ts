@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
 import { DeployRequest, ErrorBody, routeSchema } from "../../schema/api.ts";
-import { generateBundle, type Generated } from "../../core/generate/index.ts";
+import { generateBundle, GENERATE_MESSAGE, type Generated } from "../../core/generate/index.ts";
 import { mergeEnv, settingsTaken, type EnvMerge } from "../../core/env-merge.ts";
 import { deployBundle, projectNameProblem, type DeployStep } from "../../deploy/index.ts";
 import { StackgenError, validationError, withFieldsUnder } from "../../errors.ts";
@@ -49,6 +49,18 @@ export function envOfDocument(documentEnv: string, generated: Pick<Generated, "f
   return { text: merged.text, changes };
 }
 
+/** Runs a check of generate's on a deploy request: its errors say what was refused in this
+ *  route's words ("Invalid deploy request"), not generate's. Messages of their own (CONTRACT §3's
+ *  "No migration path from config version ...") stay. */
+function asDeployRequest<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof StackgenError && error.message === GENERATE_MESSAGE) throw new StackgenError(error.code, DEPLOY_MESSAGE, error.status, error.details, error.exitCode);
+    throw error;
+  }
+}
+
 /** Where a complete document's .env is in a deploy request. */
 const DOCUMENT_ENV_FIELD = "complete.files..env";
 
@@ -61,7 +73,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     // (another format version is refused), its errors naming `complete.input.<field>`.
     const [source, sourceField] = body.input ? [body.input, "input"] : "formatVersion" in body.complete! ? [body.complete!, "complete"] : [body.complete!.input, "complete.input"];
     const inputField = body.input ? "input" : "complete.input";
-    const generated = withFieldsUnder(sourceField, () => generateBundle(source, catalog));
+    const generated = asDeployRequest(() => withFieldsUnder(sourceField, () => generateBundle(source, catalog)));
     const input = generated.input;
     const nameProblem = projectNameProblem(body.provider, input.projectName);
     if (nameProblem) throw validationError(DEPLOY_MESSAGE, [{ field: `${inputField}.projectName`, message: nameProblem }]);
