@@ -1,5 +1,5 @@
 // The backup operations behind `stackgen backup create|list|restore|prune`.
-import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fchmodSync, openSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { failure, interruptedError, StackgenError, usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
@@ -102,6 +102,12 @@ export async function composeAsItRuns(engine: Engine, compose: Compose): Promise
 /** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */
 export const defaultBackupDir = (stackDir: string) => join(stackDir, "backups");
 
+/** A backups folder that cannot be read or made: a file where the folder should be, a place the
+ *  user may not write, a read-only or virtual file system. Their input, not our failure (exit 2),
+ *  named with the path and the system's reason. `action` says what was tried ("read backups in"). */
+export const unusableBackupFolder = (action: string, dir: string, e: unknown) =>
+  usageError(`Cannot ${action} ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Nothing was done.`);
+
 async function runningServices(engine: Engine, project: string): Promise<{ running: string[]; all: Map<string, string>; anonymous: string[] }> {
   const containers = await engine.listProjectContainers(project);
   const all = new Map<string, string>();
@@ -202,8 +208,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     work = mkdtempSync(join(outputDir, ".work-"));
   } catch (e) {
     if (diskFull(e)) throw e;
-    // A file where the folder should be, or a place the user may not write: their input, not our failure.
-    throw usageError(`Cannot write backups to ${outputDir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Nothing was done.`);
+    throw unusableBackupFolder("write backups to", outputDir, e);
   }
   const createdAt = new Date();
   const file = join(outputDir, backupFileName(stack.project, createdAt, opts.kind));
@@ -297,9 +302,17 @@ export interface ListedBackup {
 }
 
 export async function listBackups(dir: string): Promise<ListedBackup[]> {
-  if (!existsSync(dir)) return [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    // Not made yet (no backup so far): nothing to list. A file there, or a folder this user may
+    // not read, is said as it is.
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw unusableBackupFolder("read backups in", dir, e);
+  }
   const out: ListedBackup[] = [];
-  for (const name of readdirSync(dir)) {
+  for (const name of names) {
     if (!name.endsWith(".tar.gz")) continue;
     const file = join(dir, name);
     const st = statSync(file, { throwIfNoEntry: false });
@@ -355,6 +368,11 @@ export function checkBackupFile(file: string): void {
   if (!isFile) throw usageError(`Backup file ${file} is not a regular file.`);
 }
 
+/** No room to unpack a backup for checking: the disk's fault, not the archive's (RESTORE_FAILED,
+ *  before anything was stopped). */
+export const tooFullToCheck = (dir: string, e: unknown) =>
+  failure("RESTORE_FAILED", `The disk holding ${dir} is too full to unpack the backup to check it (${(e as Error).message}). Nothing was changed; free some space there.`);
+
 /** Read and verify a backup file (checked by checkBackupFile first), keeping its volume tars in
  *  `extractDir`; a one-line error (exit 2) when it is not acceptable. */
 export async function loadVerifiedBackup(file: string, project: string | undefined, extractDir: string): Promise<VerifiedBackup> {
@@ -363,9 +381,7 @@ export async function loadVerifiedBackup(file: string, project: string | undefin
     backup = await verifyBackupFile(file, extractDir);
   } catch (e) {
     if (e instanceof BackupInvalid) throw new StackgenError("BACKUP_INVALID", `Backup ${file} is refused: ${e.message}. Nothing was changed.`, 400);
-    if (diskFull(e)) {
-      throw failure("RESTORE_FAILED", `The disk holding ${dirname(extractDir)} is too full to unpack the backup to check it (${(e as Error).message}). Nothing was changed; free some space there.`);
-    }
+    if (diskFull(e)) throw tooFullToCheck(dirname(extractDir), e);
     throw e;
   }
   if (project !== undefined && backup.manifest.project !== project) {
@@ -529,9 +545,10 @@ export async function refuseProjectElsewhere(engine: Engine, project: string, di
 /**
  * What would stop the backup's config files from being written into `stackDir`, found before the
  * restore changes anything (a failure halfway would leave the stack stopped for nothing): a file
- * that is a symbolic link (writing through it would change a file outside the stack, and no
- * backup holds links), a folder that leads outside the stack, a folder where the backup has a
- * file or a file where it needs a folder, a file or folder this user may not write.
+ * or folder that is a symbolic link (writing through it could change a file outside the stack,
+ * and no backup holds links; named apart when it leads outside the stack or to nothing), a folder
+ * where the backup has a file or a file where it needs a folder, a file or folder this user may
+ * not write.
  */
 export function configTargetProblems(stackDir: string, files: VerifiedBackup["files"]): string[] {
   const root = realpathSync(stackDir);
@@ -556,6 +573,8 @@ export function configTargetProblems(stackDir: string, files: VerifiedBackup["fi
       if (st.isSymbolicLink() && last) problem = `${shown} is a symbolic link (replace it with the file itself)`;
       else if (st.isSymbolicLink() && !existsSync(at)) problem = `${shown} is a symbolic link to nothing`;
       else if (st.isSymbolicLink() && !isWithin(root, realpathSync(at))) problem = `${shown} leads outside ${stackDir}`;
+      // Even one that stays inside: no file is written through a link (writeConfigFiles refuses it).
+      else if (st.isSymbolicLink()) problem = `${shown} is a symbolic link (replace it with the folder itself)`;
       else if (last && !st.isFile()) problem = `${shown} is a folder where the backup has a file`;
       else if (!last && !statSync(at).isDirectory()) problem = `${shown} is a file where the backup has a folder`;
     }
@@ -594,14 +613,22 @@ export function staleStackFiles(stackDir: string, backupFiles: VerifiedBackup["f
 const restoredMode = (path: string, archived: number) => (isPrivate(path) ? 0o600 : (archived & 0o755) || 0o644);
 
 /** Write restored config files, never through a symlink (checked by configTargetProblems first;
- *  again here, as the last guard). The paths of files that did not exist before are added to `created`. */
+ *  again here, as the last guard). The path is walked one component at a time without following
+ *  links, and a folder is made only once the one above it is known to be a real folder of the
+ *  stack's: nothing is created outside `stackDir`, even when the check above is outdated. The
+ *  paths of files that did not exist before are added to `created`. */
 export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"], created: string[] = []): void {
-  const root = realpathSync(stackDir);
   for (const f of files) {
-    const target = join(stackDir, ...f.path.split("/"));
-    mkdirSync(dirname(target), { recursive: true });
-    const parent = realpathSync(dirname(target));
-    if (!isWithin(root, parent)) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder leads outside ${stackDir}.`);
+    const parts = f.path.split("/");
+    let target = stackDir;
+    for (const [i, part] of parts.entries()) {
+      target = join(target, part);
+      if (i === parts.length - 1) break;
+      const st = lstatSync(target, { throwIfNoEntry: false });
+      if (!st) mkdirSync(target);
+      else if (st.isSymbolicLink()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder ${parts.slice(0, i + 1).join("/")} is a symbolic link.`);
+      else if (!st.isDirectory()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: ${parts.slice(0, i + 1).join("/")} is not a folder.`);
+    }
     const existing = lstatSync(target, { throwIfNoEntry: false });
     if (existing?.isSymbolicLink()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: it is a symbolic link.`);
     if (!existing) created.push(f.path);
@@ -609,8 +636,14 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
     // reach the other name.
     else if (existing.nlink > 1) rmSync(target);
     const mode = restoredMode(f.path, f.mode);
-    writeFileSync(target, f.data, { mode });
-    chmodSync(target, mode);
+    // O_NOFOLLOW: a link put there since the check above is refused, not written through.
+    const fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, mode);
+    try {
+      writeFileSync(fd, f.data);
+      fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
   }
 }
 

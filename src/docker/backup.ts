@@ -11,7 +11,10 @@ import { Readable, Transform } from "node:stream";
 import { isUtf8 } from "node:buffer";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { isWithin } from "../core/paths.ts";
+import { BackupManifest } from "../schema/backup.ts";
+import { toFieldIssues } from "../schema/issues.ts";
 import { VERSION } from "../version.ts";
 import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
@@ -23,25 +26,7 @@ import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarE
 export const FORMAT_VERSION = 1;
 export const MANIFEST = "manifest.json";
 
-export interface MemberSum {
-  path: string;
-  size: number;
-  sha256: string;
-}
-
-export interface BackupManifest {
-  formatVersion: number;
-  tool: string;
-  toolVersion: string;
-  project: string;
-  createdAt: string;
-  hot: boolean;
-  kind?: string;
-  services: { name: string; image?: string; imageId?: string }[];
-  volumes: { name: string; key: string; member: string; size: number; sha256: string }[];
-  files: string[];
-  members: MemberSum[];
-}
+export type { BackupManifest };
 
 export const sha256 = (data: Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex");
 
@@ -504,21 +489,13 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
 
   const manifestData = members.get(MANIFEST)?.data;
   if (!manifestData) throw new BackupInvalid(["manifest.json is missing"]);
-  let manifest: BackupManifest;
+  let parsed: unknown;
   try {
-    manifest = JSON.parse(new TextDecoder().decode(manifestData));
+    parsed = JSON.parse(new TextDecoder().decode(manifestData));
   } catch {
     throw new BackupInvalid(["manifest.json is not valid JSON"]);
   }
-  if (manifest.formatVersion !== FORMAT_VERSION) problems.push(`unsupported backup format version ${manifest.formatVersion}`);
-  if (typeof manifest.project !== "string" || !Array.isArray(manifest.members) || !Array.isArray(manifest.volumes)) {
-    throw new BackupInvalid([...problems, "manifest.json lacks project, members or volumes"]);
-  }
-  // Shown by list, compared by restore and prune, ordered by time: each must be what create
-  // writes, or a crafted archive could list itself as the newest, or print escape sequences.
-  if (!PROJECT_NAME.test(manifest.project)) problems.push("manifest.json names a project that is not a Compose project name");
-  if (typeof manifest.createdAt !== "string" || !MANIFEST_TIME.test(manifest.createdAt) || Number.isNaN(Date.parse(manifest.createdAt))) problems.push("manifest.json has no valid creation time");
-  if (manifest.kind !== undefined && (typeof manifest.kind !== "string" || !MANIFEST_KIND.test(manifest.kind))) problems.push("manifest.json has an unknown kind");
+  const manifest = checkManifest(parsed);
   const listed = new Set<string>();
   for (const m of manifest.members) {
     listed.add(m.path);
@@ -570,6 +547,44 @@ export async function verifyBackupFile(file: string, extractDir?: string): Promi
   }
   if (problems.length > 0) throw new BackupInvalid(problems);
   return { manifest, files: config, volumes };
+}
+
+const manifestShape = TypeCompiler.Compile(BackupManifest);
+
+/** Fields a manifest's schema only types: their values are checked (and named) on their own. */
+const CHECKED_APART = new Set(["project", "createdAt", "kind"]);
+
+/** A manifest's shape, checked before any of its fields is read: the archive is the user's input,
+ *  and a crafted one (`null`, `"members": [null]`) is refused naming what is wrong, never an
+ *  unexpected failure. A format version other than ours is said first: its shape may differ. */
+function checkManifest(parsed: unknown): BackupManifest {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new BackupInvalid([`manifest.json is ${parsed === null ? "null" : Array.isArray(parsed) ? "an array" : `a ${typeof parsed}`}, not an object`]);
+  }
+  const m = parsed as Record<string, unknown>;
+  if (m.formatVersion !== FORMAT_VERSION) {
+    throw new BackupInvalid([m.formatVersion === undefined ? "manifest.json has no formatVersion" : `unsupported backup format version ${shownValue(m.formatVersion)} (this stackgen reads version ${FORMAT_VERSION})`]);
+  }
+  const problems: string[] = [];
+  // Shown by list, compared by restore and prune, ordered by time: each must be what create
+  // writes, or a crafted archive could list itself as the newest, or print escape sequences.
+  if (typeof m.project !== "string") problems.push("manifest.json has no project name");
+  else if (!PROJECT_NAME.test(m.project)) problems.push("manifest.json names a project that is not a Compose project name");
+  if (typeof m.createdAt !== "string" || !MANIFEST_TIME.test(m.createdAt) || Number.isNaN(Date.parse(m.createdAt))) problems.push("manifest.json has no valid creation time");
+  if (m.kind !== undefined && (typeof m.kind !== "string" || !MANIFEST_KIND.test(m.kind))) problems.push("manifest.json has an unknown kind");
+  if (!manifestShape.Check(parsed)) {
+    for (const issue of toFieldIssues(manifestShape.Errors(parsed), "manifest")) {
+      if (!CHECKED_APART.has(issue.field)) problems.push(`manifest.json field "${issue.field}": ${issue.message}`);
+    }
+  }
+  if (problems.length > 0) throw new BackupInvalid(problems);
+  return parsed as BackupManifest;
+}
+
+/** A value of the archive's, quoted as JSON (control characters escaped) and kept short. */
+function shownValue(value: unknown): string {
+  const text = JSON.stringify(value) ?? typeof value;
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
 /** What create writes into a manifest besides the project name: an ISO time, a kind of ours. */

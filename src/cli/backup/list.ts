@@ -6,7 +6,7 @@ import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
 import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
-import { green, printJson, printText, red } from "../output.ts";
+import { green, printJson, printText, red, visible } from "../output.ts";
 
 export default defineCommand({
   meta: { name: "list", description: "List the stack's backups, newest first, and check each one (in a directory with no stack yet: the archives in its backups/)" },
@@ -23,13 +23,15 @@ export default defineCommand({
       return;
     }
     if (backups.length === 0) {
-      printText(`No backups in ${dir}`);
+      printText(`No backups in ${visible(dir)}`);
       return;
     }
     // Another project's archive verifies, but restore would refuse it here: say so.
     const note = (b: (typeof backups)[number]) =>
       b.problem ? `  (${b.problem})` : !stack ? `  (project ${b.project})` : b.project && b.project !== stack.project ? `  (project ${b.project}: restore refuses it here)` : "";
-    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${b.name}${note(b)}`);
+    // A file name is anyone's to choose, and a problem may quote a member's name: an escape
+    // sequence in them must not reach the terminal (shown as \x1b, as in every message).
+    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${visible(b.name + note(b))}`);
     printText(lines.join("\n"));
   },
 });

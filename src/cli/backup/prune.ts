@@ -9,7 +9,7 @@ import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
-import { plural, printJson, printText } from "../output.ts";
+import { plural, printJson, printText, visible } from "../output.ts";
 
 /** --keep: a whole number of backups, at least 1 (pruning everything is never a retention). */
 function keepCount(value: unknown): number {
@@ -20,7 +20,8 @@ function keepCount(value: unknown): number {
 }
 
 const brief = (b: ListedBackup) => ({ name: b.name, file: b.file, createdAt: b.createdAt, size: b.size, ...(b.kind ? { kind: b.kind } : {}) });
-const line = (b: ListedBackup) => `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.name}${b.kind ? `  (${b.kind} safety backup)` : ""}`;
+/** A file name is anyone's to choose: an escape sequence in it is shown as \x1b (see visible). */
+const line = (b: ListedBackup) => `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${visible(b.name)}${b.kind ? `  (${b.kind} safety backup)` : ""}`;
 /** "the newest 2", or "the newest 2 of each kind" when safety backups are among them. */
 const newest = (keep: number, backups: ListedBackup[]) => `the newest ${keep}${backups.some((b) => b.kind) ? " of each kind (backups, and each kind of safety backup)" : ""}`;
 
@@ -59,10 +60,10 @@ export default defineCommand({
       return;
     }
     const text: string[] = [];
-    if (plan.removed.length === 0) text.push(`Nothing to delete: ${plural(plan.kept.length, "backup")} of "${stack.project}" in ${directory}, keeping ${newest(keep, plan.kept)}.`);
+    if (plan.removed.length === 0) text.push(`Nothing to delete: ${plural(plan.kept.length, "backup")} of "${stack.project}" in ${visible(directory)}, keeping ${newest(keep, plan.kept)}.`);
     else text.push(`${dryRun ? "Would delete" : "Deleted"} ${plural(plan.removed.length, "backup")} (${formatBytes(freed)}):`, ...plan.removed.map(line), `Kept ${newest(keep, [...plan.kept, ...plan.removed])}:`, ...plan.kept.map(line));
     if (plan.untouched.length > 0) {
-      text.push(`Left alone (not this stack's, or not verifiable):`, ...plan.untouched.map((b) => `${line(b)}  (${b.problem ?? `project ${b.project}`})`));
+      text.push(`Left alone (not this stack's, or not verifiable):`, ...plan.untouched.map((b) => `${line(b)}  (${visible(b.problem ?? `project ${b.project}`)})`));
     }
     printText(text.join("\n"));
   },

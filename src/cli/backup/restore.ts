@@ -2,7 +2,8 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { backupConfigProject, composeAsItRuns, replaceBrokenConfig, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, unpackConfigInto, type ImageChange } from "../../docker/backup-ops.ts";
+import { backupConfigProject, composeAsItRuns, replaceBrokenConfig, checkBackupFile, checkBackupProject, checkRestoreTargets, defaultBackupDir, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, tooFullToCheck, unpackConfigInto, unusableBackupFolder, type ImageChange } from "../../docker/backup-ops.ts";
+import { diskFull } from "../../docker/backup.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack, type Stack } from "../../docker/stack.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
@@ -55,8 +56,19 @@ export default defineCommand({
     // backups, and streamed into the volumes from there.
     const backupsDir = defaultBackupDir(dir);
     const madeDir = fresh && !existsSync(dir);
-    const madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
-    const work = mkdtempSync(join(backupsDir, ".restore-"));
+    let madeBackupsDir = false;
+    let work: string;
+    try {
+      madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
+      work = mkdtempSync(join(backupsDir, ".restore-"));
+    } catch (e) {
+      // A file named backups, a read-only or virtual file system: said with the path, and what
+      // this run made is gone again.
+      if (madeBackupsDir) rmEmptyDir(backupsDir);
+      if (madeDir) rmEmptyDir(dir);
+      if (diskFull(e)) throw tooFullToCheck(backupsDir, e);
+      throw unusableBackupFolder("unpack the backup for checking in", backupsDir, e);
+    }
     let result;
     let interrupted = false;
     try {
