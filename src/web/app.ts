@@ -100,6 +100,9 @@ function startLiveValidation(store: Store): void {
   void check();
 }
 
+/** The address bar holds a link to the current choices: replaced, so Back still leaves the page. */
+const showLink = (store: Store) => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}${location.hash}`);
+
 /** A link with choices in its query string fills the form before the views first draw it. */
 function openLink(store: Store): void {
   const input = inputOfLink(location.search);
@@ -111,6 +114,8 @@ function openLink(store: Store): void {
   const picked = [preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"), state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`].filter(Boolean).join(", ");
   note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${leftOut(ignored)}`;
   note.hidden = false;
+  // What was left out leaves the address bar too: a link copied from it would carry it on.
+  if (ignored.length) showLink(store);
 }
 
 async function main(): Promise<void> {
@@ -125,12 +130,12 @@ async function main(): Promise<void> {
   mountFiles(store);
   mountDeploy(store);
   startLiveValidation(store);
-  // The address bar holds a link to the current choices: replaced, so Back still leaves the page,
-  // and debounced, as browsers throttle a page that replaces its URL on every keystroke.
+  // The link follows the choices, debounced: browsers throttle a page that replaces its URL on
+  // every keystroke.
   let linkTimer: ReturnType<typeof setTimeout> | undefined;
   store.onForm(() => {
     clearTimeout(linkTimer);
-    linkTimer = setTimeout(() => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}${location.hash}`), VALIDATE_DELAY_MS);
+    linkTimer = setTimeout(() => showLink(store), VALIDATE_DELAY_MS);
   });
   byId("loading").remove();
   document.body.classList.add("ready");

@@ -812,6 +812,10 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(note).toContain("opened with the choices in its link (1 service, 0 skill packs, proxy traefik, domain home.example)");
     expect(note).toContain("left out: no-such-service");
     expect(await resolved(other)).toEqual(expect.arrayContaining(["n8n", "postgresql", "traefik"]));
+    // The address bar no longer carries what was left out (copied on, it would be left out again).
+    const address = new URL(other.url());
+    expect(address.searchParams.get("services")).toBe("n8n");
+    expect(address.hash).toBe("#deploy");
   }, TEST_TIMEOUT_MS);
 
   test("importing a complete document fills the form", async () => {
