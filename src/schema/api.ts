@@ -10,7 +10,19 @@ import { CORE_VERSION_PATTERN, DOMAIN_PATTERN, PROJECT_NAME_MESSAGE, PROJECT_NAM
  *  a request (it sets `additionalProperties: false` and strips unknown fields), and the core
  *  checks bodies against the shared schema: once changed, any body with an unknown field (which
  *  CONTRACT §3 says is ignored) failed in the hot routes and the CLI of the same process. */
-export const routeSchema = <T extends TSchema>(schema: T): T => CloneType(schema);
+export const routeSchema = <T extends TSchema>(schema: T): T => {
+  const copy = CloneType(schema);
+  asDeclared.set(copy, schema);
+  return copy;
+};
+
+/** Route copies -> the schemas they were made from. */
+const asDeclared = new WeakMap<TSchema, TSchema>();
+
+/** The schema a route's copy was made from, as declared: what the OpenAPI document shows. Once
+ *  Elysia has checked a body against the copy, the copy says `additionalProperties: false`, and a
+ *  document built after the server's first request documented every unknown field as refused. */
+export const declaredSchema = (schema: TSchema): TSchema => asDeclared.get(schema) ?? schema;
 
 export const MAX_IDS = 200;
 const IdList = (description: string) =>

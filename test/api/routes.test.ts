@@ -220,6 +220,21 @@ describe("OpenAPI document", () => {
     for (const path of ["/v1/openapi.json", "/v1/docs"]) expect(doc.paths[path].get.description, path).toEqual(expect.any(String));
   });
 
+  test("a document first asked for after the server checked bodies still shows unknown fields as allowed (CONTRACT §3: ignored)", async () => {
+    // Elysia marks a route's schema `additionalProperties: false` in place when it first checks a
+    // body against it; the document was built from that schema on its first request.
+    const fresh = createApp();
+    const post = (path: string, body: unknown) => fresh.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+    expect((await post("/v1/validate?via=app", { services: ["redis"] })).status).toBe(200);
+    expect((await post("/v1/generate?format=json", { projectName: "p", services: ["redis"] })).status).toBe(200);
+    await (await post("/v1/deploy", { provider: "coolify", url: "http://127.0.0.1:9", apiKey: "k", input: { projectName: "ppp", services: ["redis"] } })).text();
+    const doc = await json(await fresh.handle(new Request("http://localhost/v1/openapi.json")));
+    for (const path of ["/v1/validate", "/v1/generate", "/v1/deploy"]) {
+      const schema = doc.paths[path].post.requestBody.content["application/json"].schema;
+      expect(JSON.stringify(schema), path).not.toContain('"additionalProperties":false');
+    }
+  });
+
   test("every POST documents its JSON request body with the route's schema", async () => {
     const doc = await document();
     const posts = operations(doc).filter(({ method }) => method === "post");

@@ -11,7 +11,7 @@
 import { Elysia } from "elysia";
 import { openapi, type ElysiaOpenAPIConfig, type OpenAPIVersion } from "@elysiajs/openapi";
 import { unwrapSchema } from "@elysiajs/openapi/openapi";
-import { ErrorBody, FlatErrorBody } from "../../schema/api.ts";
+import { declaredSchema, ErrorBody, FlatErrorBody } from "../../schema/api.ts";
 import { errorBodyFor } from "../errors.ts";
 import { COMPLETE_FORMAT_VERSION } from "../../schema/versions.ts";
 
@@ -93,7 +93,7 @@ export function completeDocument(generated: Json, routes: readonly Route[]): Jso
     for (const [method, op] of Object.entries(item as Record<string, Json>)) {
       const body = bodies.get(`${method} ${path}`);
       if (op.requestBody && body && !Object.keys(op.requestBody.content ?? {}).length) {
-        const schema = unwrapSchema(body, undefined, "input", version) as Json;
+        const schema = unwrapSchema(declaredSchema(body), undefined, "input", version) as Json;
         const example = REQUEST_EXAMPLES[`${method} ${path}`];
         op.requestBody.content = { "application/json": { schema: op[ACCEPTS_EXPORT] ? orCompleteExport(schema) : schema, ...(example ? { example } : {}) } };
       }
