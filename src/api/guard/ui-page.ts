@@ -5,8 +5,6 @@
 // compressed once (at its first request in that encoding) and kept; conditional requests are
 // answered here, against the ETag of the representation actually sent.
 import type { HTMLBundle } from "bun";
-import { promisify } from "node:util";
-import { brotliCompress, constants, gzip } from "node:zlib";
 import { withSecurityHeaders } from "./headers.ts";
 import { pathOf } from "./request-log.ts";
 
@@ -25,13 +23,18 @@ const COMPRESSIBLE_TYPE = /^(text\/|application\/(javascript|json|manifest\+json
 /** Distinct contents kept compressed (the bundle has a handful; bounded all the same). */
 const MAX_CACHED_ASSETS = 64;
 
-const brotli = promisify(brotliCompress);
-const gzipAsync = promisify(gzip);
-/** Once per asset, so the slowest, smallest settings; off the event loop (zlib's thread pool). */
+/** Once per asset, so the slowest, smallest settings; off the event loop (zlib's thread pool).
+ *  zlib is loaded at the first compression, not when the server starts (start-up time). */
 const COMPRESSORS: Record<ContentCoding, (bytes: Uint8Array) => Promise<Uint8Array>> = {
-  br: (bytes) => brotli(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength } }),
+  br: async (bytes) => {
+    const { brotliCompress, constants } = await import("node:zlib");
+    return new Promise((done, fail) => brotliCompress(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength } }, (e, out) => (e ? fail(e) : done(out))));
+  },
   zstd: (bytes) => Bun.zstdCompress(bytes, { level: 19 }),
-  gzip: (bytes) => gzipAsync(bytes, { level: constants.Z_BEST_COMPRESSION }),
+  gzip: async (bytes) => {
+    const { gzip, constants } = await import("node:zlib");
+    return new Promise((done, fail) => gzip(bytes, { level: constants.Z_BEST_COMPRESSION }, (e, out) => (e ? fail(e) : done(out))));
+  },
 };
 
 /** The coding to send under `accept` (an Accept-Encoding value), or undefined for the bytes as
