@@ -340,7 +340,8 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   }
   // The running services restart, as the real update does, when one of them changes.
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
-  if (accountForPlan(result, plan, model)) result.restarted = model.services.map((s) => s.name).filter((name) => plan.start.has(name)).sort();
+  // In the order the update would start them, layer by layer.
+  if (accountForPlan(result, plan, model)) result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
   const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
   if (unhealthy.length) result.unhealthyBefore = unhealthy;
   return result;
@@ -479,6 +480,14 @@ async function finished(engine: Engine, project: string, services: readonly stri
  *  Not `up --no-deps`: compose hashes a container made that way without its dependencies, and the
  *  user's next plain `docker compose up -d` would make it again. A compose without `restart
  *  --no-deps` (v1, early v2) gets the plain `up`, which runs the jobs once more. */
+const dependenciesByService = (model: ComposeModel) => Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
+
+/** The services of `start`, layer by layer: a service after everything it depends on. */
+const startLayers = (dependsOn: Record<string, string[]>, start: ReadonlySet<string>) =>
+  dependencyLayers(dependsOn)
+    .map((layer) => layer.filter((name) => start.has(name)))
+    .filter((layer) => layer.length > 0);
+
 async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: string[]) {
   const created = await compose.run(["up", "--no-start", ...upArgs]);
   if (created.code !== 0) return created;
@@ -490,10 +499,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   const containers = await engine.listProjectContainers(stack.project);
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   const running = plan.start;
-  const dependsOn = Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
-  const layers = dependencyLayers(dependsOn)
-    .map((layer) => layer.filter((name) => running.has(name)))
-    .filter((layer) => layer.length > 0);
+  const dependsOn = dependenciesByService(model);
+  const layers = startLayers(dependsOn, running);
   if (plan.outsideModel.length) opts.progress(outsideModelNote(plan.outsideModel));
   const before = await currentImages(engine, containers, model);
   // --backup takes its backup once the stack is stopped: what would refuse it is found now.

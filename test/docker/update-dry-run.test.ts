@@ -53,13 +53,16 @@ class FakeRegistry {
   }
 }
 
-/** An engine whose one container (service `app`) runs `image`; this host is linux/amd64. */
-function engineRunning(image: ImageInspect): Engine {
-  const container: ContainerSummary = { Id: "c1", ImageID: image.Id, State: "running", Status: "Up 1 hour", Labels: { "com.docker.compose.project": "p", "com.docker.compose.service": "app" } } as unknown as ContainerSummary;
+/** An engine whose containers run these images, by service (one container each; `app` when one
+ *  image is given); this host is linux/amd64. */
+function engineRunning(image: ImageInspect | Record<string, ImageInspect>): Engine {
+  const byService: Record<string, ImageInspect> = "Id" in image ? { app: image as ImageInspect } : image;
+  const containers = Object.entries(byService).map(([service, img]) => ({ Id: `c-${service}`, ImageID: img.Id, State: "running", Status: "Up 1 hour", Labels: { "com.docker.compose.project": "p", "com.docker.compose.service": service } }) as unknown as ContainerSummary);
+  const images = Object.values(byService);
   return {
-    listProjectContainers: async () => [container],
-    inspectContainer: async () => ({ Config: { Image: image.RepoTags?.[0] }, State: { StartedAt: new Date(0).toISOString() }, RestartCount: 0 }),
-    inspectImage: async (ref: string) => (ref === image.Id || image.RepoTags?.includes(ref) ? image : undefined),
+    listProjectContainers: async () => containers,
+    inspectContainer: async (id: string) => ({ Config: { Image: byService[id.slice(2)]?.RepoTags?.[0] }, State: { StartedAt: new Date(0).toISOString() }, RestartCount: 0 }),
+    inspectImage: async (ref: string) => images.find((img) => ref === img.Id || img.RepoTags?.includes(ref)),
     info: async () => ({ OSType: "linux", Architecture: "x86_64" }),
   } as unknown as Engine;
 }
@@ -118,6 +121,23 @@ describe("update --dry-run of an image without a registry digest", () => {
     expect(out.unknown).toEqual([{ service: "app", image, digest, reason: expect.stringContaining("schema 1 manifest") }]);
     expect(renderUpdate(out)).toContain(`Cannot tell without pulling whether app (${image}) changed: the local image was not pulled as the registry's digest`);
   });
+});
+
+test("the dry run lists the services it would restart in the order the update starts them", async () => {
+  const registry = new FakeRegistry();
+  registry.start();
+  try {
+    const [web, db] = [registry.ref("team/web", "1"), registry.ref("team/zdb", "1")];
+    registry.image("team/web", sha("web-v2"), "1");
+    registry.image("team/zdb", sha("db-v1"), "1");
+    const engine = engineRunning({ web: { Id: sha("web-v1"), RepoTags: [web], RepoDigests: [] }, zdb: { Id: sha("db-v1"), RepoTags: [db], RepoDigests: [] } });
+    const model: ComposeModel = { services: [{ name: "web", image: web, dependsOn: ["zdb"], hasBuild: false, binds: [] }, { name: "zdb", image: db, dependsOn: [], hasBuild: false, binds: [] }], volumes: [] };
+    const out = await dryRunUpdate(engine, stack, model, { timeoutMs: 1000, progress: () => {} });
+    expect(out.updated.map((u) => u.service)).toEqual(["web"]);
+    expect(out.restarted).toEqual(["zdb", "web"]); // not alphabetical: zdb is started first
+  } finally {
+    registry.stop();
+  }
 });
 
 describe("update --dry-run against a registry answering nonsense", () => {
