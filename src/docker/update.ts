@@ -342,8 +342,9 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   // In the order the update would start them, layer by layer.
   if (accountForPlan(result, plan, model)) result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
+  // As the update says it: only when it starts them again.
   const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
-  if (unhealthy.length) result.unhealthyBefore = unhealthy;
+  if (unhealthy.length && result.restarted.length) result.unhealthyBefore = unhealthy;
   return result;
 }
 

@@ -55,9 +55,9 @@ class FakeRegistry {
 
 /** An engine whose containers run these images, by service (one container each; `app` when one
  *  image is given); this host is linux/amd64. */
-function engineRunning(image: ImageInspect | Record<string, ImageInspect>): Engine {
+function engineRunning(image: ImageInspect | Record<string, ImageInspect>, statuses: Record<string, string> = {}): Engine {
   const byService: Record<string, ImageInspect> = "Id" in image ? { app: image as ImageInspect } : image;
-  const containers = Object.entries(byService).map(([service, img]) => ({ Id: `c-${service}`, ImageID: img.Id, State: "running", Status: "Up 1 hour", Labels: { "com.docker.compose.project": "p", "com.docker.compose.service": service } }) as unknown as ContainerSummary);
+  const containers = Object.entries(byService).map(([service, img]) => ({ Id: `c-${service}`, ImageID: img.Id, State: "running", Status: statuses[service] ?? "Up 1 hour", Labels: { "com.docker.compose.project": "p", "com.docker.compose.service": service } }) as unknown as ContainerSummary);
   const images = Object.values(byService);
   return {
     listProjectContainers: async () => containers,
@@ -123,7 +123,7 @@ describe("update --dry-run of an image without a registry digest", () => {
   });
 });
 
-test("the dry run lists the services it would restart in the order the update starts them", async () => {
+test("the dry run lists the services it would restart in the order the update starts them, and ones unhealthy before only when it would", async () => {
   const registry = new FakeRegistry();
   registry.start();
   try {
@@ -135,6 +135,14 @@ test("the dry run lists the services it would restart in the order the update st
     const out = await dryRunUpdate(engine, stack, model, { timeoutMs: 1000, progress: () => {} });
     expect(out.updated.map((u) => u.service)).toEqual(["web"]);
     expect(out.restarted).toEqual(["zdb", "web"]); // not alphabetical: zdb is started first
+    // A service unhealthy before is named only when the update would start it again, as the update names it.
+    const zdbUnhealthy = { zdb: "Up 1 hour (unhealthy)" };
+    const images = { web: { Id: sha("web-v1"), RepoTags: [web], RepoDigests: [] }, zdb: { Id: sha("db-v1"), RepoTags: [db], RepoDigests: [] } };
+    expect((await dryRunUpdate(engineRunning(images, zdbUnhealthy), stack, model, { timeoutMs: 1000, progress: () => {} })).unhealthyBefore).toEqual(["zdb"]);
+    const current = { ...images, web: { ...images.web, Id: sha("web-v2") } };
+    const quiet = await dryRunUpdate(engineRunning(current, zdbUnhealthy), stack, model, { timeoutMs: 1000, progress: () => {} });
+    expect(quiet).toMatchObject({ updated: [], restarted: [] });
+    expect(quiet.unhealthyBefore).toBeUndefined();
   } finally {
     registry.stop();
   }
