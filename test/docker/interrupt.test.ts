@@ -176,7 +176,7 @@ volumes:
       const before = (await stack.container("app")).Image as string;
       await stack.pushNewVersion(appRef, ["RUN echo v2b > /version"]);
       const r = await interruptWhen(["update", "--dir", stack.dir, "--json"], "Stopping the stack");
-      expect(r.code).toBe(130);
+      expect(r.code, `${r.stderr}\n${r.stdout}`).toBe(130);
       expect(JSON.parse(r.stdout).rolledBack).toMatchObject({ services: ["app"], recovered: true, newImagesStarted: false });
       expect(r.stderr).toContain("The new images never started, so the data is as it was.");
       expect(r.stderr).not.toContain("changed its data");
