@@ -2,6 +2,7 @@
 // call `createApp()` and hand requests to `app.handle` or listen with it.
 import { Elysia, ValidationError } from "elysia";
 import { withUnknownIds } from "../core/check-input.ts";
+import { isJsonObject, jsonKind } from "../core/json-kind.ts";
 import { issuesUnder, type FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
@@ -99,8 +100,6 @@ function withBodyIds(issues: FieldIssue[], path: string, body: unknown, catalog:
   return withParts(found, bodySent(request));
 }
 
-const kindOf = (value: unknown) => (value === null ? "null" : Array.isArray(value) ? "array" : typeof value);
-
 /** A deploy request's `input` or `complete` that is not an object, named as such: Elysia checks
  *  an empty object in its place, whose errors named fields inside it (`complete: null` was
  *  reported as `complete.input.projectName: Required`). `sent` is the body as the client sent it. */
@@ -108,10 +107,10 @@ function withParts(issues: FieldIssue[], sent: Record<string, unknown> | undefin
   let out = issues;
   for (const part of ["input", "complete"]) {
     const value = sent?.[part];
-    if (value === undefined || (typeof value === "object" && value !== null && !Array.isArray(value))) continue;
+    if (value === undefined || isJsonObject(value)) continue;
     const inside = (field: string) => field === part || field.startsWith(`${part}.`);
     const at = out.findIndex((issue) => inside(issue.field));
-    const named = { field: part, message: `Expected object, received ${kindOf(value)}` };
+    const named = { field: part, message: `Expected object, received ${jsonKind(value)}` };
     const rest = out.filter((issue) => !inside(issue.field));
     out = at < 0 ? [...rest, named] : [...rest.slice(0, at), named, ...rest.slice(at)];
   }

@@ -4,8 +4,8 @@
 // already checked by the guard, but a chunked body only shows its size as it arrives, so it is
 // read chunk by chunk and refused as soon as it passes the limit.
 import { StackgenError, validationError } from "../errors.ts";
+import { jsonKind } from "../core/json-kind.ts";
 
-const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 const JSON_TYPE = /^application\/(.+\+)?json\b/i;
 
 export const tooLarge = (maxBytes: number) =>
@@ -73,7 +73,7 @@ export function parseJsonObject(sent: string, message: string, unwrap?: Unwrap):
     throw validationError(message, [{ field: "body", message: text.trim() ? "Malformed JSON" : "Required" }]);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw validationError(message, [{ field: "body", message: `Expected object, received ${kindOf(value)}` }]);
+    throw validationError(message, [{ field: "body", message: `Expected object, received ${jsonKind(value)}` }]);
   }
   // JSON.parse takes any depth; what later walks the document recursively (a complete export
   // echoes its input with JSON.stringify) runs out of stack on thousands of levels.

@@ -1,6 +1,7 @@
 // Flags shared by `validate` and `generate`, turned into the same body the API takes.
 import { open } from "node:fs/promises";
 import { usageError, validationError } from "../errors.ts";
+import { isJsonObject, jsonKind } from "../core/json-kind.ts";
 import { MAX_BODY_BYTES } from "../api/guard/config.ts";
 import { COMPLETE_FORMAT_VERSION } from "../schema/versions.ts";
 
@@ -48,8 +49,6 @@ async function readCapped(path: string, limit: number): Promise<Buffer> {
   }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 /** Read a JSON input file: a `complete` document (its `input`), a stackgen.json or a plain body. */
 export async function readInputFile(path: string): Promise<Record<string, unknown>> {
@@ -79,9 +78,9 @@ export async function readInputDocument(path: string): Promise<{ input: Record<s
     // A complete export: its input is what is generated, its .env holds the secrets to keep. A
     // broken one is named as such, not read as a generation input missing every field.
     if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw usageError(`${path} has format version ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"`);
-    const broken = (field: string, value: unknown, want: string) => validationError(`${path} is not a usable complete export`, [{ field, message: `Expected ${want}, received ${kindOf(value)}` }]);
-    if (!isObject(d.input)) throw broken("input", d.input, "object");
-    if (d.files !== undefined && !isObject(d.files)) throw broken("files", d.files, "object");
+    const broken = (field: string, value: unknown, want: string) => validationError(`${path} is not a usable complete export`, [{ field, message: `Expected ${want}, received ${jsonKind(value)}` }]);
+    if (!isJsonObject(d.input)) throw broken("input", d.input, "object");
+    if (d.files !== undefined && !isJsonObject(d.files)) throw broken("files", d.files, "object");
     const env = d.files?.[".env"];
     if (env !== undefined && typeof env !== "string") throw broken("files..env", env, "string");
     return { input: { ...d.input }, ...(env !== undefined ? { exportedEnv: env } : {}) };

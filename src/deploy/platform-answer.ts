@@ -1,6 +1,7 @@
 // A platform's answer is read only as its API documents it. A field of another type (a broken or
 // hostile instance, a proxy's page that happens to be JSON) is a DeployError naming the call and
 // the field, never a JavaScript error from deep inside a step ("null is not an object").
+import { isJsonObject } from "../core/json-kind.ts";
 import { DeployError } from "./http.ts";
 
 const kindOf = (value: unknown) =>
@@ -31,10 +32,9 @@ export function answerOf(provider: string, call: string): AnswerReader {
     throw new DeployError(`${provider}'s answer to ${call} is not what its API documents: ${where || "the answer"} is ${kindOf(value)}, expected ${expected}`);
   };
   const absent = (value: unknown) => value === undefined || value === null;
-  const isObject = (value: unknown): value is AnswerObject => typeof value === "object" && value !== null && !Array.isArray(value);
   const reader: AnswerReader = {
     list: (value, where = "") => (Array.isArray(value) ? value : fail(value, where, "a list")),
-    object: (value, where = "") => (isObject(value) ? value : fail(value, where, "an object")),
+    object: (value, where = "") => (isJsonObject(value) ? value : fail(value, where, "an object")),
     objects: <T>(value: unknown, where = "", map = (item: AnswerObject, _at: string) => item as T) =>
       reader.list(value, where).map((item, i) => map(reader.object(item, `${where}[${i}]`), `${where}[${i}]`)),
     id: (value, where) => (typeof value === "string" && value !== "" ? value : fail(value, where, "a non-empty string")),

@@ -4,13 +4,13 @@ import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { validationError, type FieldIssue } from "../errors.ts";
+import { jsonKind } from "../core/json-kind.ts";
 
-const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 function messageFor(e: ValueError): string {
   if (e.value === undefined) return "Required";
   const expected = (e.schema as { type?: string }).type;
-  const actual = kindOf(e.value);
+  const actual = jsonKind(e.value);
   if (expected && expected !== actual && !(expected === "integer" && actual === "number")) {
     return `Expected ${expected}, received ${actual}`;
   }
