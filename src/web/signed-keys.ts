@@ -5,10 +5,11 @@
 // merge may need is signed before it runs (tests hold the tokens equal to the core's).
 import type { DerivedSecret } from "../core/generate/secrets.ts";
 import { envValues } from "../core/parse-env.ts";
+import { JWT_HEADER_JSON, jwtClaims, type JwtRecipe } from "../core/generate/jwt-claims.ts";
 
 interface SignedVariable {
   name: string;
-  jwt?: { secret: string; role: string; issuer?: string };
+  jwt?: JwtRecipe;
 }
 
 const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -16,7 +17,7 @@ const utf8 = (text: string) => new TextEncoder().encode(text);
 
 /** An HS256 JWT with these claims, as core/generate/secrets.ts signJwt makes it. */
 export async function signJwtInBrowser(secret: string, claims: Record<string, string>): Promise<string> {
-  const signed = `${base64url(utf8(JSON.stringify({ alg: "HS256", typ: "JWT" })))}.${base64url(utf8(JSON.stringify(claims)))}`;
+  const signed = `${base64url(utf8(JWT_HEADER_JSON))}.${base64url(utf8(JSON.stringify(claims)))}`;
   const key = await crypto.subtle.importKey("raw", utf8(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return `${signed}.${base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, utf8(signed))))}`;
 }
@@ -29,7 +30,7 @@ export async function signedKeys(variables: readonly SignedVariable[], envTexts:
   for (const { name, jwt } of variables) {
     if (!jwt || done.has(name)) continue;
     done.add(name);
-    const claims = { role: jwt.role, ...(jwt.issuer ? { iss: jwt.issuer } : {}) };
+    const claims = jwtClaims(jwt);
     const tokens = new Map<string, string>();
     for (const text of envTexts) {
       const secret = envValues(text).get(jwt.secret);

@@ -1,5 +1,7 @@
 // Where secret values come from. Production uses the CSPRNG; tests inject a fixed source so
 // golden bundles compare byte for byte.
+import { JWT_HEADER_JSON, jwtClaims, type JwtRecipe } from "./jwt-claims.ts";
+
 export type SecretFormat = "alnum" | "hex" | "password";
 export type SecretSource = (name: string, format: SecretFormat, length: number) => string;
 
@@ -88,7 +90,7 @@ export interface DerivedSecret {
 }
 
 const base64url = (text: string) => Buffer.from(text).toString("base64url");
-const JWT_HEADER = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+const JWT_HEADER = base64url(JWT_HEADER_JSON);
 
 /** An HS256 JWT with these claims. No `exp`: such a key lasts as long as its secret, and a new
  *  secret (with keys signed again) revokes it. */
@@ -98,8 +100,8 @@ export function signJwt(secret: string, claims: Record<string, string>): string 
 }
 
 /** The derived secrets among `variables` (a variable without a `jwt` is drawn, not derived). */
-export function derivedSecrets(variables: readonly { name: string; jwt?: { secret: string; role: string; issuer?: string } }[]): DerivedSecret[] {
+export function derivedSecrets(variables: readonly { name: string; jwt?: JwtRecipe }[]): DerivedSecret[] {
   return variables.flatMap(({ name, jwt }) => jwt
-    ? [{ name, from: jwt.secret, derive: (value: string) => signJwt(value, { role: jwt.role, ...(jwt.issuer ? { iss: jwt.issuer } : {}) }) }]
+    ? [{ name, from: jwt.secret, derive: (value: string) => signJwt(value, jwtClaims(jwt)) }]
     : []);
 }
