@@ -125,8 +125,12 @@ export class Compose {
     return this.run(["pull", "--quiet", service], { stopOn });
   }
 
-  stop(services: string[] = []): Promise<RunResult> {
-    return this.must(["stop", ...services], "docker compose stop");
+  /** `docker compose stop`, tried a second time before it counts as failed: the engine now and
+   *  then refuses a container caught between two states for a moment, and a stack left half
+   *  stopped by that is worse than a second try. */
+  async stop(services: string[] = []): Promise<RunResult> {
+    const first = await this.run(["stop", ...services]);
+    return first.code === 0 ? first : this.must(["stop", ...services], "docker compose stop");
   }
 
   start(services: string[] = []): Promise<RunResult> {

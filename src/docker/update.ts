@@ -476,19 +476,6 @@ async function finished(engine: Engine, project: string, services: readonly stri
   return containers.length > 0 && containers.every(ranToCompletion);
 }
 
-/** `up` for `layer` (`upArgs`: its options, then the layer) that starts none of its dependencies:
- *  `up --no-start` makes its containers as `up` does, then `restart --no-deps` starts just them.
- *  Not `up --no-deps`: compose hashes a container made that way without its dependencies, and the
- *  user's next plain `docker compose up -d` would make it again. A compose without `restart
- *  --no-deps` (v1, early v2) gets the plain `up`, which runs the jobs once more. */
-/** `docker compose stop`, tried a second time when it fails (the engine now and then refuses a
- *  container between two states for a moment); why it failed, or undefined once stopped. */
-async function stopStack(compose: Compose): Promise<string | undefined> {
-  let result = await compose.run(["stop"]);
-  if (result.code !== 0) result = await compose.run(["stop"]);
-  return result.code === 0 ? undefined : lastLine(result.stderr) || `exit code ${result.code}`;
-}
-
 const dependenciesByService = (model: ComposeModel) => Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
 
 /** The services of `start`, layer by layer: a service after everything it depends on. */
@@ -497,6 +484,11 @@ const startLayers = (dependsOn: Record<string, string[]>, start: ReadonlySet<str
     .map((layer) => layer.filter((name) => start.has(name)))
     .filter((layer) => layer.length > 0);
 
+/** `up` for `layer` (`upArgs`: its options, then the layer) that starts none of its dependencies:
+ *  `up --no-start` makes its containers as `up` does, then `restart --no-deps` starts just them.
+ *  Not `up --no-deps`: compose hashes a container made that way without its dependencies, and the
+ *  user's next plain `docker compose up -d` would make it again. A compose without `restart
+ *  --no-deps` (v1, early v2) gets the plain `up`, which runs the jobs once more. */
 async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: string[]) {
   const created = await compose.run(["up", "--no-start", ...upArgs]);
   if (created.code !== 0) return created;
@@ -614,13 +606,13 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       throw interruptedError("Interrupted before anything was stopped: the images were left as they were.");
     }
     opts.progress("Stopping the stack");
-    const stopFailure = await stopStack(compose);
+    const stopFailure = await compose.stop().then(() => undefined, (e: Error) => e.message);
     if (stopFailure) {
       // Half stopped, with the pulls' tags moved: put the stack back as it ran, never leave it so.
       opts.progress("Stopping the stack failed; starting it again on its previous images");
       const { again, stillNamed } = await startOnPrevious();
       const after = `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}`;
-      const what = `docker compose stop failed (${stopFailure}), so nothing was updated; the stack was started again on its previous images${after}`;
+      const what = `${stopFailure}, so nothing was updated; the stack was started again on its previous images${after}`;
       if (opts.signal?.aborted) throw interruptedError(`Interrupted while the stack stopped: ${what}`);
       throw failure("COMPOSE_FAILED", what);
     }
@@ -649,7 +641,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // 4. Roll back: the previous images, then the same ordered start.
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
     // A stop that fails still leaves the rollback to start the previous images (up recreates them).
-    await stopStack(compose);
+    await compose.stop().catch(() => undefined);
     const { again, stillNamed } = await startOnPrevious();
     // Those failing before the update did not really run: not named as stopped by it.
     const ranBefore = new Set([...plan.mustStayUp].filter((name) => !plan.brokenBefore.has(name)));

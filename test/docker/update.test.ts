@@ -796,3 +796,58 @@ describe("update to a new tag named in the override file", () => {
     240_000,
   );
 });
+
+describe("update when docker compose stop fails", () => {
+  const stack = TestStack.unique("us");
+  const appRef = stack.ref("app");
+  startedStack(stack, `services:\n  app:\n    image: ${appRef}\n    init: true\n    command: ["sleep", "3600"]\n`, { [appRef]: ["RUN echo app-v1 > /version"] });
+
+  // A `docker` ahead of the real one on PATH that refuses `docker compose ... stop` (the first
+  // one, or every one) as the engine sometimes does; everything else reaches the real docker.
+  const shimDir = join(stack.dir, "..", `${stack.project}-bin`);
+  const failingStops = (mode: "once" | "always") => {
+    mkdirSync(shimDir, { recursive: true });
+    rmSync(join(shimDir, "failed"), { force: true });
+    const real = Bun.which("docker")!;
+    writeFileSync(join(shimDir, "docker"), `#!/bin/sh
+compose=; stop=
+for a in "$@"; do [ "$a" = compose ] && compose=1; [ "$a" = stop ] && stop=1; done
+if [ -n "$compose" ] && [ -n "$stop" ] && { [ ${mode} = always ] || [ ! -e "${shimDir}/failed" ]; }; then
+  touch "${shimDir}/failed"
+  echo "Error response from daemon: cannot stop container: it is being removed" >&2
+  exit 1
+fi
+exec ${real} "$@"
+`, { mode: 0o755 });
+    return { PATH: `${shimDir}:${process.env.PATH}` };
+  };
+  afterAll(() => rmSync(shimDir, { recursive: true, force: true }));
+
+  e2e(
+    "a stop refused once is tried again and the update goes on; refused twice, the stack runs its previous image again and the tag is put back",
+    async () => {
+      const { newId: v2Id } = await stack.pushNewVersion(appRef, ["RUN echo app-v2 > /version"]);
+      const retried = await cli(["update", "--dir", stack.dir, "--json"], failingStops("once"));
+      expect(retried.code, retried.stdout + retried.stderr).toBe(0);
+      expect(existsSync(join(shimDir, "failed"))).toBe(true);
+      expect(JSON.parse(retried.stdout)).toMatchObject({ updated: [expect.objectContaining({ service: "app" })], restarted: ["app"] });
+      expect((await stack.container("app")).Image).toBe(v2Id);
+
+      const { newId: v3Id } = await stack.pushNewVersion(appRef, ["RUN echo app-v3 > /version"]);
+      const failed = await cli(["update", "--dir", stack.dir, "--json"], failingStops("always"));
+      expect(failed.code, failed.stdout + failed.stderr).toBe(1);
+      const error = JSON.parse(failed.stdout).error;
+      expect(error.code).toBe("COMPOSE_FAILED");
+      expect(error.message).toContain("docker compose stop failed: Error response from daemon: cannot stop container: it is being removed, so nothing was updated");
+      expect(failed.stderr).toContain("starting it again on its previous images");
+      // Never left half stopped on the new tag: v2 runs, and the tag names v2 again.
+      const app = await stack.container("app");
+      expect(app.State.Running).toBe(true);
+      expect(app.Image).toBe(v2Id);
+      expect((await stack.exec("app", "cat", "/version")).trim()).toBe("app-v2");
+      expect(await stack.imageId(appRef)).toBe(v2Id);
+      expect(v3Id).not.toBe(v2Id);
+    },
+    180_000,
+  );
+});
