@@ -234,11 +234,14 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     if (oversized) throw failure("BACKUP_FAILED", `${oversized} No backup was written${stop ? " and nothing was stopped" : ""}.`);
     let volumeFiles;
     let files;
-    if (stop) {
-      say(`Stopping ${running.length} service(s) for a consistent copy`);
-      await compose.stop(running);
-    }
     try {
+      if (stop) {
+        say(`Stopping ${running.length} service(s) for a consistent copy`);
+        // Refused halfway, some may be stopped: the `finally` starts them all again.
+        await compose.stop(running).catch((e: Error) => {
+          throw failure("COMPOSE_FAILED", `${e.message}. No backup was written (started again: ${running.join(", ")}).`);
+        });
+      }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
       volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal).catch((e) => {
         if (!(e instanceof VolumeCopyFailed)) throw e;
@@ -725,7 +728,14 @@ export async function restoreBackup(
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);
     // The services named: the ones said, also those of a profile (see composeAsItRuns).
-    await compose.stop(running);
+    try {
+      await compose.stop(running);
+    } catch (e) {
+      // Refused halfway, some may be stopped: nothing is replaced, and all run again as before.
+      say(`Starting ${running.join(", ")} again`);
+      await compose.start(running);
+      throw failure("COMPOSE_FAILED", `${(e as Error).message}. Nothing was restored (started again: ${running.join(", ")}).`);
+    }
   }
   say("Taking a safety backup of the current state");
   let safety: CreateResult;

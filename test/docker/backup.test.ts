@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
-import { BASE_IMAGE, cli, cliMeasured, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
+import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
+import { startedStack } from "../support/started-stack.ts";
 
 const e2e = await dockerTest();
 
@@ -1160,6 +1161,41 @@ volumes:
       const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect((await run(["docker", "inspect", helper])).code).not.toBe(0);
+    },
+    180_000,
+  );
+});
+
+describe("backup when docker compose stop fails", () => {
+  const stack = startedStack(TestStack.unique("bf"), `services:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sh", "-c", "[ -f /data/f ] || echo v1 > /data/f; exec sleep 3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`, {});
+  const backups = () => (existsSync(join(stack.dir, "backups")) ? readdirSync(join(stack.dir, "backups")).filter((f) => f.endsWith(".tar.gz")) : []);
+
+  e2e(
+    "create and restore start again what the failed stop stopped, and write or replace nothing",
+    async () => {
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo v2 > /data/f");
+
+      // The stop stops the service, then fails (twice): no backup, and the service runs again.
+      const create = dockerRefusingStops("always");
+      const failedCreate = await cli(["backup", "create", "--dir", stack.dir, "--json"], create.env);
+      const createRefused = create.refused();
+      create.remove();
+      expect(createRefused).toBe(true);
+      expect(failedCreate.code, failedCreate.stdout + failedCreate.stderr).toBe(1);
+      expect(JSON.parse(failedCreate.stdout).error).toMatchObject({ code: "COMPOSE_FAILED", message: expect.stringContaining("No backup was written (started again: app)") });
+      expect(backups()).toEqual([basename(JSON.parse(made.stdout).file)]);
+      expect((await stack.container("app")).State.Running).toBe(true);
+
+      const restore = dockerRefusingStops("always");
+      const failedRestore = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"], restore.env);
+      restore.remove();
+      expect(failedRestore.code, failedRestore.stdout + failedRestore.stderr).toBe(1);
+      expect(JSON.parse(failedRestore.stdout).error).toMatchObject({ code: "COMPOSE_FAILED", message: expect.stringContaining("Nothing was restored (started again: app)") });
+      expect((await stack.container("app")).State.Running).toBe(true);
+      expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("v2");
+      expect(backups()).toHaveLength(1);
     },
     180_000,
   );

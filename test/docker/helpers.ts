@@ -51,6 +51,27 @@ export const cli = (args: string[], env?: Record<string, string>) => run([BUN, M
 /** The CLI as a subprocess, sampling its peak memory. */
 export const cliMeasured = (args: string[]) => run([BUN, MAIN, ...args], { measurePeak: true });
 
+/** A `docker` put ahead of the real one on PATH (`env`, for the CLI) whose `docker compose …
+ *  stop` fails as an engine now and then makes it fail: after stopping (what compose stops), it
+ *  exits 1 with the engine's error. Only the first one, or every one. Everything else is the real
+ *  docker's. `refused()`: whether a stop has failed. */
+export function dockerRefusingStops(mode: "once" | "always") {
+  const dir = mkdtempSync(join(tmpdir(), "stackgen-docker-shim-"));
+  const mark = join(dir, "refused");
+  writeFileSync(join(dir, "docker"), `#!/bin/sh
+compose=; stop=
+for a in "$@"; do [ "$a" = compose ] && compose=1; [ "$a" = stop ] && stop=1; done
+if [ -n "$compose" ] && [ -n "$stop" ] && { [ ${mode} = always ] || [ ! -e "${mark}" ]; }; then
+  touch "${mark}"
+  ${Bun.which("docker")} "$@" >/dev/null 2>&1
+  echo "Error response from daemon: cannot stop container: it is being removed" >&2
+  exit 1
+fi
+exec ${Bun.which("docker")} "$@"
+`, { mode: 0o755 });
+  return { env: { PATH: `${dir}:${process.env.PATH}` }, refused: () => existsSync(mark), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 export async function docker(...args: string[]): Promise<string> {
   const r = await run(["docker", ...args]);
   if (r.code !== 0) throw new Error(`docker ${args.join(" ")} failed: ${r.stderr.trim()}`);

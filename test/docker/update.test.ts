@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { startedStack } from "../support/started-stack.ts";
-import { BASE_IMAGE, cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
+import { BASE_IMAGE, cli, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 
 const e2e = await dockerTest();
 
@@ -802,39 +802,23 @@ describe("update when docker compose stop fails", () => {
   const appRef = stack.ref("app");
   startedStack(stack, `services:\n  app:\n    image: ${appRef}\n    init: true\n    command: ["sleep", "3600"]\n`, { [appRef]: ["RUN echo app-v1 > /version"] });
 
-  // A `docker` ahead of the real one on PATH that refuses `docker compose ... stop` (the first
-  // one, or every one) as the engine sometimes does; everything else reaches the real docker.
-  const shimDir = join(stack.dir, "..", `${stack.project}-bin`);
-  const failingStops = (mode: "once" | "always") => {
-    mkdirSync(shimDir, { recursive: true });
-    rmSync(join(shimDir, "failed"), { force: true });
-    const real = Bun.which("docker")!;
-    writeFileSync(join(shimDir, "docker"), `#!/bin/sh
-compose=; stop=
-for a in "$@"; do [ "$a" = compose ] && compose=1; [ "$a" = stop ] && stop=1; done
-if [ -n "$compose" ] && [ -n "$stop" ] && { [ ${mode} = always ] || [ ! -e "${shimDir}/failed" ]; }; then
-  touch "${shimDir}/failed"
-  echo "Error response from daemon: cannot stop container: it is being removed" >&2
-  exit 1
-fi
-exec ${real} "$@"
-`, { mode: 0o755 });
-    return { PATH: `${shimDir}:${process.env.PATH}` };
-  };
-  afterAll(() => rmSync(shimDir, { recursive: true, force: true }));
-
   e2e(
     "a stop refused once is tried again and the update goes on; refused twice, the stack runs its previous image again and the tag is put back",
     async () => {
       const { newId: v2Id } = await stack.pushNewVersion(appRef, ["RUN echo app-v2 > /version"]);
-      const retried = await cli(["update", "--dir", stack.dir, "--json"], failingStops("once"));
+      const once = dockerRefusingStops("once");
+      const retried = await cli(["update", "--dir", stack.dir, "--json"], once.env);
+      const refusedOnce = once.refused();
+      once.remove();
       expect(retried.code, retried.stdout + retried.stderr).toBe(0);
-      expect(existsSync(join(shimDir, "failed"))).toBe(true);
+      expect(refusedOnce).toBe(true);
       expect(JSON.parse(retried.stdout)).toMatchObject({ updated: [expect.objectContaining({ service: "app" })], restarted: ["app"] });
       expect((await stack.container("app")).Image).toBe(v2Id);
 
       const { newId: v3Id } = await stack.pushNewVersion(appRef, ["RUN echo app-v3 > /version"]);
-      const failed = await cli(["update", "--dir", stack.dir, "--json"], failingStops("always"));
+      const always = dockerRefusingStops("always");
+      const failed = await cli(["update", "--dir", stack.dir, "--json"], always.env);
+      always.remove();
       expect(failed.code, failed.stdout + failed.stderr).toBe(1);
       const error = JSON.parse(failed.stdout).error;
       expect(error.code).toBe("COMPOSE_FAILED");
