@@ -164,6 +164,23 @@ export function oversizedConfig(stackDir: string, paths: string[] = bundleFiles(
   return `The files in ${stackDir} come to ${mib(total)}, more than the ${mib(MAX_CONFIG_BYTES)} a backup keeps beside its volumes (largest: ${largest.join(", ")}). Data belongs in a named volume, which has no such limit: move it into one, or out of the stack directory.`;
 }
 
+const asSentence = (message: string) => (/[.!?]$/.test(message) ? message : `${message}.`);
+
+/** Starts again the services a backup or restore stopped. When that fails, returns (never
+ *  throws, so the error that led here stays the one reported) which are left stopped and the
+ *  command that starts them. */
+async function startAgain(compose: Compose, services: string[], say: (message: string) => void): Promise<string | undefined> {
+  say(`Starting ${services.join(", ")} again`);
+  try {
+    await compose.start(services);
+    return undefined;
+  } catch (e) {
+    const one = services.length === 1;
+    const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "start", ...services].join(" ");
+    return `Starting ${one ? "it" : "them"} again failed too (${(e as Error).message}): ${services.join(", ")} ${one ? "is" : "are"} left stopped; \`${command}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
+  }
+}
+
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
   const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack.dir));
   try {
@@ -234,12 +251,16 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     if (oversized) throw failure("BACKUP_FAILED", `${oversized} No backup was written${stop ? " and nothing was stopped" : ""}.`);
     let volumeFiles;
     let files;
+    /** What ended the copy (the stop refused, a volume that could not be read), if anything did. */
+    let copyFailed: Error | undefined;
+    let stopFailed: string | undefined;
     try {
       if (stop) {
         say(`Stopping ${running.length} service(s) for a consistent copy`);
-        // Refused halfway, some may be stopped: the `finally` starts them all again.
+        // Refused halfway, some may be stopped: they are all started again below.
         await compose.stop(running).catch((e: Error) => {
-          throw failure("COMPOSE_FAILED", `${e.message}. No backup was written (started again: ${running.join(", ")}).`);
+          stopFailed = e.message;
+          throw e;
         });
       }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
@@ -254,12 +275,17 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         const abs = join(stack.dir, path);
         return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
       });
-    } finally {
-      if (stop) {
-        say(`Starting ${running.join(", ")} again`);
-        await compose.start(running);
-      }
+    } catch (e) {
+      copyFailed = e as Error;
     }
+    const left = stop ? await startAgain(compose, running, say) : undefined;
+    if (left) {
+      // Said with what ended the copy: a failed start must not hide why no backup was written.
+      const why = stopFailed ? `${stopFailed}. No backup was written.` : copyFailed ? asSentence(copyFailed.message) : "The copy was taken, but no backup was written.";
+      throw opts.signal?.aborted ? interruptedError(`${why} ${left}`) : failure("COMPOSE_FAILED", `${why} ${left}`);
+    }
+    if (stopFailed) throw failure("COMPOSE_FAILED", `${stopFailed}. No backup was written (started again: ${running.join(", ")}).`);
+    if (copyFailed) throw copyFailed;
     opts.signal?.throwIfAborted();
     say("Writing the archive");
     const { manifest, size, sha256 } = await writeArchive(partial, {
@@ -267,8 +293,8 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       hot: !stop && running.length > 0,
       kind: opts.kind,
       services: model.services.map((s) => ({ name: s.name, ...(s.image ? { image: s.image } : {}), ...(all.get(s.name) ? { imageId: all.get(s.name) } : {}) })),
-      files,
-      volumes: volumeFiles,
+      files: files!,
+      volumes: volumeFiles!,
       createdAt,
     }, opts.signal);
     renameSync(partial, file);
@@ -732,9 +758,8 @@ export async function restoreBackup(
       await compose.stop(running);
     } catch (e) {
       // Refused halfway, some may be stopped: nothing is replaced, and all run again as before.
-      say(`Starting ${running.join(", ")} again`);
-      await compose.start(running);
-      throw failure("COMPOSE_FAILED", `${(e as Error).message}. Nothing was restored (started again: ${running.join(", ")}).`);
+      const left = await startAgain(compose, running, say);
+      throw failure("COMPOSE_FAILED", `${(e as Error).message}. Nothing was restored${left ? `. ${left}` : ` (started again: ${running.join(", ")}).`}`);
     }
   }
   say("Taking a safety backup of the current state");
@@ -748,13 +773,11 @@ export async function restoreBackup(
     opts.signal?.throwIfAborted();
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.
-    if (running.length > 0) {
-      say(`Starting ${running.join(", ")} again`);
-      await compose.start(running);
-    }
-    const restarted = running.length > 0 ? ` (started again: ${running.join(", ")})` : "";
-    if (opts.signal?.aborted) throw interruptedError(`Interrupted before anything was restored${restarted}.`);
-    throw failure("RESTORE_FAILED", `The safety backup of the current state failed, so nothing was restored${restarted}. ${(e as Error).message}`);
+    const left = running.length > 0 ? await startAgain(compose, running, say) : undefined;
+    const restarted = running.length > 0 && !left ? ` (started again: ${running.join(", ")})` : "";
+    const stillStopped = left ? ` ${left}` : "";
+    if (opts.signal?.aborted) throw interruptedError(`Interrupted before anything was restored${restarted}.${stillStopped}`);
+    throw failure("RESTORE_FAILED", `The safety backup of the current state failed, so nothing was restored${restarted}. ${left ? `${asSentence((e as Error).message)}${stillStopped}` : (e as Error).message}`);
   }
   const images = [...all.values(), ...backup.manifest.services.map((s) => s.image ?? ""), ...model.services.map((s) => s.image ?? "")].filter(Boolean);
   let current = compose;

@@ -1199,4 +1199,43 @@ describe("backup when docker compose stop fails", () => {
     },
     180_000,
   );
+
+  e2e(
+    "when starting again fails too, create and restore keep the error that stopped them and name what is left stopped with the command that starts it",
+    async () => {
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      const written = backups();
+      const refusedStart = "Starting it again failed too (docker compose start failed: Error response from daemon: cannot start container: it is being removed): app is left stopped; `docker compose start app` in ";
+      const refusedStop = "docker compose stop failed: Error response from daemon: cannot stop container: it is being removed.";
+      const errorOf = (r: { code: number; stdout: string; stderr: string }) => {
+        expect(r.code, r.stdout + r.stderr).toBe(1);
+        return JSON.parse(r.stdout).error;
+      };
+
+      // The copy is taken, but the start is refused: no backup, and the user is told the stack is down.
+      const start = dockerRefusingStops("always", ["start"]);
+      const created = await cli(["backup", "create", "--dir", stack.dir, "--json"], start.env);
+      start.remove();
+      expect(errorOf(created)).toMatchObject({ code: "COMPOSE_FAILED", message: expect.stringContaining(`The copy was taken, but no backup was written. ${refusedStart}`) });
+      expect((await stack.container("app")).State.Running).toBe(false);
+      expect(backups()).toEqual(written);
+      expect((await stack.compose("start")).code).toBe(0);
+
+      // Stop and start both refused: the stop's error is not hidden by the start's.
+      const both = dockerRefusingStops("always", ["stop", "start"]);
+      const createdBoth = await cli(["backup", "create", "--dir", stack.dir, "--json"], both.env);
+      expect((await stack.container("app")).State.Running).toBe(false);
+      expect((await stack.compose("start")).code).toBe(0);
+      const restoredBoth = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"], both.env);
+      both.remove();
+      expect(errorOf(createdBoth)).toMatchObject({ code: "COMPOSE_FAILED", message: expect.stringContaining(`${refusedStop} No backup was written. ${refusedStart}`) });
+      expect(errorOf(restoredBoth)).toMatchObject({ code: "COMPOSE_FAILED", message: expect.stringContaining(`${refusedStop} Nothing was restored. ${refusedStart}`) });
+      expect((await stack.container("app")).State.Running).toBe(false);
+      expect(backups()).toEqual(written);
+      expect((await stack.compose("start")).code).toBe(0);
+      expect((await stack.container("app")).State.Running).toBe(true);
+    },
+    180_000,
+  );
 });

@@ -53,18 +53,19 @@ export const cliMeasured = (args: string[]) => run([BUN, MAIN, ...args], { measu
 
 /** A `docker` put ahead of the real one on PATH (`env`, for the CLI) whose `docker compose …
  *  stop` fails as an engine now and then makes it fail: after stopping (what compose stops), it
- *  exits 1 with the engine's error. Only the first one, or every one. Everything else is the real
- *  docker's. `refused()`: whether a stop has failed. */
-export function dockerRefusingStops(mode: "once" | "always") {
+ *  exits 1 with the engine's error. Only the first one, or every one. `refuse` names further
+ *  compose subcommands that fail so (`start`: without starting anything). Everything else is the
+ *  real docker's. `refused()`: whether a refused command has run. */
+export function dockerRefusingStops(mode: "once" | "always", refuse: readonly string[] = ["stop"]) {
   const dir = mkdtempSync(join(tmpdir(), "stackgen-docker-shim-"));
   const mark = join(dir, "refused");
   writeFileSync(join(dir, "docker"), `#!/bin/sh
-compose=; stop=
-for a in "$@"; do [ "$a" = compose ] && compose=1; [ "$a" = stop ] && stop=1; done
-if [ -n "$compose" ] && [ -n "$stop" ] && { [ ${mode} = always ] || [ ! -e "${mark}" ]; }; then
+compose=; hit=
+for a in "$@"; do [ "$a" = compose ] && compose=1; case " ${refuse.join(" ")} " in *" $a "*) hit=$a;; esac; done
+if [ -n "$compose" ] && [ -n "$hit" ] && { [ ${mode} = always ] || [ ! -e "${mark}" ]; }; then
   touch "${mark}"
-  ${Bun.which("docker")} "$@" >/dev/null 2>&1
-  echo "Error response from daemon: cannot stop container: it is being removed" >&2
+  [ "$hit" = stop ] && ${Bun.which("docker")} "$@" >/dev/null 2>&1
+  echo "Error response from daemon: cannot $hit container: it is being removed" >&2
   exit 1
 fi
 exec ${Bun.which("docker")} "$@"
