@@ -28,6 +28,7 @@ export default defineCommand({
     deployment: { type: "string", description: "docker (default), bare-metal (native installs for services with a Debian package), or local (docker, recorded as local)" },
     "core-version": { type: "string", description: "Image tag of the core gateway (default latest)" },
     secrets: { type: "boolean", default: true, description: "Generate random secrets (--no-secrets leaves them empty)" },
+    "memory-limits": { type: "boolean", description: "Cap each container's memory at twice its estimate, at least 256 MiB (--no-memory-limits: none, over a --from file that has them)" },
     dir: { type: "string", description: "Output directory (default ./<name>)" },
     from: { type: "string", description: "A complete JSON export or a stackgen.json to generate from" },
     "dry-run": { type: "boolean", description: "Show what would be written, write nothing" },
@@ -38,6 +39,7 @@ export default defineCommand({
     const body: Record<string, unknown> = { ...from?.input, ...selectionFromArgs(args) };
     if (args.deployment !== undefined) body.deployment = args.deployment;
     if (args["core-version"] !== undefined) body.coreVersion = args["core-version"];
+    if (args["memory-limits"] !== undefined) body.memoryLimits = args["memory-limits"];
     if (args.secrets === false) body.generateSecrets = false;
     // --secrets given (not just the default) turns them on over a file made with --no-secrets.
     else if (rawArgs.some((a) => a === "--secrets" || a === "--secrets=true")) body.generateSecrets = true;

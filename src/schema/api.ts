@@ -69,6 +69,7 @@ export const GenerateRequest = Type.Object(
     /** Config-file spelling of `deployment` (SPEC §2.8). */
     deploymentType: Type.Optional(DeploymentType),
     generateSecrets: Type.Optional(Type.Boolean({ description: "Fill .env with random secrets (default true)" })),
+    memoryLimits: Type.Optional(Type.Boolean({ description: "Cap each container's memory (deploy.resources.limits.memory) at twice the service's estimate, at least 256 MiB (default false)" })),
     coreVersion: Type.Optional(Type.String({ pattern: CORE_VERSION_PATTERN, errorMessage: "Expected an image tag: up to 128 letters, digits, ., _ and -, starting with a letter or digit", description: "Image tag of the core gateway" })),
     configVersion: Type.Optional(Type.Integer({ description: "Set when the body is a config file (SPEC §2.8)" })),
   },

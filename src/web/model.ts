@@ -23,6 +23,8 @@ export interface FormState {
   deployment: Deployment;
   coreVersion: string;
   generateSecrets: boolean;
+  /** Cap each container's memory (the generation input's `memoryLimits`). */
+  memoryLimits: boolean;
 }
 
 export const initialState = (platform: Platform = ""): FormState => ({
@@ -37,6 +39,7 @@ export const initialState = (platform: Platform = ""): FormState => ({
   deployment: "docker",
   coreVersion: "latest",
   generateSecrets: true,
+  memoryLimits: false,
 });
 
 const PROJECT_NAME = new RegExp(PROJECT_NAME_PATTERN);
@@ -95,6 +98,8 @@ export function generateBody(state: FormState) {
     deployment: state.deployment,
     generateSecrets: state.generateSecrets,
     coreVersion: state.coreVersion,
+    // Sent only when on: an export made without it reads as every earlier one did.
+    ...(state.memoryLimits ? { memoryLimits: true } : {}),
   };
 }
 
@@ -181,7 +186,7 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   // Only the project name carries over when the input has none: every other choice is the
   // input's, or the default the API would take for it (an imported export regenerates as exported).
   const fresh = initialState();
-  let state: FormState = { ...base, services: [], skillPacks: [], presetId: null, proxy: "", gpu: false, domain: "", deployment: fresh.deployment, generateSecrets: fresh.generateSecrets, coreVersion: fresh.coreVersion };
+  let state: FormState = { ...base, services: [], skillPacks: [], presetId: null, proxy: "", gpu: false, domain: "", deployment: fresh.deployment, generateSecrets: fresh.generateSecrets, coreVersion: fresh.coreVersion, memoryLimits: fresh.memoryLimits };
   const proxy = input.proxy === "caddy" || input.proxy === "traefik" ? input.proxy
     : input.proxy === "none" || input.proxy === null || input.proxy === "" ? "" : undefined;
   const presetId = typeof input.preset === "string" ? input.preset : undefined;
@@ -227,6 +232,8 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   else unknown("deployment", deployment);
   if (typeof input.generateSecrets === "boolean") state.generateSecrets = input.generateSecrets;
   else unknown("generateSecrets", input.generateSecrets);
+  if (typeof input.memoryLimits === "boolean") state.memoryLimits = input.memoryLimits;
+  else unknown("memoryLimits", input.memoryLimits);
   state.coreVersion = text("coreVersion", input.coreVersion) ?? state.coreVersion;
   return { state, ignored: [...new Set(ignored)] };
 }
@@ -238,7 +245,7 @@ const stringList = (value: unknown): string[] => (Array.isArray(value) ? value.f
 // never a secret: a link makes new ones, as a fresh page does.
 const LIST_PARAMS = ["services", "skillPacks"] as const;
 const TEXT_PARAMS = ["projectName", "proxy", "domain", "platform", "deployment", "coreVersion"] as const;
-const FLAG_PARAMS = ["gpu", "generateSecrets"] as const;
+const FLAG_PARAMS = ["gpu", "generateSecrets", "memoryLimits"] as const;
 
 /** The query string (without `?`) of a link that opens the page with `state`'s choices. The
  *  preset is named while the selection is still the preset's, so the link shows it as chosen. */

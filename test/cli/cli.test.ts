@@ -728,5 +728,19 @@ describe("generate", () => {
     expectOk(await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir, "--secrets"], { env }));
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
   });
+
+  test("--memory-limits caps the containers and is kept by the next generate from stackgen.json; --no-memory-limits takes the caps off", async () => {
+    const dir = join(tmp, "g14");
+    const caps = () => readFileSync(join(dir, "docker-compose.yml"), "utf8").match(/memory: \d+M/g) ?? [];
+    expectOk(await cli(["generate", "--name", "g14", "--services", "redis", "--memory-limits", "--dir", dir], { env }));
+    expect(caps()).toEqual(["memory: 1024M", "memory: 256M"]); // the gateway, then Redis
+    expectOk(await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir], { env }));
+    expect(caps()).toHaveLength(2);
+    const off = await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir, "--no-memory-limits", "--json"], { env });
+    expectOk(off);
+    expect(caps()).toEqual([]);
+    expect(JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")).memoryLimits).toBeUndefined();
+    expect((await cli(["generate", "--name", "g14", "--services", "redis", "--memory-limits=maybe", "--dir", dir], { env })).code).toBe(2);
+  });
 });
 void chmodSync;

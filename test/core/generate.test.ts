@@ -66,6 +66,8 @@ describe("bundle properties", () => {
         platform,
         deployment: pick(["docker", "bare-metal"]),
         generateSecrets: rand() < 0.8,
+        // Not drawn: a draw more would change every selection after the first.
+        memoryLimits: i % 3 === 0,
       };
       try {
         const g = collect(`random ${i} ${JSON.stringify(body)}`, body);
@@ -520,6 +522,35 @@ describe("input fields take effect", () => {
     expect(JSON.stringify(c.services[gpuService.id].deploy)).toContain('"driver":"nvidia"');
     expect(c.services.redis.deploy).toBeUndefined();
     expect(JSON.stringify(composeOf(gen({ services: [gpuService.id] }).files))).not.toContain("nvidia");
+  });
+
+  test("memoryLimits caps every container with an estimate at twice it (at least 256 MiB), beside GPU reservations; off, nothing is capped", () => {
+    const gpuService = catalog.services.find((s) => s.gpu && s.platforms.includes("linux/amd64") && s.estimatedMemoryMB >= 1024)!;
+    const withSidecar = catalog.services.find((s) => s.platforms.includes("linux/amd64") && s.sidecars?.some((sc) => sc.estimatedMemoryMB !== undefined))!;
+    const body = { services: [gpuService.id, withSidecar.id, "redis"], gpu: true, memoryLimits: true };
+    const g = gen(body);
+    expect(bundleProblems(g.files)).toEqual([]);
+    const c = composeOf(g.files);
+    const cap = (name: string) => (c.services[name].deploy as any)?.resources?.limits?.memory;
+    expect(cap(gpuService.id)).toBe(`${Math.ceil((gpuService.estimatedMemoryMB * 2) / 64) * 64}M`);
+    expect(JSON.stringify(c.services[gpuService.id].deploy)).toContain('"driver":"nvidia"');
+    expect(catalog.servicesById.get("redis")!.estimatedMemoryMB * 2).toBeLessThanOrEqual(256);
+    expect(cap("redis")).toBe("256M");
+    expect(cap("core")).toBe(`${Math.max(256, catalog.core.estimatedMemoryMB * 2)}M`);
+    for (const sc of withSidecar.sidecars!) {
+      expect(cap(`${withSidecar.id}-${sc.name}`)).toBe(sc.estimatedMemoryMB === undefined ? undefined : `${Math.max(256, Math.ceil((sc.estimatedMemoryMB * 2) / 64) * 64)}M`);
+    }
+    // Recorded for the next generate and said in the bundle's README, service by service.
+    expect(JSON.parse(g.files["stackgen.json"]).memoryLimits).toBe(true);
+    expect(g.files["README.md"]).toContain("deploy.resources.limits.memory");
+    expect(g.files["README.md"]).toContain(`| ${catalog.servicesById.get("redis")!.estimatedMemoryMB} MB, at most 256 MB |`);
+
+    const off = gen({ ...body, memoryLimits: false });
+    expect(off.files["docker-compose.yml"]).not.toContain("limits:");
+    expect(JSON.stringify(composeOf(off.files).services[gpuService.id].deploy)).toContain('"driver":"nvidia"');
+    expect("memoryLimits" in JSON.parse(off.files["stackgen.json"])).toBe(false);
+    expect(off.files["README.md"]).not.toContain("at most");
+    expect(() => gen({ services: ["redis"], memoryLimits: "yes" })).toThrow("Invalid generation input");
   });
 
   test("platform pins every service when asked, and not otherwise", () => {

@@ -31,6 +31,8 @@ describe("form model", () => {
   test("generate body carries every option", () => {
     const body = generateBody({ ...initialState("linux/arm64"), services: ["redis"], proxy: "traefik", domain: "a.example", deployment: "bare-metal", generateSecrets: false, coreVersion: "1.2.3" });
     expect(body).toEqual({ projectName: "my-stack", services: ["redis"], skillPacks: [], proxy: "traefik", domain: "a.example", gpu: false, platform: "linux/arm64", deployment: "bare-metal", generateSecrets: false, coreVersion: "1.2.3" });
+    // Memory caps are sent when on only, so an export without them reads as before they existed.
+    expect(generateBody({ ...initialState(), services: ["redis"], memoryLimits: true })).toMatchObject({ memoryLimits: true });
   });
 
   test("field checks", () => {
@@ -87,13 +89,13 @@ describe("form model", () => {
     expect(inputOfLink("?utm_source=x")).toBeUndefined();
     const chosen = {
       ...initialState(), services: ["app", "redis"], skillPacks: ["devops"], projectName: "shared_1", proxy: "traefik" as const,
-      domain: "home.example", gpu: true, platform: "linux/arm64" as const, deployment: "bare-metal" as const, coreVersion: "2026.1.0", generateSecrets: false,
+      domain: "home.example", gpu: true, platform: "linux/arm64" as const, deployment: "bare-metal" as const, coreVersion: "2026.1.0", generateSecrets: false, memoryLimits: true,
     };
     const query = linkQuery(chosen);
     expect(linkSearch(chosen)).toBe(`?${query}`);
     expect(Object.fromEntries(new URLSearchParams(query))).toEqual({
       services: "app,redis", skillPacks: "devops", projectName: "shared_1", proxy: "traefik", domain: "home.example",
-      platform: "linux/arm64", deployment: "bare-metal", coreVersion: "2026.1.0", gpu: "true", generateSecrets: "false",
+      platform: "linux/arm64", deployment: "bare-metal", coreVersion: "2026.1.0", gpu: "true", generateSecrets: "false", memoryLimits: "true",
     });
     expect(stateFromInput(inputOfLink(`?${query}`)!, known, initialState())).toEqual({ state: chosen, ignored: [] });
     // Only what differs: one service is a short link.
@@ -102,12 +104,12 @@ describe("form model", () => {
 
   test("a hand-written or hostile link fills text fields as text, drops unknown ids and odd flags", () => {
     const known = { services: new Set(byId.keys()), packs: new Set(["devops"]), presets: new Map([["devops", preset]]) };
-    const input = inputOfLink(`?preset=devops&services=app,,%3Cscript%3E,../etc&domain=${encodeURIComponent("x.com\nname: evil")}&gpu=maybe&generateSecrets=0&proxy=evil&platform=linux/s390x`)!;
-    expect(input).toEqual({ preset: "devops", services: ["app", "<script>", "../etc"], domain: "x.com\nname: evil", gpu: "maybe", generateSecrets: "0", proxy: "evil", platform: "linux/s390x" });
+    const input = inputOfLink(`?preset=devops&services=app,,%3Cscript%3E,../etc&domain=${encodeURIComponent("x.com\nname: evil")}&gpu=maybe&generateSecrets=0&proxy=evil&platform=linux/s390x&memoryLimits=1`)!;
+    expect(input).toEqual({ preset: "devops", services: ["app", "<script>", "../etc"], domain: "x.com\nname: evil", gpu: "maybe", generateSecrets: "0", proxy: "evil", platform: "linux/s390x", memoryLimits: "1" });
     const { state, ignored } = stateFromInput(input, known, initialState());
     expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops"], presetId: "devops", gpu: false, generateSecrets: true, proxy: "caddy", platform: "" });
     // Odd values are named as left out, as unknown ids are, never dropped in silence.
-    expect(ignored).toEqual(["<script>", "../etc", "proxy evil", 'domain "x.com\\nname: evil"', "gpu maybe", "platform linux/s390x", "generateSecrets 0"]);
+    expect(ignored).toEqual(["<script>", "../etc", "proxy evil", 'domain "x.com\\nname: evil"', "gpu maybe", "platform linux/s390x", "generateSecrets 0", "memoryLimits 1"]);
     // The domain with a line break in it is not taken: the field could not show it as it is.
     expect(state.domain).toBe("");
   });

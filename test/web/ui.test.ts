@@ -783,10 +783,11 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.fill("#opt-projectName", "shared");
     await page.selectOption("#opt-proxy", "traefik");
     await page.fill("#opt-domain", "home.example");
+    await page.locator("#opt-memoryLimits").check();
     await settled(page);
-    await page.waitForFunction(() => location.search.includes("domain=home.example"));
+    await page.waitForFunction(() => location.search.includes("domain=home.example") && location.search.includes("memoryLimits=true"));
     const link = page.url();
-    expect(Object.fromEntries(new URL(link).searchParams)).toMatchObject({ services: expect.stringContaining("n8n"), projectName: "shared", proxy: "traefik", domain: "home.example" });
+    expect(Object.fromEntries(new URL(link).searchParams)).toMatchObject({ services: expect.stringContaining("n8n"), projectName: "shared", proxy: "traefik", domain: "home.example", memoryLimits: "true" });
     await page.click("#link-button");
     await page.waitForSelector("#files-message:has-text('Copied a link')");
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
@@ -808,6 +809,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await other.inputValue("#opt-projectName")).toBe("shared");
     expect(await other.inputValue("#opt-proxy")).toBe("traefik");
     expect(await other.inputValue("#opt-domain")).toBe("home.example");
+    expect(await other.locator("#opt-memoryLimits").isChecked()).toBe(true);
     const note = (await other.locator("#link-note").textContent())!;
     expect(note).toContain("opened with the choices in its link (1 service, 0 skill packs, proxy traefik, domain home.example)");
     expect(note).toContain("left out: no-such-service");

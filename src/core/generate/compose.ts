@@ -59,6 +59,13 @@ export const coreImage = (ctx: GenContext) => `\${CORE_IMAGE:-ghcr.io/openclaw/o
 
 export const sidecarName = (s: CatalogService, sc: Sidecar) => `${s.id}-${sc.name}`;
 
+/** The memory cap of a container whose service is estimated at `estimateMB`: twice the estimate
+ *  (an estimate is a typical working set, and a cap at it would kill a service at its first
+ *  peak), at least 256 MiB, in whole 64 MiB steps. */
+export const memoryLimitMB = (estimateMB: number) => Math.max(256, Math.ceil((estimateMB * 2) / 64) * 64);
+const memoryLimit = (ctx: GenContext, estimateMB: number | undefined) =>
+  ctx.memoryLimits && estimateMB !== undefined ? { limits: { memory: `${memoryLimitMB(estimateMB)}M` } } : {};
+
 /** With Watchtower in the stack: it updates this stack's containers only (its scope, the project
  *  name; unscoped it would recreate every container on the host, other stacks included), and
  *  never the databases, which it would recreate under running clients with no order, health
@@ -104,6 +111,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         ...(sc.env && Object.keys(sc.env).length ? { environment: envOf(ctx, sc.env) } : {}),
         ...(sc.volumes?.length ? { volumes: volumeSpecs(sc.volumes) } : {}),
         ...(sc.healthCheck ? { healthcheck: healthcheck(sc.healthCheck, ctx) } : {}),
+        ...(ctx.memoryLimits && sc.estimatedMemoryMB !== undefined ? { deploy: { resources: memoryLimit(ctx, sc.estimatedMemoryMB) } } : {}),
         // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
         // for the same services, or it starts before PostgreSQL has made its user and restarts.
         ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
@@ -162,6 +170,10 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     }
 
     const gpu = ctx.gpu && s.gpu;
+    const resources = {
+      ...memoryLimit(ctx, s.estimatedMemoryMB),
+      ...(gpu ? { reservations: { devices: [{ driver: "nvidia", count: "all", capabilities: ["gpu"] }] } } : {}),
+    };
     services[s.id] = {
       image: s.id === "core" ? coreImage(ctx) : s.image,
       ...(ctx.platform ? { platform: ctx.platform } : {}),
@@ -176,7 +188,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       ...(vols.length ? { volumes: vols } : {}),
       ...(Object.keys(dependsOn).length ? { depends_on: dependsOn } : {}),
       ...(s.healthCheck ? { healthcheck: healthcheck(s.id === "postgresql" && needsPostgresInit(ctx) ? postgresHealthCheck(s.healthCheck) : s.healthCheck, ctx) } : {}),
-      ...(gpu ? { deploy: { resources: { reservations: { devices: [{ driver: "nvidia", count: "all", capabilities: ["gpu"] }] } } } } : {}),
+      ...(Object.keys(resources).length ? { deploy: { resources } } : {}),
       ...(extraHosts.length ? { extra_hosts: extraHosts } : {}),
       labels,
       networks: [NETWORK],

@@ -9,7 +9,7 @@ const UNHASHED = new Set([".env", CONFIG_FILE]);
 
 /** Keys stackgen writes only when set: gone from a new stackgen.json, they were not given this time
  *  (not added by hand). */
-export const OPTIONAL_CONFIG_KEYS: ReadonlySet<string> = new Set(["preset", "domain", "platform"]);
+export const OPTIONAL_CONFIG_KEYS: ReadonlySet<string> = new Set(["preset", "domain", "platform", "memoryLimits"]);
 
 export const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).digest("hex");
 
@@ -28,6 +28,7 @@ export function configFile(ctx: GenContext, files: FileMap): FileMap {
     ...(ctx.platform ? { platform: ctx.platform } : {}),
     coreVersion: ctx.coreVersion,
     generateSecrets: ctx.generateSecrets,
+    ...(ctx.memoryLimits ? { memoryLimits: true } : {}),
     generatedBy: `stackgen ${ctx.version}`,
     files: hashes,
   };

@@ -17,6 +17,8 @@ export interface GenOptions {
   /** The deployment as asked (`local` is docker, and stackgen.json keeps the word: SPEC §9.7). */
   deploymentType: "docker" | "bare-metal" | "local";
   generateSecrets: boolean;
+  /** Cap each service's memory at a multiple of its estimate (see compose.ts memoryLimitMB). */
+  memoryLimits: boolean;
   coreVersion: string;
   skillPacks: string[];
   preset?: string;

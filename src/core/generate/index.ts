@@ -120,6 +120,7 @@ export function prepareGeneration(body: unknown, catalog: Catalog, keptPorts?: R
     deployment: deploymentType === "bare-metal" ? "bare-metal" : "docker",
     deploymentType,
     generateSecrets: input.generateSecrets ?? true,
+    memoryLimits: input.memoryLimits ?? false,
     coreVersion: input.coreVersion ?? DEFAULT_CORE_VERSION,
     skillPacks: selection.skillPacks,
     preset: selection.preset,

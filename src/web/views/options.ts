@@ -1,15 +1,15 @@
-// Step 3: project name, proxy, domain, GPU, platform, deployment, core version, secrets.
+// Step 3: project name, proxy, domain, GPU, platform, deployment, core version, memory caps, secrets.
 import { byId } from "../dom.ts";
 import { chooseProxy, fieldErrors, type FormState } from "../model.ts";
 import type { Store } from "../store.ts";
 
 type TextField = "projectName" | "domain" | "coreVersion";
 type SelectField = "proxy" | "platform" | "deployment";
-type BoxField = "gpu" | "generateSecrets";
+type BoxField = "gpu" | "memoryLimits" | "generateSecrets";
 
 const TEXT: TextField[] = ["projectName", "domain", "coreVersion"];
 const SELECTS: SelectField[] = ["proxy", "platform", "deployment"];
-const BOXES: BoxField[] = ["gpu", "generateSecrets"];
+const BOXES: BoxField[] = ["gpu", "memoryLimits", "generateSecrets"];
 
 export function mountOptions(store: Store): void {
   const input = (name: string) => byId<HTMLInputElement>(`opt-${name}`);
