@@ -2,7 +2,7 @@
 import { defineCommand } from "citty";
 import { withStackLock } from "../docker/stack-lock.ts";
 import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
-import { dryRunUpdate, quitUpdateNote, runUpdate, stillNamedNote, type UpdateResult } from "../docker/update.ts";
+import { dryRunUpdate, notRunningNote, quitUpdateNote, runUpdate, stillNamedNote, type UpdateResult } from "../docker/update.ts";
 import { INTERRUPTED_EXIT } from "../errors.ts";
 import { withDeferredInterrupts } from "./interrupt.ts";
 import { log, printJson, printText, progress } from "./output.ts";
@@ -33,13 +33,7 @@ export function rollbackMessage(r: NonNullable<UpdateResult["rolledBack"]>, back
     : backup
       ? ` If the new version changed the data, \`stackgen backup restore ${backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
       : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.";
-  const them = r.notRunning?.length === 1 ? "it" : "them";
-  // Started from the user's files, a service they still name a failed image for would run it.
-  const namesFirst = r.stillNamed?.some((n) => r.notRunning?.includes(n.service)) ? "the image names above are put back and " : "";
-  const notRunning = r.notRunning
-    ? ` Not running now, though ${r.notRunning.length === 1 ? "it" : "they"} ran before the update: ${r.notRunning.join(", ")} (\`docker compose up -d ${r.notRunning.join(" ")}\` starts ${them} once ${namesFirst}the cause above is fixed).`
-    : "";
-  return `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.${data}${stillNamedNote(r.stillNamed)}${notRunning}`;
+  return `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.${data}${stillNamedNote(r.stillNamed)}${notRunningNote(r.notRunning, r.stillNamed)}`;
 }
 
 export default defineCommand({

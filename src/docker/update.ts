@@ -70,6 +70,16 @@ export interface StillNamed {
 export const stillNamedNote = (entries: readonly StillNamed[] = []): string =>
   entries.map((n) => ` Your compose files still name ${n.image} for ${n.service}, which runs its previous image again${n.runsAs ? ` (as ${n.runsAs}: ${n.restored} names another image by now)` : ""}: put ${n.restored} back where you set the new one (docker-compose.override.yml, or a variable in .env), or the next \`docker compose up\` starts the failed version.`).join("");
 
+/** " Not running now, though … ran before the update: …", with the command that starts them once
+ *  the images the compose files still name are put back: started from the user's files, a service
+ *  they still name a failed image for would run it ("" for none). */
+export function notRunningNote(notRunning: readonly string[] = [], stillNamed: readonly StillNamed[] = []): string {
+  if (notRunning.length === 0) return "";
+  const one = notRunning.length === 1;
+  const namesFirst = stillNamed.some((n) => notRunning.includes(n.service)) ? "the image names above are put back and " : "";
+  return ` Not running now, though ${one ? "it" : "they"} ran before the update: ${notRunning.join(", ")} (\`docker compose up -d ${notRunning.join(" ")}\` starts ${one ? "it" : "them"} once ${namesFirst}the cause above is fixed).`;
+}
+
 /** Every service the `running` ones depend on, directly or not. */
 function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Record<string, readonly string[]>>): Set<string> {
   const out = new Set<string>();
@@ -599,6 +609,12 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, startOrder, opts, { kind: "rollback" }));
       return { again, stillNamed };
     };
+    // Those failing before the update did not really run: not named as stopped by it.
+    const ranBefore = new Set([...plan.mustStayUp].filter((name) => !plan.brokenBefore.has(name)));
+    /** After an update that never started a new image: how the stack started again stands, with
+     *  what is left down and the command that starts it (", but is not healthy: …." or "."). */
+    const startedAgain = async ({ again, stillNamed }: Awaited<ReturnType<typeof startOnPrevious>>) =>
+      `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}${again ? notRunningNote(await notRunningOf(engine, stack.project, ranBefore), stillNamed) : ""}`;
 
     // 3. Stop all, start layer by layer, wait for health. Interrupted before that: nothing stops.
     if (opts.signal?.aborted) {
@@ -610,8 +626,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     if (stopFailure) {
       // Half stopped, with the pulls' tags moved: put the stack back as it ran, never leave it so.
       opts.progress("Stopping the stack failed; starting it again on its previous images");
-      const { again, stillNamed } = await startOnPrevious();
-      const after = `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}`;
+      const after = await startedAgain(await startOnPrevious());
       const what = `${stopFailure}, so nothing was updated; the stack was started again on its previous images${after}`;
       if (opts.signal?.aborted) throw interruptedError(`Interrupted while the stack stopped: ${what}`);
       throw failure("COMPOSE_FAILED", what);
@@ -624,8 +639,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");
-        const { again, stillNamed } = await startOnPrevious();
-        const after = `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}`;
+        const after = await startedAgain(await startOnPrevious());
         if (opts.signal?.aborted) throw interruptedError(`Interrupted before the new images started; the stack was started again on its previous images${after}`);
         throw failure("BACKUP_FAILED", `The pre-update backup failed (${(e as Error).message}), so nothing was updated; the stack was started again on its previous images${after}`);
       }
@@ -643,8 +657,6 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // A stop that fails still leaves the rollback to start the previous images (up recreates them).
     await compose.stop().catch(() => undefined);
     const { again, stillNamed } = await startOnPrevious();
-    // Those failing before the update did not really run: not named as stopped by it.
-    const ranBefore = new Set([...plan.mustStayUp].filter((name) => !plan.brokenBefore.has(name)));
     const notRunning = again ? await notRunningOf(engine, stack.project, ranBefore) : [];
     result.rolledBack = {
       services: changed.filter((c) => c.currentId).map((c) => c.service),

@@ -834,4 +834,26 @@ describe("update when docker compose stop fails", () => {
     },
     180_000,
   );
+
+  e2e(
+    "when the stack cannot be started again after a refused stop, the error names what is left down and the command that starts it",
+    async () => {
+      const before = (await stack.container("app")).Image;
+      await stack.pushNewVersion(appRef, ["RUN echo app-next > /version"]);
+      const stopAndUpRefused = dockerRefusingStops("always", ["stop", "up"]);
+      const { code, stdout, stderr } = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "20"], stopAndUpRefused.env);
+      stopAndUpRefused.remove();
+      expect(code, stdout + stderr).toBe(1);
+      expect(JSON.parse(stdout).error).toMatchObject({
+        code: "COMPOSE_FAILED",
+        message: expect.stringMatching(/^docker compose stop failed: .*, so nothing was updated; .* Not running now, though it ran before the update: app \(`docker compose up -d app` starts it once the cause above is fixed\)\.$/),
+      });
+      // As said: down, with its tag on the image it ran, which the command starts again.
+      expect((await stack.container("app")).State.Running).toBe(false);
+      expect(await stack.imageId(appRef)).toBe(before);
+      await stack.up();
+      expect((await stack.container("app")).Image).toBe(before);
+    },
+    180_000,
+  );
 });
