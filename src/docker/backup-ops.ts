@@ -156,7 +156,8 @@ function leftOutOfConfig(stackDir: string, outputDir: string, work: string): str
  *  out before anything stops, by create and by the commands that take a backup after stopping
  *  (restore's safety backup, update --backup). The manifest counts too: ~200 bytes per file. */
 export function oversizedConfig(stackDir: string, paths: string[] = bundleFiles(stackDir)): string | undefined {
-  const sizes = paths.map((path) => ({ path, size: statSync(join(stackDir, path)).size }));
+  // A file removed since it was listed (a running service's temporary file) takes no room.
+  const sizes = paths.map((path) => ({ path, size: statSync(join(stackDir, path), { throwIfNoEntry: false })?.size ?? 0 }));
   const total = sizes.reduce((sum, f) => sum + f.size, 64 * 1024 + 200 * paths.length);
   if (total <= MAX_CONFIG_BYTES) return undefined;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
@@ -270,10 +271,18 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         throw failure("BACKUP_FAILED", `No backup was written: ${e.message}.${retry}`);
       });
       // Read while the services are still stopped: data bind-mounted from the stack directory
-      // is part of the copy too, and a service writes it again as soon as it starts.
-      files = configPaths.map((path) => {
+      // is part of the copy too, and a service writes it again as soon as it starts. One still
+      // running (--hot) may have removed a file listed before the volumes were copied: named
+      // as not in the backup, not a reason to write none.
+      files = configPaths.flatMap((path) => {
         const abs = join(stack.dir, path);
-        return { path, data: readFileBytes(abs), mode: statSync(abs).mode };
+        try {
+          return [{ path, data: readFileBytes(abs), mode: statSync(abs).mode }];
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || stack.composeFiles.includes(abs)) throw e;
+          notIncluded.push(`${path} (removed while the backup was taken)`);
+          return [];
+        }
       });
     } catch (e) {
       copyFailed = e as Error;

@@ -77,7 +77,9 @@ export function bundleFiles(dir: string, exclude: string[] = [], skipped?: strin
         continue;
       }
       if (excluded.some((e) => isWithin(e, path))) continue;
-      const st = lstatSync(path);
+      // Removed since the folder was read (a running service's temporary file): not there to copy.
+      const st = lstatSync(path, { throwIfNoEntry: false });
+      if (!st) continue;
       if (st.isDirectory()) {
         if (abs === dir && SKIP_DIRS.has(name)) continue;
         const member = configMemberPath(rel);

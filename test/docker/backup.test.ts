@@ -1239,3 +1239,35 @@ describe("backup when docker compose stop fails", () => {
     180_000,
   );
 });
+
+describe("backup --hot of a service that writes short-lived files into the stack directory", () => {
+  const stack = startedStack(
+    TestStack.unique("bh"),
+    // Always one file t<n> there, each removed some 50 ms after it was made (as a database's journal).
+    `services:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sh", "-c", "i=0; while :; do i=$$((i+1)); echo x > /bind/t$$i; rm -f /bind/t$$((i-1)); sleep 0.05; done"]\n    volumes: ["./appdata:/bind", "big:/big"]\nvolumes:\n  big: {}\n`,
+    {},
+    async () => {
+      mkdirSync(join(stack.dir, "appdata"));
+      const up = await stack.compose("up", "-d");
+      if (up.code !== 0) throw new Error(`compose up failed: ${up.stderr}`);
+      // A volume whose copy takes a while: the files listed before it are gone when they are read.
+      await stack.exec("app", "dd", "if=/dev/zero", "of=/big/zero", "bs=1M", "count=64");
+    },
+  );
+
+  e2e(
+    "a file removed while the copy runs is named as not in the backup, and the backup is written",
+    async () => {
+      let gone: string[] = [];
+      for (let attempt = 0; attempt < 5 && gone.length === 0; attempt++) {
+        const r = await cli(["backup", "create", "--dir", stack.dir, "--hot", "--json"]);
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        const out = JSON.parse(r.stdout);
+        gone = out.notIncluded.filter((x: string) => /^appdata\/t\d+ \(removed while the backup was taken\)$/.test(x));
+        expect((await verifyBackupFile(out.file)).manifest.volumes.map((v) => v.name)).toEqual([`${stack.project}_big`]);
+      }
+      expect(gone.length).toBeGreaterThan(0);
+    },
+    180_000,
+  );
+});
