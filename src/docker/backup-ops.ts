@@ -108,21 +108,32 @@ export const defaultBackupDir = (stackDir: string) => join(stackDir, "backups");
 export const unusableBackupFolder = (action: string, dir: string, e: unknown) =>
   usageError(`Cannot ${action} ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Nothing was done.`);
 
-async function runningServices(engine: Engine, project: string): Promise<{ running: string[]; all: Map<string, string>; anonymous: string[] }> {
+/** The project's containers by service. `running`: the services of `model` that run, which compose
+ *  can stop and start; `outside`: those that run but are not in the model (taken out of the compose
+ *  files since they started), which compose refuses to stop or start by name. */
+async function runningServices(engine: Engine, project: string, model?: ComposeModel): Promise<{ running: string[]; outside: string[]; all: Map<string, string>; anonymous: string[] }> {
   const containers = await engine.listProjectContainers(project);
   const all = new Map<string, string>();
   const running: string[] = [];
+  const outside: string[] = [];
   const anonymous: string[] = [];
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
     if (!service) continue;
     all.set(service, c.ImageID);
     // A crash-looping service ("restarting") writes between its restarts: stopped for a copy as well.
-    if ((c.State === "running" || c.State === "restarting") && !running.includes(service)) running.push(service);
+    const up = c.State === "running" || c.State === "restarting";
+    const named = !model || model.services.some((s) => s.name === service);
+    if (up && named && !running.includes(service)) running.push(service);
+    if (up && !named && !outside.includes(service)) outside.push(service);
     anonymous.push(...anonymousVolumes(service, c.Mounts ?? []));
   }
-  return { running, all, anonymous };
+  return { running, outside, all, anonymous };
 }
+
+/** The note for running containers of services the compose files do not have ("" for none). */
+const notInComposeNote = (outside: string[], what: string) =>
+  outside.length === 0 ? "" : `Not stopped ${what}: ${outside.join(", ")} (running, but not in the compose files as compose reads them now, so compose cannot stop ${outside.length === 1 ? "it" : "them"}; \`docker compose up -d --remove-orphans\` removes such containers)`;
 
 /** Volumes without a name in the compose files (`- /data`, or an image's VOLUME no named volume
  *  covers): no backup holds them, and a container made again (restore, `down` + `up`) gets new,
@@ -198,12 +209,13 @@ export async function createBackup(stack: Stack, engine: Engine, compose: Compos
 
 async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions, outputDir: string): Promise<CreateResult> {
   const say = opts.progress ?? (() => {});
-  const { running, all, anonymous } = await runningServices(engine, stack.project);
+  const { running, outside: runningOutside, all, anonymous } = await runningServices(engine, stack.project, model);
   const volumes = await stackVolumes(engine, model);
   for (const v of opts.alsoVolumes ?? []) {
     if (!volumes.some((x) => x.name === v.name) && (await engine.inspectVolume(v.name))) volumes.push(v);
   }
   const stop = (opts.stopServices ?? !opts.hot) && running.length > 0;
+  if ((opts.stopServices ?? !opts.hot) && runningOutside.length) say(notInComposeNote(runningOutside, "for the copy"));
   const images = model.services.map((s) => s.image).filter((i): i is string => !!i);
   const outside = outsideTheBackup(stack, model);
   if (outside.length) say(`Not in the backup, outside ${stack.dir}: ${outside.join("; ")}`);
@@ -759,7 +771,8 @@ export async function restoreBackup(
   // The safety backup is taken once the stack is stopped: what would refuse it is found now.
   const oversized = oversizedConfig(stack.dir);
   if (oversized) throw failure("RESTORE_FAILED", `The safety backup of the current state could not hold the stack directory: ${oversized} Nothing was changed.`);
-  const { running, all, anonymous } = await runningServices(engine, stack.project);
+  const { running, outside: runningOutside, all, anonymous } = await runningServices(engine, stack.project, model);
+  if (runningOutside.length) say(notInComposeNote(runningOutside, "for the restore"));
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);
     // The services named: the ones said, also those of a profile (see composeAsItRuns).

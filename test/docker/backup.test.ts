@@ -1271,3 +1271,25 @@ describe("backup --hot of a service that writes short-lived files into the stack
     180_000,
   );
 });
+
+describe("backup of a stack with a running container whose service left the compose files", () => {
+  const app = `  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sh", "-c", "[ -f /data/f ] || echo v1 > /data/f; exec sleep 3600"]\n    volumes: ["data:/data"]\n`;
+  const stack = startedStack(TestStack.unique("bo"), `services:\n${app}  gone:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\nvolumes:\n  data: {}\n`, {});
+
+  e2e(
+    "create and restore stop and start the services of the compose files, and leave the other running",
+    async () => {
+      stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n${app}volumes:\n  data: {}\n`);
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stdout + made.stderr).toBe(0);
+      expect(made.stderr).toContain("Not stopped for the copy: gone (running, but not in the compose files");
+      expect(JSON.parse(made.stdout).hot).toBe(false);
+      await stack.exec("app", "sh", "-c", "echo v2 > /data/f");
+      const restored = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+      expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("v1");
+      expect((await stack.container("gone")).State.Running).toBe(true);
+    },
+    180_000,
+  );
+});
