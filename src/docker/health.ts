@@ -1,5 +1,5 @@
 // Waiting for services to come up: running and, when they have a health check, healthy.
-import type { Engine } from "./engine.ts";
+import { EngineError, type Engine } from "./engine.ts";
 
 export interface ServiceReadiness {
   service: string;
@@ -58,10 +58,17 @@ export function readiness(service: string, states: ContainerState[], settleMs = 
 async function probe(engine: Engine, project: string, service: string, settleMs: number, mayFinish: boolean): Promise<ServiceReadiness> {
   const containers = (await engine.listProjectContainers(project)).filter((c) => c.Labels["com.docker.compose.service"] === service);
   const states = await Promise.all(containers.map(async (c) => {
-    const inspected = await engine.inspectContainer(c.Id);
-    return { ...inspected.State, RestartCount: inspected.RestartCount };
+    try {
+      const inspected = await engine.inspectContainer(c.Id);
+      return { ...inspected.State, RestartCount: inspected.RestartCount };
+    } catch (e) {
+      // Removed since the list (compose making it again): not a state, and never a reason to
+      // give up the wait, and with it the rollback that depends on its answer.
+      if (e instanceof EngineError && e.httpStatus === 404) return undefined;
+      throw e;
+    }
   }));
-  return readiness(service, states, settleMs, Date.now(), mayFinish);
+  return readiness(service, states.filter((state) => state !== undefined), settleMs, Date.now(), mayFinish);
 }
 
 /** How long a service without a health check must stay up to count as started: long enough for

@@ -9,8 +9,8 @@ import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
 import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
-import { parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
-import { readiness } from "../../src/docker/health.ts";
+import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
+import { readiness, waitReady } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
@@ -109,6 +109,22 @@ describe("status helpers", () => {
     // Caught running again, the engine reports exit code 0: no code is better than a wrong one.
     expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(1), RestartCount: 3 }], 5000, now).reason).toBe("restarted 3 times");
     expect(readiness("a", [{ Status: "restarting", ExitCode: 1, RestartCount: 4 }], 5000, now).reason).toBe("restarted 4 times (last exit code 1)");
+  });
+
+  test("a container removed between the engine's list and its inspection is skipped, not a failed wait", async () => {
+    const healthy = { State: { Status: "running", ExitCode: 0, Health: { Status: "healthy" } }, RestartCount: 0 };
+    const engineWith = (inspect: (id: string) => Promise<unknown>) => ({
+      listProjectContainers: async () => ["gone", "new"].map((Id) => ({ Id, Labels: { "com.docker.compose.service": "app" } })),
+      inspectContainer: inspect,
+    }) as unknown as Engine;
+    const removed = engineWith(async (id) => {
+      if (id === "gone") throw new EngineError("Docker engine: GET /containers/gone/json failed (404: No such container: gone)", 404);
+      return healthy;
+    });
+    expect(await waitReady(removed, "p", ["app"], { timeoutMs: 1000 })).toEqual([]);
+    // Any other engine error still ends the wait as one.
+    const broken = engineWith(async () => { throw new EngineError("Docker engine: GET /containers/gone/json failed (500: boom)", 500); });
+    await expect(waitReady(broken, "p", ["app"], { timeoutMs: 1000 })).rejects.toThrow("500: boom");
   });
 });
 
