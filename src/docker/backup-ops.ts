@@ -863,8 +863,11 @@ export async function restoreBackup(
   const putBack = async (what: string): Promise<StackgenError> => {
     rollingBack = true;
     say(`${what}; putting the state before the restore back from ${safety.file}`);
-    const unpacked = mkdtempSync(join(dirname(safety.file), ".rollback-"));
+    // Made inside the try: a full disk (a likely cause of the failure) must not replace the
+    // restore's error and the command that brings the previous state back.
+    let unpacked: string | undefined;
     try {
+      unpacked = mkdtempSync(join(dirname(safety.file), ".rollback-"));
       const previous = await verifyBackupFile(safety.file, unpacked);
       for (const path of added.splice(0)) rmSync(join(stack.dir, path), { force: true });
       // Volumes that did not exist before the restore go too, before anything starts on them.
@@ -883,7 +886,7 @@ export async function restoreBackup(
         `${what}, and putting the previous state back failed too (${(e as Error).message}). That state is in ${safety.file}: stackgen backup restore ${safety.file} --dir ${stack.dir} --yes`,
       );
     } finally {
-      rmSync(unpacked, { recursive: true, force: true });
+      if (unpacked) rmSync(unpacked, { recursive: true, force: true });
     }
   };
   try {
