@@ -65,6 +65,8 @@ export const sidecarName = (s: CatalogService, sc: Sidecar) => `${s.id}-${sc.nam
 export const memoryLimitMB = (estimateMB: number) => Math.max(256, Math.ceil((estimateMB * 2) / 64) * 64);
 const memoryLimit = (ctx: GenContext, estimateMB: number | undefined) =>
   ctx.memoryLimits && estimateMB !== undefined ? { limits: { memory: `${memoryLimitMB(estimateMB)}M` } } : {};
+/** A service's `deploy` key for these resources; none when there are none. */
+const deployWith = (resources: Record<string, unknown>) => (Object.keys(resources).length ? { deploy: { resources } } : {});
 
 /** With Watchtower in the stack: it updates this stack's containers only (its scope, the project
  *  name; unscoped it would recreate every container on the host, other stacks included), and
@@ -111,7 +113,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         ...(sc.env && Object.keys(sc.env).length ? { environment: envOf(ctx, sc.env) } : {}),
         ...(sc.volumes?.length ? { volumes: volumeSpecs(sc.volumes) } : {}),
         ...(sc.healthCheck ? { healthcheck: healthcheck(sc.healthCheck, ctx) } : {}),
-        ...(ctx.memoryLimits && sc.estimatedMemoryMB !== undefined ? { deploy: { resources: memoryLimit(ctx, sc.estimatedMemoryMB) } } : {}),
+        ...deployWith(memoryLimit(ctx, sc.estimatedMemoryMB)),
         // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
         // for the same services, or it starts before PostgreSQL has made its user and restarts.
         ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
@@ -188,7 +190,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       ...(vols.length ? { volumes: vols } : {}),
       ...(Object.keys(dependsOn).length ? { depends_on: dependsOn } : {}),
       ...(s.healthCheck ? { healthcheck: healthcheck(s.id === "postgresql" && needsPostgresInit(ctx) ? postgresHealthCheck(s.healthCheck) : s.healthCheck, ctx) } : {}),
-      ...(Object.keys(resources).length ? { deploy: { resources } } : {}),
+      ...deployWith(resources),
       ...(extraHosts.length ? { extra_hosts: extraHosts } : {}),
       labels,
       networks: [NETWORK],
