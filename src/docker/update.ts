@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import YAML from "yaml";
-import { failure, interruptedError } from "../errors.ts";
+import { failure, interruptedError, StackgenError } from "../errors.ts";
 import { composeAsItRuns, createBackup, oversizedConfig } from "./backup-ops.ts";
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
-import type { ContainerSummary, Engine, ImageInspect } from "./engine.ts";
+import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { waitReady } from "./health.ts";
 import { dependencyLayers } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
@@ -521,12 +521,18 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   // Keep the images in use reachable under a tag of ours while pulls move the real tags.
   for (const s of before) if (imageBefore(s)) await engine.tagImage(imageBefore(s)!, rollbackRepo(stack.project), asTag(s.service));
   const keptRollbackTags = new Set<string>();
+  // Set when an error we did not expect (the engine's) ends the update part way: every rollback
+  // tag stays, as the pulls may have moved the real tags and ours may be all that names the old images.
+  let keepRollbackTags = false;
   const dropRollbackTags = async () => {
+    if (keepRollbackTags) return;
     for (const s of before) {
       const tag = rollbackTag(stack.project, s.service);
       if (imageBefore(s) && !keptRollbackTags.has(tag)) await engine.removeImage(tag);
     }
   };
+  /** What the update was doing when an unexpected error ended it: said before that error. */
+  let doing = "";
 
   try {
     // 1. Pull everything first; any failure stops here with nothing stopped.
@@ -626,6 +632,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     if (stopFailure) {
       // Half stopped, with the pulls' tags moved: put the stack back as it ran, never leave it so.
       opts.progress("Stopping the stack failed; starting it again on its previous images");
+      doing = `${stopFailure}, so nothing was updated, and starting the stack again on its previous images failed`;
       const after = await startedAgain(await startOnPrevious());
       const what = `${stopFailure}, so nothing was updated; the stack was started again on its previous images${after}`;
       if (opts.signal?.aborted) throw interruptedError(`Interrupted while the stack stopped: ${what}`);
@@ -639,6 +646,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");
+        doing = `The pre-update backup failed (${(e as Error).message}), so nothing was updated, and starting the stack again on its previous images failed`;
         const after = await startedAgain(await startOnPrevious());
         if (opts.signal?.aborted) throw interruptedError(`Interrupted before the new images started; the stack was started again on its previous images${after}`);
         throw failure("BACKUP_FAILED", `The pre-update backup failed (${(e as Error).message}), so nothing was updated; the stack was started again on its previous images${after}`);
@@ -654,6 +662,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
 
     // 4. Roll back: the previous images, then the same ordered start.
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
+    doing = `Update failed (${problem}), and the rollback failed`;
     // A stop that fails still leaves the rollback to start the previous images (up recreates them).
     await compose.stop().catch(() => undefined);
     const { again, stillNamed } = await startOnPrevious();
@@ -668,6 +677,13 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     };
     if (again) opts.progress(`After the rollback the stack is still not healthy: ${again}`);
     return result;
+  } catch (e) {
+    // Ours (a failed pull, a refused stop, an interrupt) already say what stands; the engine's
+    // (an API error mid-way, tags perhaps moved, the stack perhaps down) is told with the way back.
+    if (e instanceof StackgenError && !(e instanceof EngineError)) throw e;
+    keepRollbackTags = true;
+    const code = e instanceof StackgenError ? e.code : "INTERNAL_ERROR";
+    throw failure(code, `${doing ? `${doing}: ` : ""}${(e as Error).message}; ${quitUpdateNote(stack.project, before.filter(imageBefore).map((s) => s.service))}`);
   } finally {
     await dropRollbackTags();
   }

@@ -3,6 +3,11 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
+import { Compose } from "../../src/docker/compose.ts";
+import { Engine, EngineError } from "../../src/docker/engine.ts";
+import { loadStack } from "../../src/docker/stack.ts";
+import { rollbackTag, runUpdate } from "../../src/docker/update.ts";
+import type { StackgenError } from "../../src/errors.ts";
 import { startedStack } from "../support/started-stack.ts";
 import { BASE_IMAGE, cli, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 
@@ -855,5 +860,53 @@ describe("update when docker compose stop fails", () => {
       expect((await stack.container("app")).Image).toBe(before);
     },
     180_000,
+  );
+});
+
+describe("update whose rollback meets an engine error", () => {
+  const stack = TestStack.unique("ue");
+  const appRef = stack.ref("app");
+  startedStack(stack, `services:
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+`, { [appRef]: ["RUN echo app-v1 > /version && touch /ok"] });
+
+  e2e(
+    "keeps the rollback tag that still names the previous image and says why the rollback started, what failed and how to get back",
+    async () => {
+      const { oldId, newId } = await stack.pushNewVersion(appRef, ["RUN echo app-broken > /version"]); // no /ok: health fails
+      // The engine refuses to tag once the rollback has begun: putting the previous image's tag back fails.
+      let rollingBack = false;
+      const engine = new (class extends Engine {
+        override async tagImage(id: string, repo: string, tag: string) {
+          if (rollingBack) throw new EngineError("image tag: Error response from daemon: no space left on device", 500);
+          return super.tagImage(id, repo, tag);
+        }
+      })();
+      const loaded = loadStack(stack.dir);
+      const compose = await Compose.for(loaded);
+      const progress = (line: string) => void (rollingBack ||= line.startsWith("Update failed ("));
+      const error: StackgenError = await runUpdate(engine, loaded, compose, await compose.config(), { timeoutMs: 15_000, progress }).then(
+        () => { throw new Error("the update did not fail"); },
+        (e) => e,
+      );
+      expect(rollingBack).toBe(true);
+      expect(error.code).toBe("DOCKER_ERROR");
+      expect(error.message).toMatch(/^Update failed \(app .*\), and the rollback failed: image tag: Error response from daemon: no space left on device; the stack may be left stopped/);
+      const kept = rollbackTag(stack.project, "app");
+      expect(error.message).toContain(`docker tag ${kept.split(":")[0]}:<service> <the image the service names>`);
+      // The previous image keeps a name, as the message says; the service's tag still names the new one.
+      expect(await stack.imageId(kept)).toBe(oldId);
+      expect(await stack.imageId(appRef)).toBe(newId);
+      // Following the message brings the previous version back.
+      await docker("tag", kept, appRef);
+      await stack.up();
+      expect((await stack.exec("app", "cat", "/version")).trim()).toBe("app-v1");
+      await docker("image", "rm", kept);
+    },
+    120_000,
   );
 });
