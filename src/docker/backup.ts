@@ -201,12 +201,7 @@ function writeAll(fd: number, chunk: Uint8Array): void {
 /** Copy named volumes into `workDir` (one tar each) through a helper container that is created but never started. */
 export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string, signal?: AbortSignal): Promise<VolumeFile[]> {
   if (volumes.length === 0) return [];
-  const image = await helperImage(engine, preferredImages);
-  const helper = await engine.createVolumeHelper(
-    image,
-    volumes.map((v) => v.name),
-  );
-  try {
+  return withVolumeHelper(engine, volumes, preferredImages, async (helper) => {
     const out: VolumeFile[] = [];
     for (const [i, v] of volumes.entries()) {
       const path = join(workDir, `volume-${i}.tar`);
@@ -225,27 +220,37 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
       }
     }
     return out;
-  } finally {
-    await engine.removeContainer(helper);
-  }
+  });
 }
 
 /** Replace volume contents: the caller recreated the volumes empty; each tar streams from its work file into its mount. */
 export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[], signal?: AbortSignal): Promise<void> {
   if (volumes.length === 0) return;
-  const image = await helperImage(engine, preferredImages);
-  const helper = await engine.createVolumeHelper(
-    image,
-    volumes.map((v) => v.name),
-  );
-  try {
+  await withVolumeHelper(engine, volumes, preferredImages, async (helper) => {
     for (const v of volumes) {
       signal?.throwIfAborted();
       await engine.putArchive(helper, HELPER_ROOT, Bun.file(v.path));
     }
-  } finally {
-    await engine.removeContainer(helper);
+  });
+}
+
+/** Run `work` with a helper container (created, never started) that mounts `volumes`, removed
+ *  afterwards. When `work` failed, its error is the one told: a failed removal (the engine gone
+ *  meanwhile) would hide why the copy failed, and restore removes a helper left behind. */
+async function withVolumeHelper<T>(engine: Engine, volumes: { name: string }[], preferredImages: string[], work: (helper: string) => Promise<T>): Promise<T> {
+  const helper = await engine.createVolumeHelper(
+    await helperImage(engine, preferredImages),
+    volumes.map((v) => v.name),
+  );
+  let result: T;
+  try {
+    result = await work(helper);
+  } catch (e) {
+    await engine.removeContainer(helper).catch(() => undefined);
+    throw e;
   }
+  await engine.removeContainer(helper);
+  return result;
 }
 
 export interface ArchiveInput {

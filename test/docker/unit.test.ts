@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
-import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
@@ -523,6 +523,18 @@ describe("volume copies are checked as the engine sends them", () => {
     await writeArchive(file, { project: "proj", hot: false, services: [], files: [], volumes: files });
     const verified = await verifyBackupFile(file);
     expect(verified.volumes.map((v) => v.name)).toEqual(["proj_data"]);
+  });
+  test("a failed copy is told as it failed, not as the helper container's removal failing after it", async () => {
+    const gone = new EngineError("container delete: Cannot connect to the Docker daemon", 500);
+    const refusingRemoval = (engine: Engine) => Object.assign(engine, { removeContainer: async () => Promise.reject(gone), putArchive: async () => Promise.reject(new EngineError("extracting into the volume: no space left on device", 500)) });
+    const read = await copy(refusingRemoval(engineSending(cutInFile).engine)).catch((e) => e);
+    expect(read).toBeInstanceOf(VolumeCopyFailed);
+    expect(read.message).toMatch(/proj_data ended early 3 times/);
+    const written = await writeVolumes(refusingRemoval(engineSending(complete).engine), [{ name: "proj_data", path: join(work, "none.tar") }], ["helper"]).catch((e) => e);
+    expect(written.message).toBe("extracting into the volume: no space left on device");
+    // A copy that worked still reports the failed removal: the helper holds the volumes.
+    const ok = await copy(refusingRemoval(engineSending(complete).engine)).catch((e) => e);
+    expect(ok).toBe(gone);
   });
 });
 
