@@ -179,17 +179,23 @@ export function oversizedConfig(stackDir: string, paths: string[] = bundleFiles(
 const asSentence = (message: string) => (/[.!?]$/.test(message) ? message : `${message}.`);
 
 /** Starts again the services a backup or restore stopped. When that fails, returns (never
- *  throws, so the error that led here stays the one reported) which are left stopped and the
- *  command that starts them. */
-async function startAgain(compose: Compose, services: string[], say: (message: string) => void): Promise<string | undefined> {
+ *  throws, so the error that led here stays the one reported) which are left stopped, as the
+ *  engine shows them (a failed start may have started some), and the command that starts them. */
+async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void): Promise<string | undefined> {
   say(`Starting ${services.join(", ")} again`);
   try {
     await compose.start(services);
     return undefined;
   } catch (e) {
-    const one = services.length === 1;
-    const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "start", ...services].join(" ");
-    return `Starting ${one ? "it" : "them"} again failed too (${(e as Error).message}): ${services.join(", ")} ${one ? "is" : "are"} left stopped; \`${command}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
+    const running = await engine.listProjectContainers(compose.stack.project).then(
+      (containers) => new Set(containers.filter((c) => c.State === "running").map((c) => c.Labels["com.docker.compose.service"])),
+      () => new Set<string | undefined>(),
+    );
+    const stopped = services.filter((s) => !running.has(s));
+    if (stopped.length === 0) return undefined;
+    const one = stopped.length === 1;
+    const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "start", ...stopped].join(" ");
+    return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${command}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
   }
 }
 
@@ -299,7 +305,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     } catch (e) {
       copyFailed = e as Error;
     }
-    const left = stop ? await startAgain(compose, running, say) : undefined;
+    const left = stop ? await startAgain(engine, compose, running, say) : undefined;
     if (left) {
       // Said with what ended the copy: a failed start must not hide why no backup was written.
       const why = stopFailed ? `${stopFailed}. No backup was written.` : copyFailed ? asSentence(copyFailed.message) : "The copy was taken, but no backup was written.";
@@ -780,7 +786,7 @@ export async function restoreBackup(
       await compose.stop(running);
     } catch (e) {
       // Refused halfway, some may be stopped: nothing is replaced, and all run again as before.
-      const left = await startAgain(compose, running, say);
+      const left = await startAgain(engine, compose, running, say);
       throw failure("COMPOSE_FAILED", `${(e as Error).message}. Nothing was restored${left ? `. ${left}` : ` (started again: ${running.join(", ")}).`}`);
     }
   }
@@ -795,7 +801,7 @@ export async function restoreBackup(
     opts.signal?.throwIfAborted();
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.
-    const left = running.length > 0 ? await startAgain(compose, running, say) : undefined;
+    const left = running.length > 0 ? await startAgain(engine, compose, running, say) : undefined;
     const restarted = running.length > 0 && !left ? ` (started again: ${running.join(", ")})` : "";
     const stillStopped = left ? ` ${left}` : "";
     if (opts.signal?.aborted) throw interruptedError(`Interrupted before anything was restored${restarted}.${stillStopped}`);

@@ -1238,6 +1238,22 @@ describe("backup when docker compose stop fails", () => {
     },
     180_000,
   );
+
+  e2e(
+    "a start that fails after starting what it was asked to leaves nothing named as stopped",
+    async () => {
+      // Stop and start both do their work, then exit 1: the stack runs, as the engine shows.
+      const shim = dockerRefusingStops("always", ["stop", "start"], ["stop", "start"]);
+      const created = await cli(["backup", "create", "--dir", stack.dir, "--json"], shim.env);
+      shim.remove();
+      expect(created.code, created.stdout + created.stderr).toBe(1);
+      const { message } = JSON.parse(created.stdout).error;
+      expect(message).toContain("No backup was written (started again: app)");
+      expect(message).not.toContain("left stopped");
+      expect((await stack.container("app")).State.Running).toBe(true);
+    },
+    180_000,
+  );
 });
 
 describe("backup --hot of a service that writes short-lived files into the stack directory", () => {

@@ -54,9 +54,10 @@ export const cliMeasured = (args: string[]) => run([BUN, MAIN, ...args], { measu
 /** A `docker` put ahead of the real one on PATH (`env`, for the CLI) whose `docker compose …
  *  stop` fails as an engine now and then makes it fail: after stopping (what compose stops), it
  *  exits 1 with the engine's error. Only the first one, or every one. `refuse` names further
- *  compose subcommands that fail so (`start`: without starting anything). Everything else is the
- *  real docker's. `refused()`: whether a refused command has run. */
-export function dockerRefusingStops(mode: "once" | "always", refuse: readonly string[] = ["stop"]) {
+ *  compose subcommands that fail so; those of `runFirst` do their work before failing (`stop` by
+ *  default), the others fail without doing anything. Everything else is the real docker's.
+ *  `refused()`: whether a refused command has run. */
+export function dockerRefusingStops(mode: "once" | "always", refuse: readonly string[] = ["stop"], runFirst: readonly string[] = ["stop"]) {
   const dir = mkdtempSync(join(tmpdir(), "stackgen-docker-shim-"));
   const mark = join(dir, "refused");
   writeFileSync(join(dir, "docker"), `#!/bin/sh
@@ -64,7 +65,7 @@ compose=; hit=
 for a in "$@"; do [ "$a" = compose ] && compose=1; case " ${refuse.join(" ")} " in *" $a "*) hit=$a;; esac; done
 if [ -n "$compose" ] && [ -n "$hit" ] && { [ ${mode} = always ] || [ ! -e "${mark}" ]; }; then
   touch "${mark}"
-  [ "$hit" = stop ] && ${Bun.which("docker")} "$@" >/dev/null 2>&1
+  case " ${runFirst.join(" ")} " in *" $hit "*) ${Bun.which("docker")} "$@" >/dev/null 2>&1;; esac
   echo "Error response from daemon: cannot $hit container: it is being removed" >&2
   exit 1
 fi
