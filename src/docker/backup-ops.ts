@@ -270,16 +270,15 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     if (oversized) throw failure("BACKUP_FAILED", `${oversized} No backup was written${stop ? " and nothing was stopped" : ""}.`);
     let volumeFiles;
     let files;
-    /** What ended the copy (the stop refused, a volume that could not be read), if anything did. */
-    let copyFailed: Error | undefined;
-    let stopFailed: string | undefined;
+    /** What ended the copy, if anything did: the stop refused, or the copy itself (a volume that could not be read). */
+    let ended: { by: "stop" | "copy"; error: Error } | undefined;
     try {
       if (stop) {
         say(`Stopping ${running.length} service(s) for a consistent copy`);
         // Refused halfway, some may be stopped: they are all started again below.
-        await compose.stop(running).catch((e: Error) => {
-          stopFailed = e.message;
-          throw e;
+        await compose.stop(running).catch((error: Error) => {
+          ended = { by: "stop", error };
+          throw error;
         });
       }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
@@ -303,16 +302,16 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         }
       });
     } catch (e) {
-      copyFailed = e as Error;
+      ended ??= { by: "copy", error: e as Error };
     }
     const left = stop ? await startAgain(engine, compose, running, say) : undefined;
     if (left) {
       // Said with what ended the copy: a failed start must not hide why no backup was written.
-      const why = stopFailed ? `${stopFailed}. No backup was written.` : copyFailed ? asSentence(copyFailed.message) : "The copy was taken, but no backup was written.";
+      const why = ended?.by === "stop" ? `${ended.error.message}. No backup was written.` : ended ? asSentence(ended.error.message) : "The copy was taken, but no backup was written.";
       throw opts.signal?.aborted ? interruptedError(`${why} ${left}`) : failure("COMPOSE_FAILED", `${why} ${left}`);
     }
-    if (stopFailed) throw failure("COMPOSE_FAILED", `${stopFailed}. No backup was written (started again: ${running.join(", ")}).`);
-    if (copyFailed) throw copyFailed;
+    if (ended?.by === "stop") throw failure("COMPOSE_FAILED", `${ended.error.message}. No backup was written (started again: ${running.join(", ")}).`);
+    if (ended) throw ended.error;
     opts.signal?.throwIfAborted();
     say("Writing the archive");
     const { manifest, size, sha256 } = await writeArchive(partial, {
