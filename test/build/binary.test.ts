@@ -321,12 +321,17 @@ describe("Dockerfile image", () => {
   const tag = `stackgen-test/stackgen:${process.pid}-${Date.now().toString(36)}`;
   const baseTag = `stackgen-test/glibc-base:${process.pid}-${Date.now().toString(36)}`;
   const containers: string[] = [];
+  // The classic builder keeps an untagged image for each `FROM scratch` binary stage (118 MB
+  // each): those that appear while this block runs are its own and go with the rest.
+  const dangling = async () => (await run(["docker", "image", "ls", "-q", "--no-trunc", "--filter", "dangling=true"])).stdout.split("\n").filter(Boolean);
+  let danglingBefore: string[] | undefined;
 
   afterAll(async () => {
     if (dockerLack) return;
     for (const id of containers) await run(["docker", "rm", "-f", "-v", id]);
     await run(["docker", "image", "rm", "-f", tag]);
     await run(["docker", "image", "rm", "-f", baseTag]);
+    if (danglingBefore) for (const id of await dangling()) if (!danglingBefore.includes(id)) await run(["docker", "image", "rm", id]);
   });
 
   docker.test("builds from the binary, runs as non-root, serves health and generate, and becomes healthy", async () => {
@@ -335,6 +340,7 @@ describe("Dockerfile image", () => {
     expectSuccess(await run(["tar", "--numeric-owner", "-C", rootfs, "-cf", tarPath, "."], { timeoutMs: 60_000 }), "tar rootfs");
     expectSuccess(await run(["docker", "import", tarPath, baseTag], { timeoutMs: 120_000 }), "docker import");
 
+    danglingBefore = await dangling();
     // Build context: only what .dockerignore lets through matters, so use the real repo root.
     const build = await run(["docker", "build", "-q", "--build-arg", `BASE_IMAGE=${baseTag}`, "-t", tag, ROOT], { timeoutMs: 300_000 });
     expectSuccess(build, "docker build");
