@@ -400,11 +400,17 @@ services:
       expect(text.stdout).toContain(`Not in this backup (copy what you need yourself):\n  compose file ${join(outside, "extra.yml")}`);
       // A restore says what it did not bring back: those paths hold what they held before it.
       writeFileSync(join(outside, "app.db"), "rows written after the backup");
+      const scratchVolume = async () => (await stack.container("app")).Mounts.find((m: { Destination: string }) => m.Destination === "/scratch").Name as string;
+      const oldScratch = await scratchVolume();
       const restored = await cli(["backup", "restore", out.file, "--dir", stack.dir, "--yes", "--json"]);
       expect(restored.code).toBe(0);
       const notRestored = JSON.parse(restored.stdout).notRestored;
       expect(notRestored.slice(0, 3)).toEqual(out.notIncluded.slice(0, 3));
-      expect(notRestored[3]).toStartWith(`${anonymous} (the new container has a new, empty one`);
+      expect(notRestored[3]).toStartWith(`${anonymous} (the new container has a new, empty one; the old one is kept unused`);
+      // As said: the old one is still there (holding what the service wrote), beside the new one.
+      expect(await scratchVolume()).not.toBe(oldScratch);
+      expect(await docker("volume", "inspect", "-f", "{{.Name}}", oldScratch)).toBe(oldScratch);
+      await docker("volume", "rm", oldScratch);
       expect(restored.stderr).toContain(`Not restored (no backup holds them): compose file ${join(outside, "extra.yml")}`);
       expect(readFileSync(join(outside, "app.db"), "utf8")).toBe("rows written after the backup");
     },
