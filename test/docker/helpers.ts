@@ -218,8 +218,13 @@ volumes:
     if (containers) await run(["docker", "rm", "-f", ...containers.split("\n")]);
     const volumes = (await run(["docker", "volume", "ls", "-q", "--filter", `label=com.docker.compose.project=${this.project}`])).stdout.trim();
     if (volumes) await run(["docker", "volume", "rm", "-f", ...volumes.split("\n")]);
+    // A network whose `down` did not see every container (one of a profile it was not given).
+    const networks = (await run(["docker", "network", "ls", "-q", "--filter", `label=com.docker.compose.project=${this.project}`])).stdout.trim();
+    if (networks) await run(["docker", "network", "rm", ...networks.split("\n")]);
     const images = (await run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", `${REGISTRY}/${this.project}/*`])).stdout.trim();
-    const all = new Set([...this.images, ...(images ? images.split("\n") : [])]);
+    // Compose names an image it builds for a service without one `<project>-<service>`.
+    const built = (await run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", `reference=${this.project}-*`])).stdout.trim();
+    const all = new Set([...this.images, ...(images ? images.split("\n") : []), ...(built ? built.split("\n") : [])]);
     if (all.size > 0) await run(["docker", "rmi", "-f", ...all]);
     // Untagged leftovers of this test (old or new versions after re-tagging).
     const dangling = (await run(["docker", "images", "-q", "--filter", "dangling=true", "--filter", `label=stackgen.test=${this.project}`])).stdout.trim();

@@ -897,6 +897,7 @@ describe("update whose rollback meets an engine error", () => {
       expect(error.code).toBe("DOCKER_ERROR");
       expect(error.message).toMatch(/^Update failed \(app .*\), and the rollback failed: image tag: Error response from daemon: no space left on device; the stack may be left stopped/);
       const kept = rollbackTag(stack.project, "app");
+      stack.images.add(kept); // removed by cleanup, also when an assertion fails
       expect(error.message).toContain(`docker tag ${kept.split(":")[0]}:<service> <the image the service names>`);
       // The previous image keeps a name, as the message says; the service's tag still names the new one.
       expect(await stack.imageId(kept)).toBe(oldId);
@@ -905,7 +906,6 @@ describe("update whose rollback meets an engine error", () => {
       await docker("tag", kept, appRef);
       await stack.up();
       expect((await stack.exec("app", "cat", "/version")).trim()).toBe("app-v1");
-      await docker("image", "rm", kept);
     },
     120_000,
   );
