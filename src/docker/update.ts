@@ -685,7 +685,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     const code = e instanceof StackgenError ? e.code : "INTERNAL_ERROR";
     throw failure(code, `${doing ? `${doing}: ` : ""}${(e as Error).message}; ${quitUpdateNote(stack.project, before.filter(imageBefore).map((s) => s.service))}`);
   } finally {
-    await dropRollbackTags();
+    // Only tidying: a failure here (the engine gone) must not replace the update's outcome.
+    await dropRollbackTags().catch((e: Error) => opts.progress(`Could not remove the rollback tags (${e.message}): \`docker image ls ${rollbackRepo(stack.project)}\` lists them, \`docker image rm\` removes them`));
   }
 }
 

@@ -909,4 +909,26 @@ describe("update whose rollback meets an engine error", () => {
     },
     120_000,
   );
+
+  e2e(
+    "an update that worked is not failed by the engine refusing to remove its rollback tags afterwards",
+    async () => {
+      const { newId } = await stack.pushNewVersion(appRef, ["RUN echo app-v3 > /version && touch /ok"]);
+      const engine = new (class extends Engine {
+        override async removeImage(): Promise<void> {
+          throw new EngineError("image delete: Cannot connect to the Docker daemon", 500);
+        }
+      })();
+      stack.images.add(rollbackTag(stack.project, "app"));
+      const loaded = loadStack(stack.dir);
+      const compose = await Compose.for(loaded);
+      const said: string[] = [];
+      const result = await runUpdate(engine, loaded, compose, await compose.config(), { timeoutMs: 15_000, progress: (line) => void said.push(line) });
+      expect(result).toMatchObject({ updated: [expect.objectContaining({ service: "app" })], restarted: ["app"] });
+      expect(result.rolledBack).toBeUndefined();
+      expect((await stack.container("app")).Image).toBe(newId);
+      expect(said.at(-1)).toStartWith("Could not remove the rollback tags (image delete: Cannot connect to the Docker daemon)");
+    },
+    120_000,
+  );
 });
