@@ -24,6 +24,7 @@ import {
 } from "./backup.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
+import { byteProgress } from "./format.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, OVERRIDE_FILE_NAMES, readStackConfig, type Stack } from "./stack.ts";
 
@@ -38,6 +39,8 @@ export interface CreateOptions {
    *  restore's safety backup: every volume the restore is about to replace). */
   alsoVolumes?: { name: string; key: string }[];
   progress?: (message: string) => void;
+  /** How often a long copy says how far it is (default PROGRESS_EVERY_MS). */
+  progressEveryMs?: number;
   /** Aborted on Ctrl-C: the copy stops, the services it stopped start again, its files go. */
   signal?: AbortSignal;
 }
@@ -282,7 +285,12 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         });
       }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
-      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal).catch((e) => {
+      const meters = new Map<string, (bytes: number) => void>();
+      const copied = (volume: string, bytes: number) => {
+        if (!meters.has(volume)) meters.set(volume, byteProgress(say, `Copying volume ${volume}`, undefined, opts.progressEveryMs));
+        meters.get(volume)!(bytes);
+      };
+      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal, copied).catch((e) => {
         if (!(e instanceof VolumeCopyFailed)) throw e;
         const retry = !e.cut || stop || running.length === 0 ? "" : opts.kind ? " Stop the stack (docker compose stop), then run the command again." : " Run it again, or without --hot so the services are stopped for the copy.";
         throw failure("BACKUP_FAILED", `No backup was written: ${e.message}.${retry}`);
@@ -322,7 +330,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       files: files!,
       volumes: volumeFiles!,
       createdAt,
-    }, opts.signal);
+    }, opts.signal, byteProgress(say, "Writing the archive", volumeFiles!.reduce((sum, v) => sum + v.size, 0), opts.progressEveryMs));
     renameSync(partial, file);
     say(`Wrote ${file}`);
     return {

@@ -198,8 +198,9 @@ function writeAll(fd: number, chunk: Uint8Array): void {
   for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at, chunk.length - at);
 }
 
-/** Copy named volumes into `workDir` (one tar each) through a helper container that is created but never started. */
-export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string, signal?: AbortSignal): Promise<VolumeFile[]> {
+/** Copy named volumes into `workDir` (one tar each) through a helper container that is created but
+ *  never started. `copied` is told of each volume's bytes as they arrive (a copy made again, too). */
+export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string, signal?: AbortSignal, copied?: (volume: string, bytes: number) => void): Promise<VolumeFile[]> {
   if (volumes.length === 0) return [];
   return withVolumeHelper(engine, volumes, preferredImages, async (helper) => {
     const out: VolumeFile[] = [];
@@ -208,7 +209,10 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
       for (let attempt = 1; ; attempt++) {
         signal?.throwIfAborted();
         const check = new VolumeTarCheck(v.name);
-        const written = await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path, signal, (chunk) => check.push(chunk));
+        const written = await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path, signal, (chunk) => {
+          check.push(chunk);
+          copied?.(v.name, chunk.length);
+        });
         const result = check.result();
         if (!result.cut && result.problems.length === 0) {
           out.push({ ...v, path, ...written });
@@ -271,8 +275,9 @@ export interface WrittenArchive {
 }
 
 /** Write the gzipped archive to `file` (a new, owner-only file: it holds .env secrets).
- *  `signal` stops the writing (Ctrl-C): the caller removes the partial file. */
-export async function writeArchive(file: string, input: ArchiveInput, signal?: AbortSignal): Promise<WrittenArchive> {
+ *  `signal` stops the writing (Ctrl-C): the caller removes the partial file. `archived` is told
+ *  of the volume bytes as they go in (the part that takes long). */
+export async function writeArchive(file: string, input: ArchiveInput, signal?: AbortSignal, archived?: (bytes: number) => void): Promise<WrittenArchive> {
   const createdAt = input.createdAt ?? new Date();
   const mtime = Math.floor(createdAt.getTime() / 1000);
   const config = input.files.map((f) => fileEntry(`config/${f.path}`, f.data, f.mode & 0o777, mtime));
@@ -304,6 +309,7 @@ export async function writeArchive(file: string, input: ArchiveInput, signal?: A
       let copied = 0;
       for await (const chunk of chunksOf(Bun.file(v.path).stream())) {
         copied += chunk.length;
+        archived?.(chunk.length);
         yield chunk;
       }
       // The manifest already promised this size: anything else would make a broken archive.

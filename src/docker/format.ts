@@ -43,3 +43,19 @@ export function formatPorts(ports: { IP?: string; PrivatePort: number; PublicPor
   }
   return out;
 }
+
+/** How often long copies say how far they are. */
+export const PROGRESS_EVERY_MS = 5000;
+
+/** A counter for a long copy of bytes that says how far it is at most every `everyMs`, the first
+ *  time after `everyMs` too, so a quick copy says nothing: "<label>: 1.2 GiB[ of 4.0 GiB]". */
+export function byteProgress(say: (line: string) => void, label: string, total?: number, everyMs = PROGRESS_EVERY_MS, now: () => number = Date.now): (bytes: number) => void {
+  let done = 0;
+  let last = now();
+  return (bytes) => {
+    done += bytes;
+    if (now() - last < everyMs) return;
+    last = now();
+    say(`${label}: ${formatBytes(done)}${total ? ` of ${formatBytes(total)}` : ""}`);
+  };
+}

@@ -4,6 +4,10 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
+import { createBackup } from "../../src/docker/backup-ops.ts";
+import { Compose } from "../../src/docker/compose.ts";
+import { Engine } from "../../src/docker/engine.ts";
+import { loadStack } from "../../src/docker/stack.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 import { startedStack } from "../support/started-stack.ts";
@@ -1313,5 +1317,27 @@ describe("backup of a stack with a running container whose service left the comp
       expect((await stack.container("gone")).State.Running).toBe(true);
     },
     180_000,
+  );
+});
+
+describe("backup create of a volume that takes a while to copy", () => {
+  const stack = startedStack(TestStack.unique("bg"), `services:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sh", "-c", "head -c 8388608 /dev/urandom > /data/blob; exec sleep 3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`, {});
+
+  e2e(
+    "says how far the copy and the archive are as they go",
+    async () => {
+      const loaded = loadStack(stack.dir);
+      const compose = await Compose.for(loaded);
+      const said: string[] = [];
+      // Every chunk reported (the CLI says so every few seconds): the wiring, not the pace, is tested.
+      const made = await createBackup(loaded, new Engine(), compose, await compose.config(), { hot: false, progress: (line) => void said.push(line), progressEveryMs: 0 });
+      const volume = `${stack.project}_data`;
+      const copying = said.filter((line) => line.startsWith(`Copying volume ${volume}: `));
+      expect(copying.length).toBeGreaterThan(1);
+      expect(copying.at(-1)).toMatch(/: 8\.\d MiB$/);
+      expect(said.filter((line) => line.startsWith("Writing the archive: ")).at(-1)).toMatch(/^Writing the archive: 8\.\d MiB of 8\.\d MiB$/);
+      expect((await verifyBackupFile(made.file)).volumes.map((v) => v.name)).toEqual([volume]);
+    },
+    120_000,
   );
 });

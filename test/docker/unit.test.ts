@@ -8,7 +8,7 @@ import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, Vol
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
-import { formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
+import { byteProgress, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
@@ -48,6 +48,27 @@ describe("uptime", () => {
     expect(uptimeOf(true, "2024-01-01T00:00:00Z", now)).toBe("3h12m");
     expect(uptimeOf(false, "2024-01-01T00:00:00Z", now)).toBe("");
     expect(uptimeOf(true, "0001-01-01T00:00:00Z", now)).toBe("");
+  });
+});
+
+describe("progress of long copies", () => {
+  test("says how far a copy is at most every interval, nothing for a quick one", () => {
+    let clock = 1000;
+    const said: string[] = [];
+    const add = byteProgress((line) => said.push(line), "Writing the archive", 3 * 1024 ** 3, 5000, () => clock);
+    add(512 * 1024 ** 2);
+    clock += 4999;
+    add(512 * 1024 ** 2);
+    expect(said).toEqual([]);
+    clock += 1;
+    add(512 * 1024 ** 2);
+    clock += 100;
+    add(1024);
+    expect(said).toEqual(["Writing the archive: 1.5 GiB of 3.0 GiB"]);
+    clock += 5000;
+    const copy = byteProgress((line) => said.push(line), "Copying volume proj_data", undefined, 0, () => clock);
+    copy(2048);
+    expect(said.at(-1)).toBe("Copying volume proj_data: 2.0 KiB");
   });
 });
 
@@ -491,7 +512,12 @@ describe("volume copies are checked as the engine sends them", () => {
   test("a copy cut short (a file changed size while the engine read it) is made again", async () => {
     for (const cut of [cutInFile, cutAtMember]) {
       const { engine, calls } = engineSending(cut, complete);
-      const { files } = await copy(engine);
+      const bytes: number[] = [];
+      const dir = join(work, String(n++));
+      mkdirSync(dir);
+      const files = await readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir, undefined, (volume, b) => void bytes.push(b));
+      // Every byte the engine sent is told, the first, cut copy's too.
+      expect(bytes.reduce((a, b) => a + b, 0)).toBe(cut.length + complete.length);
       expect(calls.archive).toBe(2);
       expect(readFileSync(files[0]!.path).equals(complete)).toBe(true);
       expect(files[0]!.sha256).toBe(sha256(complete));
@@ -575,6 +601,12 @@ describe("backup archive verification", () => {
     const out = mkdtempSync(join(dir, "extract-"));
     const extracted = await verifyBackupFile(file, out);
     expect(sha256(readFileSync(extracted.volumes[0].path!))).toBe(sha256(volumeTar));
+  });
+  test("writing the archive tells of every volume byte it puts in", async () => {
+    const volumes = [volumeFile("proj_data", volumeTar), volumeFile("proj_cache", new Uint8Array(3 * 1024 * 1024))];
+    let archived = 0;
+    await writeArchive(path("backup.tar.gz"), input({ volumes }), undefined, (bytes) => void (archived += bytes));
+    expect(archived).toBe(volumeTar.length + 3 * 1024 * 1024);
   });
   test("checking a volume of many files keeps little per file (real volumes hold millions)", async () => {
     // 400,000 empty files: holding every member's header took 220 MiB at the peak.
