@@ -24,7 +24,7 @@ import {
 } from "./backup.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
-import { byteProgress } from "./format.ts";
+import { byteProgress, formatBytes } from "./format.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, OVERRIDE_FILE_NAMES, readStackConfig, type Stack } from "./stack.ts";
 
@@ -437,11 +437,12 @@ export const tooFullToCheck = (dir: string, e: unknown) =>
   failure("RESTORE_FAILED", `The disk holding ${dir} is too full to unpack the backup to check it (${(e as Error).message}). Nothing was changed; free some space there.`);
 
 /** Read and verify a backup file (checked by checkBackupFile first), keeping its volume tars in
- *  `extractDir`; a one-line error (exit 2) when it is not acceptable. */
-export async function loadVerifiedBackup(file: string, project: string | undefined, extractDir: string): Promise<VerifiedBackup> {
+ *  `extractDir`; a one-line error (exit 2) when it is not acceptable. A long check says how far it is. */
+export async function loadVerifiedBackup(file: string, project: string | undefined, extractDir: string, say?: (message: string) => void, progressEveryMs?: number): Promise<VerifiedBackup> {
   let backup: VerifiedBackup;
   try {
-    backup = await verifyBackupFile(file, extractDir);
+    const read = say ? byteProgress(say, "Checking the backup", statSync(file).size, progressEveryMs) : undefined;
+    backup = await verifyBackupFile(file, extractDir, read);
   } catch (e) {
     if (e instanceof BackupInvalid) throw new StackgenError("BACKUP_INVALID", `Backup ${file} is refused: ${e.message}. Nothing was changed.`, 400);
     if (diskFull(e)) throw tooFullToCheck(dirname(extractDir), e);
@@ -857,7 +858,7 @@ export async function restoreBackup(
     }
     say("Writing volume contents");
     // Putting the safety backup back runs to the end, interrupted or not.
-    await writeVolumes(engine, volumeTars, images, rollingBack ? undefined : opts.signal);
+    await writeVolumes(engine, volumeTars, images, rollingBack ? undefined : opts.signal, (v) => say(`Writing volume ${v.name} (${formatBytes(statSync(v.path).size)})`));
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = compose.reloaded(loadStack(stack.dir));
     if (only === undefined) {

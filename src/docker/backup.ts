@@ -228,11 +228,12 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
 }
 
 /** Replace volume contents: the caller recreated the volumes empty; each tar streams from its work file into its mount. */
-export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[], signal?: AbortSignal): Promise<void> {
+export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[], signal?: AbortSignal, starting?: (volume: { name: string; path: string }) => void): Promise<void> {
   if (volumes.length === 0) return;
   await withVolumeHelper(engine, volumes, preferredImages, async (helper) => {
     for (const v of volumes) {
       signal?.throwIfAborted();
+      starting?.(v);
       await engine.putArchive(helper, HELPER_ROOT, Bun.file(v.path));
     }
   });
@@ -395,7 +396,7 @@ function promisedSizes(data: Uint8Array): Map<string, number> {
 }
 
 /** Stream the archive once: hash every member, keep config in memory, check volume tars' headers, extract them if asked. */
-async function readArchive(file: string, extractDir: string | undefined) {
+async function readArchive(file: string, extractDir: string | undefined, read?: (bytes: number) => void) {
   const outer: TarEntry[] = [];
   const members = new Map<string, ReadMember>();
   const problems: string[] = [];
@@ -470,7 +471,13 @@ async function readArchive(file: string, extractDir: string | undefined) {
     };
   });
   try {
-    await pipeline(createReadStream(file), createGunzip(), async (source: AsyncIterable<Uint8Array>) => {
+    const counted = new Transform({
+      transform(chunk: Uint8Array, _encoding, done) {
+        read?.(chunk.length);
+        done(null, chunk);
+      },
+    });
+    await pipeline(createReadStream(file), counted, createGunzip(), async (source: AsyncIterable<Uint8Array>) => {
       for await (const chunk of source) parser.push(chunk);
       parser.end();
     });
@@ -492,10 +499,11 @@ export const diskFull = (e: unknown) => ["ENOSPC", "EDQUOT"].includes((e as Node
  * Read and verify a backup file completely: gzip and tar structure, safe member names, a manifest
  * that lists every member with matching size and sha256, and safe members inside every volume
  * tar. With `extractDir`, each volume's tar is kept there for a restore. Throws BackupInvalid
- * listing what is wrong; nothing is written outside `extractDir`.
+ * listing what is wrong; nothing is written outside `extractDir`. `read` is told of the file's
+ * bytes as they are read.
  */
-export async function verifyBackupFile(file: string, extractDir?: string): Promise<VerifiedBackup> {
-  const { outer, members, problems } = await readArchive(file, extractDir);
+export async function verifyBackupFile(file: string, extractDir?: string, read?: (bytes: number) => void): Promise<VerifiedBackup> {
+  const { outer, members, problems } = await readArchive(file, extractDir, read);
   problems.push(...checkMembers(outer, { volume: false }));
   for (const e of outer) if (e.type !== "file" && e.type !== "dir") problems.push(`member "${e.name}" is not a regular file`);
   if (problems.length > 0) throw new BackupInvalid(problems);

@@ -1337,6 +1337,10 @@ describe("backup create of a volume that takes a while to copy", () => {
       expect(copying.at(-1)).toMatch(/: 8\.\d MiB$/);
       expect(said.filter((line) => line.startsWith("Writing the archive: ")).at(-1)).toMatch(/^Writing the archive: 8\.\d MiB of 8\.\d MiB$/);
       expect((await verifyBackupFile(made.file)).volumes.map((v) => v.name)).toEqual([volume]);
+      // A restore names each volume it writes, with its size.
+      const restored = await cli(["backup", "restore", made.file, "--dir", stack.dir, "--yes"]);
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(restored.stderr).toMatch(new RegExp(`Writing volume ${volume} \\(8\\.\\d MiB\\)`));
     },
     120_000,
   );

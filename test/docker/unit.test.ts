@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
-import { configTargetProblems, listBackups, liveDatabases, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
+import { configTargetProblems, listBackups, liveDatabases, loadVerifiedBackup, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
-import { byteProgress, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
+import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
 import { dependencyLayers } from "../../src/docker/layers.ts";
@@ -601,6 +601,16 @@ describe("backup archive verification", () => {
     const out = mkdtempSync(join(dir, "extract-"));
     const extracted = await verifyBackupFile(file, out);
     expect(sha256(readFileSync(extracted.volumes[0].path!))).toBe(sha256(volumeTar));
+  });
+  test("checking a backup for a restore says how far it has read", async () => {
+    const { file } = await make({ volumes: [volumeFile("proj_data", volumeTar), volumeFile("proj_cache", new Uint8Array(3 * 1024 * 1024))] });
+    const said: string[] = [];
+    const out = mkdtempSync(join(dir, "extract-"));
+    await loadVerifiedBackup(file, "proj", out, (line) => void said.push(line), 0);
+    expect(said.length).toBeGreaterThan(0);
+    // The whole file is read, and its size is the total.
+    const size = formatBytes(statSync(file).size);
+    expect(said.at(-1)).toBe(`Checking the backup: ${size} of ${size}`);
   });
   test("writing the archive tells of every volume byte it puts in", async () => {
     const volumes = [volumeFile("proj_data", volumeTar), volumeFile("proj_cache", new Uint8Array(3 * 1024 * 1024))];

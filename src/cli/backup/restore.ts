@@ -72,7 +72,7 @@ export default defineCommand({
     let result;
     let interrupted = false;
     try {
-      const backup = await loadVerifiedBackup(file, stack?.project, work);
+      const backup = await loadVerifiedBackup(file, stack?.project, work, progress);
       requireYesWithoutTerminal(args.yes, "Restore replaces the stack's volumes and config");
       const engine = await connectEngine();
       // What the backup's own config makes of the stack, checked against the engine before anything
