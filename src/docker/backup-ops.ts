@@ -25,7 +25,7 @@ import {
 import type { Compose, ComposeModel } from "./compose.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { byteProgress, formatBytes } from "./format.ts";
-import { waitReady, type ServiceReadiness } from "./health.ts";
+import { servicesNotRunning, waitReady, type ServiceReadiness } from "./health.ts";
 import { loadStack, OVERRIDE_FILE_NAMES, readStackConfig, type Stack } from "./stack.ts";
 
 export interface CreateOptions {
@@ -190,11 +190,8 @@ async function startAgain(engine: Engine, compose: Compose, services: string[], 
     await compose.start(services);
     return undefined;
   } catch (e) {
-    const running = await engine.listProjectContainers(compose.stack.project).then(
-      (containers) => new Set(containers.filter((c) => c.State === "running").map((c) => c.Labels["com.docker.compose.service"])),
-      () => new Set<string | undefined>(),
-    );
-    const stopped = services.filter((s) => !running.has(s));
+    // Not knowing (the engine gone too), every one is named.
+    const stopped = await servicesNotRunning(engine, compose.stack.project, services).catch(() => services);
     if (stopped.length === 0) return undefined;
     const one = stopped.length === 1;
     const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "start", ...stopped].join(" ");

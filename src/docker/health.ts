@@ -10,6 +10,12 @@ export interface ServiceReadiness {
   final: boolean;
 }
 
+/** Which of `services` have no running container now, in their order. */
+export async function servicesNotRunning(engine: Engine, project: string, services: readonly string[]): Promise<string[]> {
+  const running = new Set((await engine.listProjectContainers(project)).filter((c) => c.State === "running").map((c) => c.Labels["com.docker.compose.service"]));
+  return services.filter((s) => !running.has(s));
+}
+
 /** What `readiness` reads of a container. */
 export interface ContainerState {
   Status: string;

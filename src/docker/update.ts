@@ -9,7 +9,7 @@ import { failure, interruptedError, StackgenError } from "../errors.ts";
 import { composeAsItRuns, createBackup, oversizedConfig } from "./backup-ops.ts";
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
-import { waitReady } from "./health.ts";
+import { servicesNotRunning, waitReady } from "./health.ts";
 import { dependencyLayers } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
@@ -616,11 +616,11 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       return { again, stillNamed };
     };
     // Those failing before the update did not really run: not named as stopped by it.
-    const ranBefore = new Set([...plan.mustStayUp].filter((name) => !plan.brokenBefore.has(name)));
+    const ranBefore = [...plan.mustStayUp].filter((name) => !plan.brokenBefore.has(name)).sort();
     /** After an update that never started a new image: how the stack started again stands, with
      *  what is left down and the command that starts it (", but is not healthy: …." or "."). */
     const startedAgain = async ({ again, stillNamed }: Awaited<ReturnType<typeof startOnPrevious>>) =>
-      `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}${again ? notRunningNote(await notRunningOf(engine, stack.project, ranBefore), stillNamed) : ""}`;
+      `${again ? `, but is not healthy: ${again}` : ""}.${stillNamedNote(stillNamed)}${again ? notRunningNote(await servicesNotRunning(engine, stack.project, ranBefore), stillNamed) : ""}`;
 
     // 3. Stop all, start layer by layer, wait for health. Interrupted before that: nothing stops.
     if (opts.signal?.aborted) {
@@ -666,7 +666,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // A stop that fails still leaves the rollback to start the previous images (up recreates them).
     await compose.stop().catch(() => undefined);
     const { again, stillNamed } = await startOnPrevious();
-    const notRunning = again ? await notRunningOf(engine, stack.project, ranBefore) : [];
+    const notRunning = again ? await servicesNotRunning(engine, stack.project, ranBefore) : [];
     result.rolledBack = {
       services: changed.filter((c) => c.currentId).map((c) => c.service),
       reason: problem,
@@ -688,12 +688,6 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // Only tidying: a failure here (the engine gone) must not replace the update's outcome.
     await dropRollbackTags().catch((e: Error) => opts.progress(`Could not remove the rollback tags (${e.message}): \`docker image ls ${rollbackRepo(stack.project)}\` lists them, \`docker image rm\` removes them`));
   }
-}
-
-/** Which of `services` (running before the update) have no running container now. */
-async function notRunningOf(engine: Engine, project: string, services: ReadonlySet<string>): Promise<string[]> {
-  const running = new Set((await engine.listProjectContainers(project)).filter((c) => c.State === "running").map((c) => c.Labels["com.docker.compose.service"]));
-  return [...services].filter((s) => !running.has(s)).sort();
 }
 
 /** The reference a renamed service starts on in a rollback: the one it ran under, while it still
