@@ -5,9 +5,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { createBackup } from "../../src/docker/backup-ops.ts";
-import { Compose } from "../../src/docker/compose.ts";
 import { Engine } from "../../src/docker/engine.ts";
-import { loadStack } from "../../src/docker/stack.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 import { startedStack } from "../support/started-stack.ts";
@@ -1326,11 +1324,10 @@ describe("backup create of a volume that takes a while to copy", () => {
   e2e(
     "says how far the copy and the archive are as they go",
     async () => {
-      const loaded = loadStack(stack.dir);
-      const compose = await Compose.for(loaded);
+      const { stack: loaded, compose, model } = await stack.opened();
       const said: string[] = [];
       // Every chunk reported (the CLI says so every few seconds): the wiring, not the pace, is tested.
-      const made = await createBackup(loaded, new Engine(), compose, await compose.config(), { hot: false, progress: (line) => void said.push(line), progressEveryMs: 0 });
+      const made = await createBackup(loaded, new Engine(), compose, model, { hot: false, progress: (line) => void said.push(line), progressEveryMs: 0 });
       const volume = `${stack.project}_data`;
       const copying = said.filter((line) => line.startsWith(`Copying volume ${volume}: `));
       expect(copying.length).toBeGreaterThan(1);

@@ -4,6 +4,8 @@ import { test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { Compose } from "../../src/docker/compose.ts";
+import { loadStack } from "../../src/docker/stack.ts";
 
 export const REPO = resolve(import.meta.dir, "../..");
 export const BUN = join(REPO, "node_modules/.bin/bun");
@@ -161,6 +163,14 @@ export class TestStack {
     const newId = await this.publish(ref, lines);
     await docker("tag", oldId, ref);
     return { oldId, newId };
+  }
+
+  /** The stack, its compose and the model compose reads, as the CLI opens them: for calling a
+   *  day-2 operation in-process (with an engine that fails on purpose, or a progress interval). */
+  async opened() {
+    const stack = loadStack(this.dir);
+    const compose = await Compose.for(stack);
+    return { stack, compose, model: await compose.config() };
   }
 
   /** `docker compose` on this stack, with the override file when one is there (as plain `docker compose` would). */

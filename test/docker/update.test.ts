@@ -3,9 +3,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
-import { Compose } from "../../src/docker/compose.ts";
 import { Engine, EngineError } from "../../src/docker/engine.ts";
-import { loadStack } from "../../src/docker/stack.ts";
 import { rollbackTag, runUpdate } from "../../src/docker/update.ts";
 import type { StackgenError } from "../../src/errors.ts";
 import { startedStack } from "../support/started-stack.ts";
@@ -886,10 +884,9 @@ describe("update whose rollback meets an engine error", () => {
           return super.tagImage(id, repo, tag);
         }
       })();
-      const loaded = loadStack(stack.dir);
-      const compose = await Compose.for(loaded);
+      const { stack: loaded, compose, model } = await stack.opened();
       const progress = (line: string) => void (rollingBack ||= line.startsWith("Update failed ("));
-      const error: StackgenError = await runUpdate(engine, loaded, compose, await compose.config(), { timeoutMs: 15_000, progress }).then(
+      const error: StackgenError = await runUpdate(engine, loaded, compose, model, { timeoutMs: 15_000, progress }).then(
         () => { throw new Error("the update did not fail"); },
         (e) => e,
       );
@@ -920,10 +917,9 @@ describe("update whose rollback meets an engine error", () => {
         }
       })();
       stack.images.add(rollbackTag(stack.project, "app"));
-      const loaded = loadStack(stack.dir);
-      const compose = await Compose.for(loaded);
+      const { stack: loaded, compose, model } = await stack.opened();
       const said: string[] = [];
-      const result = await runUpdate(engine, loaded, compose, await compose.config(), { timeoutMs: 15_000, progress: (line) => void said.push(line) });
+      const result = await runUpdate(engine, loaded, compose, model, { timeoutMs: 15_000, progress: (line) => void said.push(line) });
       expect(result).toMatchObject({ updated: [expect.objectContaining({ service: "app" })], restarted: ["app"] });
       expect(result.rolledBack).toBeUndefined();
       expect((await stack.container("app")).Image).toBe(newId);
