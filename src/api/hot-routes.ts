@@ -12,13 +12,14 @@ import { parseJsonObject, readJsonText } from "./json-body.ts";
 import { inputWithConfigChecked } from "./config-version.ts";
 import { GenerateRequest, ValidateRequest } from "../schema/api.ts";
 import type { TSchema } from "@sinclair/typebox";
-import { bundleJson, GENERATE_JSON_TYPE, wantsZip } from "./routes/generate.ts";
+import { bundleBlob, GENERATE_JSON_TYPE, wantsZip } from "./routes/generate.ts";
 
 /** An answer the guard turns into a Response (with its headers in one go). */
 export interface Reply {
   status: number;
   type: string;
-  body: string;
+  /** A Blob for a generation (see bundleBlob). */
+  body: string | Blob;
 }
 
 /** What Elysia sends for a returned object, and what the app's error handler sets. */
@@ -40,7 +41,7 @@ const remembered = <T>(memo: (catalog: Catalog, key: string, make: () => T) => T
   text.length > MAX_MEMO_BODY_CHARS ? make() : memo(catalog, text, make);
 
 export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
-  type Route = { message: string; type: string; run: (text: string) => string };
+  type Route = { message: string; type: string; run: (text: string) => string | Blob };
   // The body as the core reads it, once its config version passed the checks the Elysia routes
   // make first (see config-version.ts).
   const configChecked = (doc: Record<string, unknown>, schema: TSchema, message: string) => (inputWithConfigChecked(doc, schema, message, catalog), doc);
@@ -62,7 +63,7 @@ export function hotRoutes(catalog: Catalog, maxBodyBytes: number): HotRoutes {
     type: GENERATE_JSON_TYPE,
     // A whole `complete` export posted back is read through its `input` (by prepareGeneration),
     // as on the Elysia route.
-    run: (text) => bundleJson(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(configChecked(parseJsonObject(text, GENERATE_MESSAGE), GenerateRequest, GENERATE_MESSAGE), catalog)))),
+    run: (text) => bundleBlob(finishGeneration(remembered(recentGenerations, catalog, text, () => prepareGeneration(configChecked(parseJsonObject(text, GENERATE_MESSAGE), GenerateRequest, GENERATE_MESSAGE), catalog)))),
   };
   return (request, path) => {
     // A query string (format=zip|complete, or anything Elysia should judge) goes to the app.

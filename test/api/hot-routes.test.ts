@@ -25,9 +25,15 @@ function stable(text: string): unknown {
   return doc;
 }
 
-async function both(path: string, body: string, headers?: Record<string, string>) {
+/** A hot route's answer as text (a generation's is a Blob). */
+async function hotText(path: string, body: string, headers?: Record<string, string>) {
   const reply = await hot(request(path, body, headers), path);
   expect(reply).toBeDefined();
+  return { ...reply!, body: typeof reply!.body === "string" ? reply!.body : await reply!.body.text() };
+}
+
+async function both(path: string, body: string, headers?: Record<string, string>) {
+  const reply = await hotText(path, body, headers);
   const viaApp = await app.handle(request(path, body, headers));
   const viaAppBody = await viaApp.text();
   return {
@@ -107,9 +113,9 @@ describe("hot routes answer exactly like the Elysia routes", () => {
   test("a generate answer is all ASCII (text past it as JSON \\u escapes) and reads back to the same files", async () => {
     // The skills README holds a "…": one such character made the whole answer a two-byte string.
     const body = JSON.stringify({ projectName: "p", services: SEVEN });
-    const reply = await hot(request("/v1/generate", body), "/v1/generate");
+    const reply = await hotText("/v1/generate", body);
     const viaApp = await (await app.handle(request("/v1/generate", body))).text();
-    for (const text of [reply!.body, viaApp]) {
+    for (const text of [reply.body, viaApp]) {
       expect(/[^\x00-\x7f]/.test(text)).toBe(false);
       expect(JSON.parse(text).files["skills/README.md"]).toContain("`docker compose …`");
     }
@@ -133,7 +139,7 @@ describe("hot routes answer exactly like the Elysia routes", () => {
     const viaApp = await app.handle(chunked());
     expect(reply!.status).toBe(413);
     expect(viaApp.status).toBe(413);
-    expect(JSON.parse(reply!.body)).toEqual(await viaApp.json());
+    expect(JSON.parse(reply!.body as string)).toEqual(await viaApp.json());
   });
 });
 
@@ -156,9 +162,9 @@ describe("bodies seen again (answers and prepared generations are kept by body t
 
   test("a generation repeated with the same text still gets fresh secrets and a fresh time", async () => {
     const body = JSON.stringify({ projectName: "again", services: SEVEN });
-    const first = (await hot(request("/v1/generate", body), "/v1/generate"))!;
+    const first = await hotText("/v1/generate", body);
     await Bun.sleep(2);
-    const second = (await hot(request("/v1/generate", body), "/v1/generate"))!;
+    const second = await hotText("/v1/generate", body);
     expect(first.status).toBe(200);
     expect(stable(second.body)).toEqual(stable(first.body));
     const [a, b] = [secretsOf(first.body), secretsOf(second.body)];
@@ -185,7 +191,7 @@ describe("bodies seen again (answers and prepared generations are kept by body t
       expect(viaHot.status).toBe(200);
     }
     const long = JSON.stringify({ projectName: "long", services: SEVEN, note: "y".repeat(5000) });
-    const [one, two] = [(await hot(request("/v1/generate", long), "/v1/generate"))!, (await hot(request("/v1/generate", long), "/v1/generate"))!];
+    const [one, two] = [await hotText("/v1/generate", long), await hotText("/v1/generate", long)];
     expect(stable(two.body)).toEqual(stable(one.body));
     expect(secretsOf(two.body)[0]).not.toBe(secretsOf(one.body)[0]);
   });

@@ -852,12 +852,14 @@ describe("input fields take effect", () => {
     expect(cfg).toMatchObject({ configVersion: 2, projectName: "t", services: ["postgresql", "n8n"], deploymentType: "bare-metal" });
   });
 
-  test("the cached JSON of the files is JSON.stringify of the files, in ASCII (\\u escapes past it)", () => {
+  test("the cached JSON of the files is JSON.stringify of the files, in ASCII (\\u escapes past it), and its pieces join to it", async () => {
     for (const body of [{ services: ["redis"] }, { preset: "devops", domain: "example.com" }, { services: ["n8n"], generateSecrets: false }]) {
       const first = gen(body);
       const again = gen(body); // served from the render cache
       for (const g of [first, again]) {
         expect(g.filesJson()).toBe(asciiJson(JSON.stringify(g.files)));
+        // The server sends the pieces (cached bytes and this generation's secrets) one after another.
+        expect(await new Blob(g.filesJsonPieces()).text()).toBe(g.filesJson());
         expect(JSON.parse(g.filesJson())).toEqual(g.files);
         expect(/[^\x00-\x7f]/.test(g.filesJson())).toBe(false);
       }

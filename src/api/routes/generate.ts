@@ -48,6 +48,12 @@ export function bundleJson({ metadata, filesJson }: Generated, head = "{"): stri
   return `${head}"files":${filesJson()},"metadata":${asciiJson(JSON.stringify(metadata))}}`;
 }
 
+/** The same document as bundleJson, as a Blob of the cached bytes and this answer's secrets:
+ *  no 40 KB string is made per answer (the server's hot route). */
+export function bundleBlob({ metadata, filesJsonPieces }: Generated): Blob {
+  return new Blob(['{"files":', ...filesJsonPieces(), `,"metadata":${asciiJson(JSON.stringify(metadata))}}`]);
+}
+
 export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers, request }) => {
     const sent = documentSent(request) ?? body;
