@@ -361,7 +361,8 @@ export interface ListedBackup {
   volumes?: string[];
 }
 
-export async function listBackups(dir: string): Promise<ListedBackup[]> {
+/** The archives in `dir`, each verified; a long check says how far it is (`say`). */
+export async function listBackups(dir: string, say?: (message: string) => void, progressEveryMs?: number): Promise<ListedBackup[]> {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -372,8 +373,8 @@ export async function listBackups(dir: string): Promise<ListedBackup[]> {
     throw unusableBackupFolder("read backups in", dir, e);
   }
   const out: ListedBackup[] = [];
-  for (const name of names) {
-    if (!name.endsWith(".tar.gz")) continue;
+  const archives = names.filter((name) => name.endsWith(".tar.gz")).sort();
+  for (const [at, name] of archives.entries()) {
     const file = join(dir, name);
     const st = statSync(file, { throwIfNoEntry: false });
     if (!st) {
@@ -385,7 +386,8 @@ export async function listBackups(dir: string): Promise<ListedBackup[]> {
     if (!st.isFile()) continue;
     const base = { file, name, size: st.size, createdAt: st.mtime.toISOString() };
     try {
-      const { manifest } = await verifyBackupFile(file);
+      const label = `Checking ${name}${archives.length > 1 ? ` (${at + 1} of ${archives.length})` : ""}`;
+      const { manifest } = await verifyBackupFile(file, undefined, say && byteProgress(say, label, st.size, progressEveryMs));
       out.push({ ...base, createdAt: manifest.createdAt, project: manifest.project, ...(manifest.kind ? { kind: manifest.kind } : {}), verified: true, volumes: manifest.volumes.map((v) => v.name) });
     } catch (e) {
       out.push({ ...base, verified: false, problem: (e as Error).message });

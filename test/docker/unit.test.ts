@@ -746,6 +746,22 @@ describe("backup archive verification", () => {
       ["proj-20240101T000000000Z.tar.gz", true, undefined],
     ]);
   });
+  test("backup list says how far its check of each archive is, naming which of how many", async () => {
+    const listed = mkdtempSync(join(dir, "list-progress-"));
+    const { file } = await make();
+    const names = ["proj-20240101T000000000Z.tar.gz", "proj-20240102T000000000Z.tar.gz"];
+    for (const name of names) copyFileSync(file, join(listed, name));
+    const said: string[] = [];
+    // Every 0 ms: a line for each chunk read (the CLI's is every five seconds).
+    const backups = await listBackups(listed, (line) => said.push(line), 0);
+    expect(backups.every((b) => b.verified)).toBe(true);
+    const size = formatBytes(statSync(file).size);
+    for (const [at, name] of [...names].sort().entries()) {
+      expect(said).toContain(`Checking ${name} (${at + 1} of 2): ${size} of ${size}`);
+    }
+    // Without a listener nothing is said, and the answer is the same.
+    expect(await listBackups(listed)).toEqual(backups);
+  });
   test("config files are checked against the stack directory before a restore changes anything", () => {
     const stackDir = mkdtempSync(join(dir, "targets-"));
     const outside = mkdtempSync(join(dir, "outside-"));

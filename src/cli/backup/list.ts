@@ -6,7 +6,7 @@ import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
 import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
-import { green, printJson, printText, red, visible } from "../output.ts";
+import { green, printJson, printText, progress, red, visible } from "../output.ts";
 
 export default defineCommand({
   meta: { name: "list", description: "List the stack's backups, newest first, and check each one (in a directory with no stack yet: the archives in its backups/)" },
@@ -17,7 +17,7 @@ export default defineCommand({
     // A directory that is not there is a mistyped --dir (exit 2), not a stack without backups.
     const stack = isEmptyStackDir(root) && existsSync(root) ? undefined : loadStack(root);
     const dir = backupFolder(args.output, defaultBackupDir(root));
-    const backups = await listBackups(dir);
+    const backups = await listBackups(dir, progress);
     if (args.json) {
       printJson({ directory: dir, backups });
       return;

@@ -9,7 +9,7 @@ import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
-import { plural, printJson, printText, visible } from "../output.ts";
+import { plural, printJson, printText, progress, visible } from "../output.ts";
 
 /** --keep: a whole number of backups, at least 1 (pruning everything is never a retention). */
 function keepCount(value: unknown): number {
@@ -39,7 +39,7 @@ export default defineCommand({
     const keep = keepCount(args.keep);
     const stack = loadStack(args.dir);
     const directory = backupFolder(args.output, defaultBackupDir(stack.dir));
-    const plan = planPrune(await listBackups(directory), stack.project, keep);
+    const plan = planPrune(await listBackups(directory, progress), stack.project, keep);
     const dryRun = args["dry-run"];
     if (!dryRun && plan.removed.length > 0) {
       requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
