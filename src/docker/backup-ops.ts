@@ -718,6 +718,8 @@ export interface RestoreOptions {
   signal?: AbortSignal;
   /** Told where the safety backup is as soon as it is written. */
   onSafetyBackup?: (file: string) => void;
+  /** How often long copies say how far they are (default PROGRESS_EVERY_MS; tests: 0). */
+  progressEveryMs?: number;
 }
 
 export interface RestoreResult {
@@ -803,7 +805,7 @@ export async function restoreBackup(
     // Every volume the restore replaces is in it, also one the compose files no longer name (an
     // orphan still holding data): otherwise the restore would destroy what nothing else holds.
     const replaced = backup.volumes.map(({ name, key }) => ({ name, key }));
-    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", alsoVolumes: replaced, progress: say, signal: opts.signal });
+    safety = await createBackup(stack, engine, compose, model, { hot: true, stopServices: false, kind: "pre-restore", alsoVolumes: replaced, progress: say, progressEveryMs: opts.progressEveryMs, signal: opts.signal });
     opts.onSafetyBackup?.(safety.file);
     opts.signal?.throwIfAborted();
   } catch (e) {
@@ -857,7 +859,11 @@ export async function restoreBackup(
     }
     say("Writing volume contents");
     // Putting the safety backup back runs to the end, interrupted or not.
-    await writeVolumes(engine, volumeTars, images, rollingBack ? undefined : opts.signal, (v) => say(`Writing volume ${v.name} (${formatBytes(statSync(v.path).size)})`));
+    await writeVolumes(engine, volumeTars, images, rollingBack ? undefined : opts.signal, (v) => {
+      const size = statSync(v.path).size;
+      say(`Writing volume ${v.name} (${formatBytes(size)})`);
+      return opts.progress && byteProgress(say, `Writing volume ${v.name}`, size, opts.progressEveryMs);
+    });
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = compose.reloaded(loadStack(stack.dir));
     if (only === undefined) {

@@ -227,16 +227,30 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
   });
 }
 
-/** Replace volume contents: the caller recreated the volumes empty; each tar streams from its work file into its mount. */
-export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[], signal?: AbortSignal, starting?: (volume: { name: string; path: string }) => void): Promise<void> {
+/** Replace volume contents: the caller recreated the volumes empty; each tar streams from its work
+ *  file into its mount. `starting` is told each volume before it is written; when it gives back a
+ *  counter, the bytes are counted on their way to the engine (a large volume takes minutes). */
+export async function writeVolumes(engine: Engine, volumes: { name: string; path: string }[], preferredImages: string[], signal?: AbortSignal, starting?: (volume: { name: string; path: string }) => ((bytes: number) => void) | void): Promise<void> {
   if (volumes.length === 0) return;
   await withVolumeHelper(engine, volumes, preferredImages, async (helper) => {
     for (const v of volumes) {
       signal?.throwIfAborted();
-      starting?.(v);
-      await engine.putArchive(helper, HELPER_ROOT, Bun.file(v.path));
+      const sent = starting?.(v);
+      await engine.putArchive(helper, HELPER_ROOT, sent ? countedStream(Bun.file(v.path), sent) : Bun.file(v.path));
     }
   });
+}
+
+/** The file's bytes as a stream that reports each chunk as it is read. */
+function countedStream(file: Blob, counted: (bytes: number) => void): ReadableStream<Uint8Array> {
+  return file.stream().pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        counted(chunk.byteLength);
+        out.enqueue(chunk);
+      },
+    }),
+  );
 }
 
 /** Run `work` with a helper container (created, never started) that mounts `volumes`, removed

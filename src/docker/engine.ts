@@ -268,10 +268,11 @@ export class Engine {
     return res.body;
   }
 
-  /** Extract a tar (in memory, or a file streamed from disk) into `path` inside a container. */
-  async putArchive(containerId: string, path: string, tar: Uint8Array | Blob): Promise<void> {
+  /** Extract a tar (in memory, a file streamed from disk, or a stream of unknown length, sent
+   *  chunked as `docker cp` sends its own) into `path` inside a container. */
+  async putArchive(containerId: string, path: string, tar: Uint8Array | Blob | ReadableStream<Uint8Array>): Promise<void> {
     const res = await this.request("PUT", `/containers/${encodeURIComponent(containerId)}/archive?path=${encodeURIComponent(path)}`, {
-      body: tar as Uint8Array<ArrayBuffer> | Blob,
+      body: tar as Uint8Array<ArrayBuffer> | Blob | ReadableStream<Uint8Array>,
       headers: { "Content-Type": "application/x-tar" },
     });
     if (!res.ok) throw await this.errorOf(res, `writing ${path}`);

@@ -4,7 +4,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
-import { createBackup } from "../../src/docker/backup-ops.ts";
+import { createBackup, loadVerifiedBackup, restoreBackup } from "../../src/docker/backup-ops.ts";
 import { Engine } from "../../src/docker/engine.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
@@ -1319,7 +1319,7 @@ describe("backup of a stack with a running container whose service left the comp
 });
 
 describe("backup create of a volume that takes a while to copy", () => {
-  const stack = startedStack(TestStack.unique("bg"), `services:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sh", "-c", "head -c 8388608 /dev/urandom > /data/blob; exec sleep 3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`, {});
+  const stack = startedStack(TestStack.unique("bg"), `services:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sh", "-c", "[ -f /data/blob ] || head -c 8388608 /dev/urandom > /data/blob; exec sleep 3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`, {});
 
   e2e(
     "says how far the copy and the archive are as they go",
@@ -1338,6 +1338,19 @@ describe("backup create of a volume that takes a while to copy", () => {
       const restored = await cli(["backup", "restore", made.file, "--dir", stack.dir, "--yes"]);
       expect(restored.code, restored.stderr).toBe(0);
       expect(restored.stderr).toMatch(new RegExp(`Writing volume ${volume} \\(8\\.\\d MiB\\)`));
+      // ... and says how far each write is as the bytes go to the engine (streamed, not one
+      // silent upload), and the volume holds what it held.
+      const blob = await stack.exec("app", "md5sum", "/data/blob");
+      const work = mkdtempSync(join(stack.dir, ".restore-test-"));
+      const backup = await loadVerifiedBackup(made.file, loaded.project, work);
+      const heard: string[] = [];
+      const again = await restoreBackup(loaded, new Engine(), compose, model, made.file, backup, { timeoutMs: 60_000, progress: (line) => void heard.push(line), progressEveryMs: 0 });
+      rmSync(work, { recursive: true, force: true });
+      expect(again.volumes).toEqual([volume]);
+      const writing = heard.filter((line) => line.startsWith(`Writing volume ${volume}: `));
+      expect(writing.length).toBeGreaterThan(1);
+      expect(writing.at(-1)).toMatch(/: 8\.\d MiB of 8\.\d MiB$/);
+      expect(await stack.exec("app", "md5sum", "/data/blob")).toBe(blob);
     },
     120_000,
   );
