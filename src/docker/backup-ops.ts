@@ -14,6 +14,7 @@ import {
   MAX_CONFIG_BYTES,
   readFileBytes,
   readVolumes,
+  VOLUME_COPY_ATTEMPTS,
   VolumeCopyFailed,
   stackVolumes,
   verifyBackupFile,
@@ -282,12 +283,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         });
       }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
-      const meters = new Map<string, (bytes: number) => void>();
-      const copied = (volume: string, bytes: number) => {
-        if (!meters.has(volume)) meters.set(volume, byteProgress(say, `Copying volume ${volume}`, undefined, opts.progressEveryMs));
-        meters.get(volume)!(bytes);
-      };
-      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal, copied).catch((e) => {
+      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal, volumeCopyProgress(say, opts.progressEveryMs)).catch((e) => {
         if (!(e instanceof VolumeCopyFailed)) throw e;
         const retry = !e.cut || stop || running.length === 0 ? "" : opts.kind ? " Stop the stack (docker compose stop), then run the command again." : " Run it again, or without --hot so the services are stopped for the copy.";
         throw failure("BACKUP_FAILED", `No backup was written: ${e.message}.${retry}`);
@@ -359,6 +355,20 @@ export interface ListedBackup {
   verified: boolean;
   problem?: string;
   volumes?: string[];
+}
+
+/** How far each volume's copy is, for readVolumes: a copy made again (cut short by a service
+ *  writing) is said as such and counted from zero, not added to the bytes of the one it replaces. */
+export function volumeCopyProgress(say: (message: string) => void, everyMs?: number): (volume: string, bytes: number, attempt: number) => void {
+  const meters = new Map<string, { attempt: number; count: (bytes: number) => void }>();
+  return (volume, bytes, attempt) => {
+    let meter = meters.get(volume);
+    if (meter?.attempt !== attempt) {
+      if (meter) say(`Copying volume ${volume} again (attempt ${attempt} of ${VOLUME_COPY_ATTEMPTS}): the copy before ended early, as a file changed size while it was read`);
+      meters.set(volume, (meter = { attempt, count: byteProgress(say, `Copying volume ${volume}`, undefined, everyMs) }));
+    }
+    meter.count(bytes);
+  };
 }
 
 /** The archives in `dir`, each verified; a long check says how far it is (`say`). */

@@ -185,7 +185,7 @@ class VolumeTarCheck {
 }
 
 /** Copies of a volume that ended early are made again this many times in all. */
-const VOLUME_COPY_ATTEMPTS = 3;
+export const VOLUME_COPY_ATTEMPTS = 3;
 
 export class VolumeCopyFailed extends Error {
   /** The copy ended early (a file changed size while it was read), rather than holding what restore refuses. */
@@ -199,8 +199,9 @@ function writeAll(fd: number, chunk: Uint8Array): void {
 }
 
 /** Copy named volumes into `workDir` (one tar each) through a helper container that is created but
- *  never started. `copied` is told of each volume's bytes as they arrive (a copy made again, too). */
-export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string, signal?: AbortSignal, copied?: (volume: string, bytes: number) => void): Promise<VolumeFile[]> {
+ *  never started. `copied` is told of each volume's bytes as they arrive, with the attempt they
+ *  belong to (a copy cut short is made again from the start). */
+export async function readVolumes(engine: Engine, volumes: { name: string; key: string }[], preferredImages: string[], workDir: string, signal?: AbortSignal, copied?: (volume: string, bytes: number, attempt: number) => void): Promise<VolumeFile[]> {
   if (volumes.length === 0) return [];
   return withVolumeHelper(engine, volumes, preferredImages, async (helper) => {
     const out: VolumeFile[] = [];
@@ -211,7 +212,7 @@ export async function readVolumes(engine: Engine, volumes: { name: string; key: 
         const check = new VolumeTarCheck(v.name);
         const written = await streamToFile(await engine.getArchive(helper, `${HELPER_ROOT}/${v.name}`), path, signal, (chunk) => {
           check.push(chunk);
-          copied?.(v.name, chunk.length);
+          copied?.(v.name, chunk.length, attempt);
         });
         const result = check.result();
         if (!result.cut && result.problems.length === 0) {

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
-import { configTargetProblems, listBackups, liveDatabases, loadVerifiedBackup, outsideTheBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-ops.ts";
+import { configTargetProblems, listBackups, liveDatabases, loadVerifiedBackup, outsideTheBackup, unpackConfigInto, volumeCopyProgress, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
@@ -522,6 +522,18 @@ describe("volume copies are checked as the engine sends them", () => {
       expect(readFileSync(files[0]!.path).equals(complete)).toBe(true);
       expect(files[0]!.sha256).toBe(sha256(complete));
     }
+  });
+  test("a copy made again is said as such and counted from zero, not added to the cut one's bytes", async () => {
+    const { engine } = engineSending(cutInFile, complete);
+    const dir = join(work, String(n++));
+    mkdirSync(dir);
+    const said: string[] = [];
+    // Every 0 ms: a line for each chunk (the CLI's is every five seconds).
+    await readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir, undefined, volumeCopyProgress((line) => void said.push(line), 0));
+    const again = said.findIndex((line) => line.startsWith("Copying volume proj_data again (attempt 2 of 3)"));
+    expect(again).toBeGreaterThan(0);
+    expect(said.slice(0, again)).toEqual([`Copying volume proj_data: ${formatBytes(cutInFile.length)}`]);
+    expect(said.slice(again + 1)).toEqual([`Copying volume proj_data: ${formatBytes(complete.length)}`]);
   });
   test("a copy cut short every time fails, and nothing of it is left for an archive", async () => {
     const { engine, calls } = engineSending(cutInFile);
