@@ -180,7 +180,9 @@ async function checkWritable(root: string, plan: PlannedFile[]): Promise<void> {
       await access(checked, constants.W_OK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code ?? "";
-      if (NOT_WRITABLE.includes(code)) throw usageError(`Cannot write ${f.path} in ${root} (${code}: ${checked} is not writable). Nothing was written: fix its owner or permissions, or choose another --dir.`);
+      // Owner and permissions are no help on a file system mounted read-only.
+      const fix = code === "EROFS" ? `${checked} is on a read-only file system). Nothing was written: choose another --dir, or mount it writable` : `${checked} is not writable). Nothing was written: fix its owner or permissions, or choose another --dir`;
+      if (NOT_WRITABLE.includes(code)) throw usageError(`Cannot write ${f.path} in ${root} (${code}: ${fix}.`);
       throw e;
     }
   }

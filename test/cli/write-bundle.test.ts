@@ -40,6 +40,38 @@ describe("writing a bundle", () => {
     expect(readdirSync(dir).sort()).toEqual(["docker-compose.yml", "old-skill.md", "skills"]);
   });
 
+  test("a stack on a read-only file system: generate refuses before writing and says why (exit 2), backup list still reads it", async () => {
+    if (process.getuid?.() !== 0) return; // mounting needs root
+    const mountPoint = mkdtempSync(join(tmpdir(), "stackgen-rofs-"));
+    const mounted = await run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mountPoint]);
+    if (mounted.code !== 0) {
+      rmSync(mountPoint, { recursive: true, force: true });
+      if (process.env.CI) throw new Error(`mount failed: ${mounted.stderr}`);
+      return; // a root without the right to mount (a container): nothing to test with
+    }
+    try {
+      const dir = join(mountPoint, "stack");
+      expectOk(await cli(["generate", "--name", "ro", "--preset", "minimal", "--dir", dir], { env }));
+      expect((await run(["mount", "-o", "remount,ro", mountPoint])).code).toBe(0);
+      const before = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+      const again = await cli(["generate", "--name", "ro", "--preset", "minimal", "--services", "qdrant", "--dir", dir, "--json"], { env });
+      expect(again.code).toBe(2);
+      expect(JSON.parse(again.stdout).error).toMatchObject({ code: "USAGE_ERROR", message: expect.stringMatching(/^Cannot write \S+ in .* \(EROFS: .* is on a read-only file system\)\. Nothing was written: choose another --dir, or mount it writable\.$/) });
+      const fresh = await cli(["generate", "--name", "ro", "--preset", "minimal", "--dir", join(mountPoint, "new"), "--json"], { env });
+      expect(fresh.code).toBe(2);
+      expect(JSON.parse(fresh.stdout).error.message).toMatch(/^Cannot make the folder .*new \(EROFS\); choose another --dir\. Nothing was written\.$/);
+      // Reading needs no write: the list of backups works on a read-only stack.
+      const listed = await cli(["backup", "list", "--dir", dir, "--json"], { env });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout).backups).toEqual([]);
+      const after = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+      expect(after).toEqual(before);
+    } finally {
+      await run(["umount", mountPoint]);
+      rmSync(mountPoint, { recursive: true, force: true });
+    }
+  });
+
   test("a file the user may not write is refused before anything is written (exit 2, not an internal error)", async () => {
     if (process.getuid?.() !== 0 || !Bun.which("setpriv")) return; // needs root to act as another user
     const dir = join(tmp, "owned");
