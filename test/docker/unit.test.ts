@@ -503,19 +503,17 @@ describe("volume copies are checked as the engine sends them", () => {
     } as unknown as Engine;
     return { engine, calls };
   };
-  const copy = (engine: Engine) => {
+  const copy = (engine: Engine, copied?: (volume: string, bytes: number, attempt: number) => void) => {
     const dir = join(work, String(n++));
     mkdirSync(dir);
-    return readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir).then((files) => ({ files, dir }));
+    return readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir, undefined, copied).then((files) => ({ files, dir }));
   };
 
   test("a copy cut short (a file changed size while the engine read it) is made again", async () => {
     for (const cut of [cutInFile, cutAtMember]) {
       const { engine, calls } = engineSending(cut, complete);
       const bytes: number[] = [];
-      const dir = join(work, String(n++));
-      mkdirSync(dir);
-      const files = await readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir, undefined, (volume, b) => void bytes.push(b));
+      const { files } = await copy(engine, (volume, b) => void bytes.push(b));
       // Every byte the engine sent is told, the first, cut copy's too.
       expect(bytes.reduce((a, b) => a + b, 0)).toBe(cut.length + complete.length);
       expect(calls.archive).toBe(2);
@@ -525,11 +523,9 @@ describe("volume copies are checked as the engine sends them", () => {
   });
   test("a copy made again is said as such and counted from zero, not added to the cut one's bytes", async () => {
     const { engine } = engineSending(cutInFile, complete);
-    const dir = join(work, String(n++));
-    mkdirSync(dir);
     const said: string[] = [];
     // Every 0 ms: a line for each chunk (the CLI's is every five seconds).
-    await readVolumes(engine, [{ name: "proj_data", key: "data" }], ["helper"], dir, undefined, volumeCopyProgress((line) => void said.push(line), 0));
+    await copy(engine, volumeCopyProgress((line) => void said.push(line), 0));
     const again = said.findIndex((line) => line.startsWith("Copying volume proj_data again (attempt 2 of 3)"));
     expect(again).toBeGreaterThan(0);
     expect(said.slice(0, again)).toEqual([`Copying volume proj_data: ${formatBytes(cutInFile.length)}`]);
