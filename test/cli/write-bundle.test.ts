@@ -14,6 +14,8 @@ const env = { ...process.env, NO_COLOR: "1" };
 
 /** Every file and folder under `dir`, `dir` included. */
 const tree = (dir: string): string[] => [dir, ...readdirSync(dir, { recursive: true }).map((p) => join(dir, String(p)))];
+/** Every file under `dir` with its text: what a refused write must leave as it was. */
+const fileContents = (dir: string) => Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
 
 describe("writing a bundle", () => {
   test("a write that fails halfway puts back the files written before it", async () => {
@@ -53,7 +55,7 @@ describe("writing a bundle", () => {
       const dir = join(mountPoint, "stack");
       expectOk(await cli(["generate", "--name", "ro", "--preset", "minimal", "--dir", dir], { env }));
       expect((await run(["mount", "-o", "remount,ro", mountPoint])).code).toBe(0);
-      const before = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+      const before = fileContents(dir);
       const again = await cli(["generate", "--name", "ro", "--preset", "minimal", "--services", "qdrant", "--dir", dir, "--json"], { env });
       expect(again.code).toBe(2);
       expect(JSON.parse(again.stdout).error).toMatchObject({ code: "USAGE_ERROR", message: expect.stringMatching(/^Cannot write \S+ in .* \(EROFS: .* is on a read-only file system\)\. Nothing was written: choose another --dir, or mount it writable\.$/) });
@@ -64,7 +66,7 @@ describe("writing a bundle", () => {
       const listed = await cli(["backup", "list", "--dir", dir, "--json"], { env });
       expect(listed.code, listed.stderr).toBe(0);
       expect(JSON.parse(listed.stdout).backups).toEqual([]);
-      const after = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+      const after = fileContents(dir);
       expect(after).toEqual(before);
     } finally {
       await run(["umount", mountPoint]);
@@ -81,13 +83,13 @@ describe("writing a bundle", () => {
     for (const path of tree(dir)) chownSync(path, 65534, 65534);
     chownSync(join(dir, "skills"), 0, 0);
     chmodSync(join(dir, "skills"), 0o755);
-    const before = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+    const before = fileContents(dir);
     const r = await run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BUN, MAIN, "generate", "--preset", "minimal", "--services", "qdrant", "--dir", dir, "--json"], { env: { PATH: process.env.PATH!, HOME: "/tmp", NO_COLOR: "1" } });
     expect(r.code).toBe(2);
     const error = JSON.parse(r.stdout).error;
     expect(error.code).toBe("USAGE_ERROR");
     expect(error.message).toMatch(/^Cannot write skills\/\S+ in .* \(EACCES: .*skills is not writable\)\. Nothing was written/);
-    const after = Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
+    const after = fileContents(dir);
     expect(after).toEqual(before);
   });
 });
