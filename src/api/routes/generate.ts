@@ -45,14 +45,17 @@ export function generateJson(body: Record<string, unknown>, catalog: Catalog, co
 /** `{files, metadata}` (after `head`), serialized by hand around the cached JSON of the files:
  *  the same document as JSON.stringify at a fraction of the cost. */
 export function bundleJson({ metadata, filesJson }: Generated, head = "{"): string {
-  return `${head}"files":${filesJson()},"metadata":${asciiJson(JSON.stringify(metadata))}}`;
+  return `${head}"files":${filesJson()}${metadataTail(metadata)}`;
 }
 
 /** The same document as bundleJson, as a Blob of the cached bytes and this answer's secrets:
  *  no 40 KB string is made per answer (the server's hot route). */
 export function bundleBlob({ metadata, filesJsonPieces }: Generated): Blob {
-  return new Blob(['{"files":', ...filesJsonPieces(), `,"metadata":${asciiJson(JSON.stringify(metadata))}}`]);
+  return new Blob(['{"files":', ...filesJsonPieces(), metadataTail(metadata)]);
 }
+
+/** What both follow the files with: the metadata, and the document's end. */
+const metadataTail = (metadata: Generated["metadata"]) => `,"metadata":${asciiJson(JSON.stringify(metadata))}}`;
 
 export const generateRoutes = (catalog: Catalog, maxBodyBytes: number) =>
   new Elysia({ name: "generate-routes" }).post("/generate", async ({ body, query, headers, request }) => {
