@@ -8,6 +8,8 @@ import { printJson, printText } from "./output.ts";
 /** Flags whose value is a file (directories offered to descend into), or a directory. */
 const FILE_FLAGS = ["--from", "--file"];
 const DIR_FLAGS = ["--dir", "--output"];
+/** Commands whose argument is a file (a backup archive). */
+const FILE_COMMANDS = ["backup restore", "backup verify"];
 
 interface CommandFlags {
   /** Every flag the command takes, as typed (a boolean that defaults to true both ways: `--secrets`, `--no-secrets`). */
@@ -95,7 +97,7 @@ ${rows((flag, v) => `    ${flag}) COMPREPLY=( $(compgen -W "${v}" -- "$cur") ); 
   esac
   if [[ $cur != -* ]]; then
     case "\${COMP_WORDS[*]:1:COMP_CWORD-1}" in
-      "backup restore"*) _stackgen_paths -f; return ;;
+${FILE_COMMANDS.map((cmd) => `      "${cmd}"*) _stackgen_paths -f; return ;;`).join("\n")}
 ${rows((cmd, w) => `      ${cmd}|${cmd}\\ -*) opts="${w}" ;;`, positional)}
     esac
   fi
@@ -128,7 +130,7 @@ ${rows((flag, v) => `    ${flag}) _values '${flag.slice(2)}' ${v}; return ;;`, v
   esac
   if [[ $PREFIX != -* ]]; then
     case "$words[2,CURRENT-1]" in
-      "backup restore"*) _files; return ;;
+${FILE_COMMANDS.map((cmd) => `      "${cmd}"*) _files; return ;;`).join("\n")}
 ${rows((cmd, w) => `      ${cmd}|${cmd}\\ -*) _values '${cmd}' ${w}; return ;;`, positional)}
     esac
   fi
@@ -187,7 +189,7 @@ if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _stackgen "$@"; else compde
     `complete -c stackgen -n '__stackgen_is' -a '${commands}'`,
     "complete -c stackgen -n '__stackgen_is' -l help -l version",
     ...Object.entries(positional).map(([cmd, w]) => `complete -c stackgen -n '__stackgen_is ${cmd}' -a '${w}'`),
-    "complete -c stackgen -n '__stackgen_at backup restore' -F",
+    ...FILE_COMMANDS.map((cmd) => `complete -c stackgen -n '__stackgen_at ${cmd}' -F`),
     ...Object.entries(commandsFlags).flatMap(([path, c]) => c.flags.map((f) => `complete -c stackgen -n '${at(path)}' -l ${f.slice(2)}${flagValue(f)}`)),
   ];
   return lines.join("\n") + "\n";

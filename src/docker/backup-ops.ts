@@ -406,6 +406,51 @@ export async function listBackups(dir: string, say?: (message: string) => void, 
   return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.name.localeCompare(a.name));
 }
 
+/** What `backup verify` says of one archive: its manifest when every check passes, else each
+ *  problem found (all of them, not only the first that list shows). */
+export interface BackupReport {
+  file: string;
+  name: string;
+  size: number;
+  verified: boolean;
+  problems?: string[];
+  project?: string;
+  createdAt?: string;
+  kind?: string;
+  /** Copied while the services ran (`create --hot`): databases may not restore consistently. */
+  hot?: boolean;
+  toolVersion?: string;
+  /** Each service with the image (and image id) it ran at the time: what a restore brings back. */
+  services?: BackupManifest["services"];
+  volumes?: { name: string; size: number }[];
+  files?: string[];
+}
+
+/** Reads and checks one archive whole, as restore does before it changes anything, but keeps
+ *  nothing: an offsite copy can be checked where no stack (and no Docker) is. */
+export async function verifyBackup(file: string, say?: (message: string) => void, progressEveryMs?: number): Promise<BackupReport> {
+  const size = statSync(file).size;
+  const base = { file, name: basename(file), size };
+  try {
+    const { manifest } = await verifyBackupFile(file, undefined, say && byteProgress(say, `Checking ${basename(file)}`, size, progressEveryMs));
+    return {
+      ...base,
+      verified: true,
+      project: manifest.project,
+      createdAt: manifest.createdAt,
+      ...(manifest.kind ? { kind: manifest.kind } : {}),
+      hot: manifest.hot,
+      toolVersion: manifest.toolVersion,
+      services: manifest.services,
+      volumes: manifest.volumes.map((v) => ({ name: v.name, size: v.size })),
+      files: manifest.files,
+    };
+  } catch (e) {
+    if (e instanceof BackupInvalid) return { ...base, verified: false, problems: e.problems };
+    throw e;
+  }
+}
+
 export interface PrunePlan {
   /** This project's verified backups that stay (the `keep` newest). */
   kept: ListedBackup[];

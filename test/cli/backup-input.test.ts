@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { createHash } from "node:crypto";
 import { FORMAT_VERSION, verifyBackupFile, writeArchive } from "../../src/docker/backup.ts";
 import { configTargetProblems, writeConfigFiles } from "../../src/docker/backup-ops.ts";
 import { fileEntry, writeTar } from "../../src/docker/tar.ts";
@@ -195,5 +196,65 @@ describe("backup list and prune show archive names as text, never as terminal co
     expect(prune.code, prune.stderr).toBe(0);
     expect(prune.stdout).toContain("\\x1b]0;owned\\x07\\x1b[2J.tar.gz");
     expect(prune.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+  });
+});
+
+describe("backup verify checks one archive whole, with no stack and no engine", () => {
+  /** An archive as create writes it: a config file and one volume holding one file. */
+  async function madeArchive(file: string, hot: boolean) {
+    const tar = writeTar([fileEntry("shop_data/orders.db", "rows")]);
+    const tarFile = join(tmp, `${hot ? "hot" : "cold"}-volume.tar`);
+    writeFileSync(tarFile, tar);
+    const volume = { name: "shop_data", key: "data", path: tarFile, size: tar.length, sha256: createHash("sha256").update(tar).digest("hex") };
+    await writeArchive(file, { project: "shop", hot, services: [{ name: "db", image: "registry.local/db:2", imageId: "sha256:abc" }], files: [{ path: "stackgen.json", data, mode: 0o644 }], volumes: [volume] });
+    return file;
+  }
+
+  test("a sound archive: exit 0, with what a restore would bring back (project, images, volumes, config)", async () => {
+    const file = await madeArchive(join(tmp, "verify-sound.tar.gz"), true);
+    const r = await cli(["backup", "verify", file, "--json"], { env });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      file,
+      name: "verify-sound.tar.gz",
+      verified: true,
+      project: "shop",
+      hot: true,
+      services: [{ name: "db", image: "registry.local/db:2", imageId: "sha256:abc" }],
+      volumes: [{ name: "shop_data", size: expect.any(Number) }],
+      files: ["stackgen.json"],
+    });
+    const text = await cli(["backup", "verify", file], { env });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain("verify-sound.tar.gz: verified");
+    expect(text.stdout).toContain("Services: db (registry.local/db:2)");
+    expect(text.stdout).toMatch(/Volumes: +shop_data \(/);
+    // A hot copy says what that means for its databases.
+    expect(text.stdout).toContain("copied while the services ran");
+  });
+
+  test("an archive that does not verify: exit 1 with every problem, in JSON and as text", async () => {
+    // A config member that differs from its manifest entry, and another the manifest does not list.
+    const manifest = manifestOf("shop", { members: [{ path: "config/stackgen.json", size: 1, sha256: "0".repeat(64) }] });
+    const file = join(tmp, "verify-tampered.tar.gz");
+    writeFileSync(file, gzipSync(writeTar([fileEntry("manifest.json", JSON.stringify(manifest)), fileEntry("config/stackgen.json", "y"), fileEntry("config/extra.sh", "rm -rf /")])));
+    const r = await cli(["backup", "verify", file, "--json"], { env });
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ file, verified: false });
+    expect(out.problems).toEqual(['member "config/stackgen.json" fails its sha256 check', 'member "config/extra.sh" is not listed in the manifest']);
+    expect(out.project).toBeUndefined();
+    const text = await cli(["backup", "verify", file], { env });
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain("verify-tampered.tar.gz: INVALID");
+    expect(text.stdout).toContain('  member "config/extra.sh" is not listed in the manifest');
+  });
+
+  test("no such file, or a folder: exit 2, USAGE_ERROR", async () => {
+    for (const [file, message] of [[join(tmp, "missing.tar.gz"), "does not exist"], [tmp, "is not a regular file"]]) {
+      const r = await cli(["backup", "verify", file, "--json"], { env });
+      expect(r.code, r.stdout).toBe(2);
+      expect(jsonError(r.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining(message) });
+    }
   });
 });

@@ -82,7 +82,7 @@ describe("basics", () => {
   });
 
   test("a nested command's help names it in full", async () => {
-    for (const sub of ["create", "list", "restore", "prune"]) {
+    for (const sub of ["create", "list", "verify", "restore", "prune"]) {
       const r = await cli(["backup", sub, "--help"], { env });
       expectOk(r);
       expect(r.stdout).toMatch(new RegExp(`^USAGE stackgen backup ${sub} `, "m"));
@@ -257,7 +257,9 @@ describe("basics", () => {
       ["generate --dir ", ["subdir"], ["myfile.json"]],
       ["backup create --output s", ["subdir"], []],
       ["backup restore my", ["myfile.json"], []],
-      ["backup ", ["create", "list", "restore", "prune"], ["myfile.json"]],
+      ["backup verify my", ["myfile.json"], []],
+      ["backup verify --", ["--json"], ["--dir", "--yes"]],
+      ["backup ", ["create", "list", "verify", "restore", "prune"], ["myfile.json"]],
       ["completion ", ["bash", "zsh", "fish"], ["myfile.json"]],
       ["generate ", [], ["myfile.json"]],
       ["generate --", ["--from", "--deployment"], []],
