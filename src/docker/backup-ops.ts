@@ -22,6 +22,7 @@ import {
   writeVolumes,
   type BackupManifest,
   type VerifiedBackup,
+  type VolumeFile,
 } from "./backup.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
@@ -36,6 +37,10 @@ export interface CreateOptions {
   kind?: string;
   /** Stop running services for the copy and start them again (default unless hot). */
   stopServices?: boolean;
+  /** Hot: pause (freeze) the running databases while their volumes are copied (default true). */
+  pauseDatabases?: boolean;
+  /** Told which services are paused now, each time that changes (a second Ctrl-C names them). */
+  onPaused?: (services: string[]) => void;
   /** Volumes to copy as well when they exist, though the compose files no longer name them (a
    *  restore's safety backup: every volume the restore is about to replace). */
   alsoVolumes?: { name: string; key: string }[];
@@ -59,6 +64,8 @@ export interface CreateResult {
   /** What the stack keeps outside its directory, and so outside this backup: writable bind mounts
    *  of host folders and files, and compose files COMPOSE_FILE names elsewhere. */
   notIncluded: string[];
+  /** Hot: the databases paused while their volumes were copied. */
+  paused: string[];
 }
 
 /** The stack's own data and config outside `stack.dir`, which a backup of the directory and the
@@ -182,6 +189,62 @@ export function oversizedConfig(stackDir: string, paths: string[] = bundleFiles(
 
 const asSentence = (message: string) => (/[.!?]$/.test(message) ? message : `${message}.`);
 
+/** A running database container a hot copy pauses, and the named volumes it mounts. */
+interface DatabaseContainer {
+  id: string;
+  service: string;
+  volumes: string[];
+}
+
+/** The running containers of `databases` that mount one of `volumes`: a database with no volume
+ *  in the backup has nothing to keep still for it. */
+async function databaseContainers(engine: Engine, project: string, databases: string[], volumes: { name: string }[]): Promise<DatabaseContainer[]> {
+  const copied = new Set(volumes.map((v) => v.name));
+  return (await engine.listProjectContainers(project))
+    .filter((c) => c.State === "running" && databases.includes(c.Labels["com.docker.compose.service"] ?? ""))
+    .map((c) => ({ id: c.Id, service: c.Labels["com.docker.compose.service"]!, volumes: (c.Mounts ?? []).flatMap((m) => (m.Type === "volume" && m.Name && copied.has(m.Name) ? [m.Name] : [])) }))
+    .filter((c) => c.volumes.length > 0);
+}
+
+/** Pauses each container; one the engine will not pause (no cgroup freezer, one that just
+ *  exited) is said and copied while it writes, as with --no-pause. Returns those paused. */
+async function pauseEach(engine: Engine, containers: DatabaseContainer[], say: (message: string) => void): Promise<DatabaseContainer[]> {
+  const paused: DatabaseContainer[] = [];
+  for (const c of containers) {
+    try {
+      await engine.pauseContainer(c.id);
+      paused.push(c);
+    } catch (e) {
+      say(`Warning: ${c.service} could not be paused (${(e as Error).message}); its volumes are copied while it writes, and may not restore to a consistent state.`);
+    }
+  }
+  return paused;
+}
+
+/** Unpauses what pauseEach paused. Never throws (the error that led here stays the one reported):
+ *  returns which are left paused, and the command that unpauses them. */
+async function unpauseEach(engine: Engine, compose: Compose, paused: DatabaseContainer[], say: (message: string) => void): Promise<string | undefined> {
+  if (paused.length === 0) return undefined;
+  say(`Unpausing ${paused.map((c) => c.service).join(", ")}`);
+  const left: string[] = [];
+  let why = "";
+  for (const c of paused) {
+    await engine.unpauseContainer(c.id).catch((e: Error) => {
+      left.push(c.service);
+      why ||= e.message;
+    });
+  }
+  if (left.length === 0) return undefined;
+  return `Unpausing failed (${why}): ${leftPausedNote(compose, left)}`;
+}
+
+/** "db is left paused, answering nothing; `docker compose unpause db` in <dir> unpauses it." */
+export function leftPausedNote(compose: Compose, services: string[]): string {
+  const one = services.length === 1;
+  const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "unpause", ...services].join(" ");
+  return `${services.join(", ")} ${one ? "is" : "are"} left paused, answering nothing; \`${command}\` in ${compose.stack.dir} unpauses ${one ? "it" : "them"}.`;
+}
+
 /** Starts again the services a backup or restore stopped. When that fails, returns (never
  *  throws, so the error that led here stays the one reported) which are left stopped, as the
  *  engine shows them (a failed start may have started some), and the command that starts them. */
@@ -231,9 +294,13 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const external = model.volumes.filter((v) => v.external).map((v) => `volume ${v.name} (declared external: not the stack's own, so not copied; back it up where it is managed)`);
   if (external.length) say(`Not in the backup: ${external.join("; ")}`);
   const notIncluded = [...outside, ...external, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
-  if (opts.hot) {
-    const writing = liveDatabases(model, running);
-    if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; without --hot they are stopped for the copy.`);
+  // A hot copy pauses the running databases (frozen, not stopped) while their volumes are copied:
+  // their files are then read as of one moment, as after a power cut, which a database recovers
+  // from; read while it writes, a database's files may be torn. Their clients wait meanwhile.
+  const pausing = opts.hot && !stop && opts.pauseDatabases !== false ? await databaseContainers(engine, stack.project, liveDatabases(model, running), volumes) : [];
+  if (opts.hot && !stop) {
+    const writing = liveDatabases(model, running).filter((name) => !pausing.some((c) => c.service === name));
+    if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; ${opts.pauseDatabases === false ? "without --no-pause they are paused for the copy, " : ""}without --hot they are stopped for it.`);
   }
   let work: string;
   try {
@@ -271,6 +338,9 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     if (oversized) throw failure("BACKUP_FAILED", `${oversized} No backup was written${stop ? " and nothing was stopped" : ""}.`);
     let volumeFiles;
     let files;
+    let paused: DatabaseContainer[] = [];
+    /** Databases a failed unpause left frozen: said as a stack left stopped is. */
+    let leftPaused: string | undefined;
     /** What ended the copy, if anything did: the stop refused, or the copy itself (a volume that could not be read). */
     let ended: { by: "stop" | "copy"; error: Error } | undefined;
     try {
@@ -283,11 +353,31 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         });
       }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
-      volumeFiles = await readVolumes(engine, volumes, [...all.values(), ...images], work, opts.signal, volumeCopyProgress(say, opts.progressEveryMs)).catch((e) => {
-        if (!(e instanceof VolumeCopyFailed)) throw e;
-        const retry = !e.cut || stop || running.length === 0 ? "" : opts.kind ? " Stop the stack (docker compose stop), then run the command again." : " Run it again, or without --hot so the services are stopped for the copy.";
-        throw failure("BACKUP_FAILED", `No backup was written: ${e.message}.${retry}`);
-      });
+      const progress = volumeCopyProgress(say, opts.progressEveryMs);
+      const copy = (list: { name: string; key: string }[], into: string) =>
+        readVolumes(engine, list, [...all.values(), ...images], into, opts.signal, progress).catch((e) => {
+          if (!(e instanceof VolumeCopyFailed)) throw e;
+          const retry = !e.cut || stop || running.length === 0 ? "" : opts.kind ? " Stop the stack (docker compose stop), then run the command again." : " Run it again, or without --hot so the services are stopped for the copy.";
+          throw failure("BACKUP_FAILED", `No backup was written: ${e.message}.${retry}`);
+        });
+      // The paused databases' volumes first, so that they are paused for those copies only.
+      const held = new Set(pausing.flatMap((c) => c.volumes));
+      let first: VolumeFile[] = [];
+      if (held.size > 0) {
+        say(`Pausing ${pausing.map((c) => c.service).join(", ")} (not stopping) while ${pausing.length === 1 ? "its" : "their"} volumes are copied, so that ${pausing.length === 1 ? "its" : "their"} files are copied as of one moment`);
+        const into = join(work, "paused");
+        mkdirSync(into);
+        paused = await pauseEach(engine, pausing, say);
+        opts.onPaused?.(paused.map((c) => c.service));
+        try {
+          first = await copy(volumes.filter((v) => held.has(v.name)), into);
+        } finally {
+          leftPaused = await unpauseEach(engine, compose, paused, say);
+          opts.onPaused?.(leftPaused ? paused.map((c) => c.service) : []);
+        }
+      }
+      const rest = await copy(volumes.filter((v) => !held.has(v.name)), work);
+      volumeFiles = volumes.map((v) => [...first, ...rest].find((f) => f.name === v.name)!);
       // Read while the services are still stopped: data bind-mounted from the stack directory
       // is part of the copy too, and a service writes it again as soon as it starts. One still
       // running (--hot) may have removed a file listed before the volumes were copied: named
@@ -305,11 +395,11 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     } catch (e) {
       ended ??= { by: "copy", error: e as Error };
     }
-    const left = stop ? await startAgain(engine, compose, running, say) : undefined;
+    const left = stop ? await startAgain(engine, compose, running, say) : leftPaused;
     if (left) {
       // Said with what ended the copy: a failed start must not hide why no backup was written.
       const why = ended?.by === "stop" ? `${ended.error.message}. No backup was written.` : ended ? asSentence(ended.error.message) : "The copy was taken, but no backup was written.";
-      throw opts.signal?.aborted ? interruptedError(`${why} ${left}`) : failure("COMPOSE_FAILED", `${why} ${left}`);
+      throw opts.signal?.aborted ? interruptedError(`${why} ${left}`) : failure(stop ? "COMPOSE_FAILED" : "DOCKER_ERROR", `${why} ${left}`);
     }
     if (ended?.by === "stop") throw failure("COMPOSE_FAILED", `${ended.error.message}. No backup was written (started again: ${running.join(", ")}).`);
     if (ended) throw ended.error;
@@ -337,6 +427,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       volumes: manifest.volumes.map((v) => ({ name: v.name, size: v.size })),
       files: manifest.files,
       notIncluded,
+      paused: paused.map((c) => c.service),
     };
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -181,6 +181,16 @@ export class Engine {
     return this.json("GET", `/containers/${encodeURIComponent(id)}/json`);
   }
 
+  /** Freezes every process of a running container (the cgroup freezer): nothing it does moves on
+   *  until unpause, and nothing of it is stopped or restarted. */
+  async pauseContainer(id: string): Promise<void> {
+    await this.json("POST", `/containers/${encodeURIComponent(id)}/pause`);
+  }
+
+  async unpauseContainer(id: string): Promise<void> {
+    await this.json("POST", `/containers/${encodeURIComponent(id)}/unpause`);
+  }
+
   /** Image by id or reference; undefined when it is not present locally. */
   async inspectImage(ref: string): Promise<ImageInspect | undefined> {
     const res = await this.request("GET", `/images/${encodeURIComponent(ref)}/json`);

@@ -271,7 +271,7 @@ describe("basics", () => {
       // Each backup subcommand offers its own options only.
       ["backup list --", ["--dir", "--json", "--output"], ["--hot", "--keep", "--yes"]],
       ["backup prune --", ["--keep", "--dry-run", "--yes", "--output"], ["--hot"]],
-      ["backup create --", ["--output", "--hot"], ["--keep", "--yes"]],
+      ["backup create --", ["--output", "--hot", "--no-pause"], ["--keep", "--yes"]],
       ["generate --", ["--no-secrets", "--secrets", "--force"], []],
       // After an option whose value is the user's own text: neither flags nor files.
       ["deploy --url ", [], ["--dir", "myfile.json", "subdir"]],

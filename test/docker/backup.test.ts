@@ -1355,3 +1355,101 @@ describe("backup create of a volume that takes a while to copy", () => {
     120_000,
   );
 });
+
+describe("backup create --hot of a stack with a database", () => {
+  // `postgresql` is a database (its catalog category): it writes a line every 20 ms, as a
+  // database writes its journal. `app` is not one and is never paused.
+  const stack = startedStack(
+    TestStack.unique("bp"),
+    `services:
+  postgresql:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sh", "-c", "while :; do date >> /db/journal; usleep 20000; done"]
+    volumes: ["db:/db"]
+  app:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sh", "-c", "echo app > /files/a; exec sleep 3600"]
+    volumes: ["files:/files"]
+volumes:
+  db: {}
+  files: {}
+`,
+    {},
+  );
+
+  /** The pause and unpause events of the stack's containers since `since` (Unix seconds, with
+   *  milliseconds: the test before may have paused in the same second), in order. */
+  const pauseEvents = async (since: string) => {
+    const out = await docker("events", "--since", since, "--until", String(Math.ceil(Date.now() / 1000) + 1), "--filter", "type=container", "--filter", `label=com.docker.compose.project=${stack.project}`, "--filter", "event=pause", "--filter", "event=unpause", "--format", "{{index .Actor.Attributes \"com.docker.compose.service\"}} {{.Action}}");
+    return out.split("\n").filter(Boolean);
+  };
+
+  e2e(
+    "pauses the database (not the app) for the copy of its volume only, and unpauses it; both run on as before",
+    async () => {
+      const before = { db: (await stack.container("postgresql")).State.StartedAt, app: (await stack.container("app")).State.StartedAt };
+      const since = (Date.now() / 1000).toFixed(3);
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--hot", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.paused).toEqual(["postgresql"]);
+      expect(out.volumes.map((v: { name: string }) => v.name)).toEqual([`${stack.project}_db`, `${stack.project}_files`]);
+      expect(r.stderr).toContain("Pausing postgresql (not stopping) while its volumes are copied");
+      expect(r.stderr).not.toContain("Warning: a hot copy");
+      expect(await pauseEvents(since)).toEqual(["postgresql pause", "postgresql unpause"]);
+      // Neither was stopped or restarted, and the database is writing again.
+      const db = await stack.container("postgresql");
+      expect([db.State.Running, db.State.Paused, db.State.StartedAt]).toEqual([true, false, before.db]);
+      expect((await stack.container("app")).State.StartedAt).toBe(before.app);
+      const lines = async () => (await stack.exec("postgresql", "wc", "-l", "/db/journal")).trim().split(" ")[0];
+      const now = await lines();
+      await Bun.sleep(300);
+      expect(await lines()).not.toBe(now);
+      // The archive holds the journal as it was when paused.
+      const entries = readTar(Bun.gunzipSync(new Uint8Array(readFileSync(out.file))));
+      const volume = readTar(entries.find((e) => e.name === `volumes/${stack.project}_db.tar`)!.data);
+      expect(new TextDecoder().decode(volume.find((e) => e.name.endsWith("/journal"))!.data)).toMatch(/\n$/);
+    },
+    120_000,
+  );
+
+  e2e(
+    "an unpause that fails is an error naming the database left paused and the command that unpauses it; no backup is written",
+    async () => {
+      const { stack: loaded, compose, model } = await stack.opened();
+      // The engine as it is, but for unpause (as when it went away in the middle of the copy).
+      const engine = Object.assign(Object.create(new Engine()) as Engine, { unpauseContainer: () => Promise.reject(new Error("the engine went away")) });
+      const paused: string[][] = [];
+      const archives = () => (existsSync(join(stack.dir, "backups")) ? readdirSync(join(stack.dir, "backups")).filter((f) => !f.startsWith(".")) : []);
+      const before = archives();
+      const error = await createBackup(loaded, engine, compose, model, { hot: true, onPaused: (now) => void paused.push(now) }).then(() => undefined, (e: Error & { code?: string }) => e);
+      try {
+        expect(error?.code).toBe("DOCKER_ERROR");
+        expect(error?.message).toContain("Unpausing failed (the engine went away): postgresql is left paused, answering nothing;");
+        expect(error?.message).toContain(`\`docker compose unpause postgresql\` in ${stack.dir} unpauses it.`);
+        expect(paused).toEqual([["postgresql"], ["postgresql"]]);
+        expect((await stack.container("postgresql")).State.Paused).toBe(true);
+        expect(archives()).toEqual(before);
+      } finally {
+        await stack.compose("unpause", "postgresql");
+      }
+      expect((await stack.container("postgresql")).State.Paused).toBe(false);
+    },
+    120_000,
+  );
+
+  e2e(
+    "--no-pause copies the database while it writes, with the warning, and pauses nothing",
+    async () => {
+      const since = (Date.now() / 1000).toFixed(3);
+      const r = await cli(["backup", "create", "--dir", stack.dir, "--hot", "--no-pause", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).paused).toEqual([]);
+      expect(r.stderr).toContain("Warning: a hot copy of postgresql is taken while they write");
+      expect(await pauseEvents(since)).toEqual([]);
+    },
+    120_000,
+  );
+});

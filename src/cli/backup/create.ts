@@ -1,6 +1,6 @@
 // stackgen backup create: config files + every named volume in one .tar.gz with a manifest.
 import { defineCommand } from "citty";
-import { composeAsItRuns, createBackup, type CreateResult } from "../../docker/backup-ops.ts";
+import { composeAsItRuns, createBackup, leftPausedNote, type CreateResult } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
@@ -10,6 +10,7 @@ import { printJson, printText, progress } from "../output.ts";
 export function renderCreated(r: CreateResult): string {
   const volumes = r.volumes.length > 0 ? r.volumes.map((v) => `${v.name} (${formatBytes(v.size)})`).join(", ") : "none";
   const lines = [`Backup written: ${r.file} (${formatBytes(r.size)})`, `Volumes: ${volumes}`, `Config files: ${r.files.length}`];
+  if (r.paused.length) lines.push(`Paused for the copy of their volumes: ${r.paused.join(", ")}`);
   if (r.notIncluded.length) lines.push("Not in this backup (copy what you need yourself):", ...r.notIncluded.map((x) => `  ${x}`));
   return lines.join("\n");
 }
@@ -19,14 +20,21 @@ export default defineCommand({
   args: {
     dir: dirArg,
     output: { type: "string", description: "Folder for the archive (default <dir>/backups)" },
-    hot: { type: "boolean", description: "Copy while the services keep running (a database copied while it writes may not restore cleanly)", default: false },
+    hot: { type: "boolean", description: "Copy while the services keep running; the databases are paused (frozen, not stopped) while their own volumes are copied", default: false },
+    pause: { type: "boolean", description: "With --hot: pause the running databases for the copy of their volumes (--no-pause: copy them while they write, which may not restore cleanly)", default: true },
     json: jsonArg,
   },
   async run({ args }) {
     const { stack, engine } = await openStack(args.dir);
     const { compose, model } = await composeAsItRuns(engine, await openCompose(stack));
-    const result = await withDeferredInterrupts("the backup", (signal) =>
-      withStackLock(stack.dir, "backup create", () => createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, progress, signal })),
+    let paused: string[] = [];
+    const result = await withDeferredInterrupts(
+      "the backup",
+      (signal) =>
+        withStackLock(stack.dir, "backup create", () =>
+          createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, pauseDatabases: args.pause, onPaused: (now) => (paused = now), progress, signal }),
+        ),
+      () => (paused.length > 0 ? leftPausedNote(compose, paused) : undefined),
     );
     if (args.json) printJson(result);
     else printText(renderCreated(result));
