@@ -74,7 +74,7 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
 
     const bare = await cli(["backup", "--json"], { env });
     expect(bare.code).toBe(2);
-    expect(jsonError(bare.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("create, list, restore") });
+    expect(jsonError(bare.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("create, list, verify, restore, prune") });
     // No colour codes in a message, whatever NO_COLOR says.
     const { NO_COLOR: _nc, ...plain } = process.env;
     const unknown = await cli(["backup", "bogus", "--json"], { env: plain });
