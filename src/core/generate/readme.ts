@@ -66,7 +66,9 @@ stackgen update --dry-run         # which images have new digests
 stackgen update                   # pull, restart in dependency order, wait for health, roll back on failure
 stackgen update --backup          # the same, with a backup taken while the stack is stopped
 stackgen backup create            # stops the stack briefly and archives volumes + config to ./backups
+stackgen backup create --hot      # nothing stopped: databases are paused only while their volumes are copied
 stackgen backup list
+stackgen backup verify <file>     # check an archive (a copy on another disk too) without restoring it
 stackgen backup restore backups/<file>.tar.gz
 stackgen backup prune --keep 7    # delete all but the 7 newest backups (add --yes in cron)
 \`\`\`
