@@ -122,7 +122,7 @@ export const unusableBackupFolder = (action: string, dir: string, e: unknown) =>
 /** The project's containers by service. `running`: the services of `model` that run, which compose
  *  can stop and start; `outside`: those that run but are not in the model (taken out of the compose
  *  files since they started), which compose refuses to stop or start by name. */
-async function runningServices(engine: Engine, project: string, model?: ComposeModel): Promise<{ running: string[]; outside: string[]; all: Map<string, string>; anonymous: string[] }> {
+async function runningServices(engine: Engine, project: string, model?: ComposeModel): Promise<{ running: string[]; outside: string[]; all: Map<string, string>; anonymous: string[]; containers: ContainerSummary[] }> {
   const containers = await engine.listProjectContainers(project);
   const all = new Map<string, string>();
   const running: string[] = [];
@@ -139,7 +139,7 @@ async function runningServices(engine: Engine, project: string, model?: ComposeM
     if (up && !named && !outside.includes(service)) outside.push(service);
     anonymous.push(...anonymousVolumes(service, c.Mounts ?? []));
   }
-  return { running, outside, all, anonymous };
+  return { running, outside, all, anonymous, containers };
 }
 
 /** The note for running containers of services the compose files do not have ("" for none). */
@@ -198,9 +198,9 @@ interface DatabaseContainer {
 
 /** The running containers of `databases` that mount one of `volumes`: a database with no volume
  *  in the backup has nothing to keep still for it. */
-async function databaseContainers(engine: Engine, project: string, databases: string[], volumes: { name: string }[]): Promise<DatabaseContainer[]> {
+function databaseContainers(containers: ContainerSummary[], databases: string[], volumes: { name: string }[]): DatabaseContainer[] {
   const copied = new Set(volumes.map((v) => v.name));
-  return (await engine.listProjectContainers(project))
+  return containers
     .filter((c) => c.State === "running" && databases.includes(c.Labels["com.docker.compose.service"] ?? ""))
     .map((c) => ({ id: c.Id, service: c.Labels["com.docker.compose.service"]!, volumes: (c.Mounts ?? []).flatMap((m) => (m.Type === "volume" && m.Name && copied.has(m.Name) ? [m.Name] : [])) }))
     .filter((c) => c.volumes.length > 0);
@@ -222,20 +222,18 @@ async function pauseEach(engine: Engine, containers: DatabaseContainer[], say: (
 }
 
 /** Unpauses what pauseEach paused. Never throws (the error that led here stays the one reported):
- *  returns which are left paused, and the command that unpauses them. */
-async function unpauseEach(engine: Engine, compose: Compose, paused: DatabaseContainer[], say: (message: string) => void): Promise<string | undefined> {
-  if (paused.length === 0) return undefined;
-  say(`Unpausing ${paused.map((c) => c.service).join(", ")}`);
+ *  returns the services left paused, and why the first of them is. */
+async function unpauseEach(engine: Engine, paused: DatabaseContainer[], say: (message: string) => void): Promise<{ left: string[]; why: string }> {
   const left: string[] = [];
   let why = "";
+  if (paused.length > 0) say(`Unpausing ${paused.map((c) => c.service).join(", ")}`);
   for (const c of paused) {
     await engine.unpauseContainer(c.id).catch((e: Error) => {
       left.push(c.service);
       why ||= e.message;
     });
   }
-  if (left.length === 0) return undefined;
-  return `Unpausing failed (${why}): ${leftPausedNote(compose, left)}`;
+  return { left, why };
 }
 
 /** "db is left paused, answering nothing; `docker compose unpause db` in <dir> unpauses it." */
@@ -279,7 +277,7 @@ export async function createBackup(stack: Stack, engine: Engine, compose: Compos
 
 async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions, outputDir: string): Promise<CreateResult> {
   const say = opts.progress ?? (() => {});
-  const { running, outside: runningOutside, all, anonymous } = await runningServices(engine, stack.project, model);
+  const { running, outside: runningOutside, all, anonymous, containers } = await runningServices(engine, stack.project, model);
   const volumes = await stackVolumes(engine, model);
   for (const v of opts.alsoVolumes ?? []) {
     if (!volumes.some((x) => x.name === v.name) && (await engine.inspectVolume(v.name))) volumes.push(v);
@@ -297,11 +295,10 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   // A hot copy pauses the running databases (frozen, not stopped) while their volumes are copied:
   // their files are then read as of one moment, as after a power cut, which a database recovers
   // from; read while it writes, a database's files may be torn. Their clients wait meanwhile.
-  const pausing = opts.hot && !stop && opts.pauseDatabases !== false ? await databaseContainers(engine, stack.project, liveDatabases(model, running), volumes) : [];
-  if (opts.hot && !stop) {
-    const writing = liveDatabases(model, running).filter((name) => !pausing.some((c) => c.service === name));
-    if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; ${opts.pauseDatabases === false ? "without --no-pause they are paused for the copy, " : ""}without --hot they are stopped for it.`);
-  }
+  const databases = opts.hot && !stop ? liveDatabases(model, running) : [];
+  const pausing = opts.pauseDatabases !== false ? databaseContainers(containers, databases, volumes) : [];
+  const writing = databases.filter((name) => !pausing.some((c) => c.service === name));
+  if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; ${opts.pauseDatabases === false ? "without --no-pause they are paused for the copy, " : ""}without --hot they are stopped for it.`);
   let work: string;
   try {
     // Made private: every archive holds the stack's .env. An existing folder is left as the user set it.
@@ -372,12 +369,13 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         try {
           first = await copy(volumes.filter((v) => held.has(v.name)), into);
         } finally {
-          leftPaused = await unpauseEach(engine, compose, paused, say);
-          opts.onPaused?.(leftPaused ? paused.map((c) => c.service) : []);
+          const { left, why } = await unpauseEach(engine, paused, say);
+          if (left.length > 0) leftPaused = `Unpausing failed (${why}): ${leftPausedNote(compose, left)}`;
+          opts.onPaused?.(left);
         }
       }
-      const rest = await copy(volumes.filter((v) => !held.has(v.name)), work);
-      volumeFiles = volumes.map((v) => [...first, ...rest].find((f) => f.name === v.name)!);
+      const copied = [...first, ...(await copy(volumes.filter((v) => !held.has(v.name)), work))];
+      volumeFiles = volumes.map((v) => copied.find((f) => f.name === v.name)!);
       // Read while the services are still stopped: data bind-mounted from the stack directory
       // is part of the copy too, and a service writes it again as soon as it starts. One still
       // running (--hot) may have removed a file listed before the volumes were copied: named
