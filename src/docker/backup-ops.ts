@@ -39,8 +39,8 @@ export interface CreateOptions {
   stopServices?: boolean;
   /** Hot: pause (freeze) the running databases while their volumes are copied (default true). */
   pauseDatabases?: boolean;
-  /** Told which services are paused now, each time that changes (a second Ctrl-C names them). */
-  onPaused?: (services: string[]) => void;
+  /** Kept current while the backup runs, for a second Ctrl-C that quits at once (`quitBackupNote`). */
+  inFlight?: BackupInFlight;
   /** Volumes to copy as well when they exist, though the compose files no longer name them (a
    *  restore's safety backup: every volume the restore is about to replace). */
   alsoVolumes?: { name: string; key: string }[];
@@ -237,10 +237,34 @@ async function unpauseEach(engine: Engine, paused: DatabaseContainer[], say: (me
 }
 
 /** "db is left paused, answering nothing; `docker compose unpause db` in <dir> unpauses it." */
+/** The compose command, as the user runs it in the stack directory, that does `verb` to `services`. */
+const composeCommand = (compose: Compose, verb: string, services: string[]) => [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), verb, ...services].join(" ");
+
 export function leftPausedNote(compose: Compose, services: string[]): string {
   const one = services.length === 1;
-  const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "unpause", ...services].join(" ");
-  return `${services.join(", ")} ${one ? "is" : "are"} left paused, answering nothing; \`${command}\` in ${compose.stack.dir} unpauses ${one ? "it" : "them"}.`;
+  return `${services.join(", ")} ${one ? "is" : "are"} left paused, answering nothing; \`${composeCommand(compose, "unpause", services)}\` in ${compose.stack.dir} unpauses ${one ? "it" : "them"}.`;
+}
+
+/** Where a backup in progress stands, for a second Ctrl-C, which ends the process at once: what
+ *  it leaves stopped or paused, and the unfinished files that would stay in the backups folder. */
+export interface BackupInFlight {
+  stopped: string[];
+  paused: string[];
+  unfinished: string[];
+}
+
+export const backupInFlight = (): BackupInFlight => ({ stopped: [], paused: [], unfinished: [] });
+
+/** What a second Ctrl-C says when it ends a backup at once: what is left stopped or paused (a hot
+ *  backup stops nothing: "may be left stopped" would send the user to fix what is not broken). Its
+ *  unfinished files are removed first, as the backup would have. */
+export function quitBackupNote(compose: Compose, inFlight: BackupInFlight): string {
+  for (const path of inFlight.unfinished) rmSync(path, { recursive: true, force: true });
+  const { stopped, paused } = inFlight;
+  if (paused.length > 0) return `no backup was written; ${leftPausedNote(compose, paused)}`;
+  if (stopped.length === 0) return "no backup was written; nothing was left stopped or paused.";
+  const one = stopped.length === 1;
+  return `no backup was written; ${stopped.join(", ")} may be left stopped; \`${composeCommand(compose, "start", stopped)}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
 }
 
 /** Starts again the services a backup or restore stopped. When that fails, returns (never
@@ -256,8 +280,7 @@ async function startAgain(engine: Engine, compose: Compose, services: string[], 
     const stopped = await servicesNotRunning(engine, compose.stack.project, services).catch(() => services);
     if (stopped.length === 0) return undefined;
     const one = stopped.length === 1;
-    const command = [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), "start", ...stopped].join(" ");
-    return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${command}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
+    return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${composeCommand(compose, "start", stopped)}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
   }
 }
 
@@ -314,6 +337,8 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const createdAt = new Date();
   const file = join(outputDir, backupFileName(stack.project, createdAt, opts.kind));
   const partial = `${file}.partial`;
+  const inFlight = opts.inFlight ?? backupInFlight();
+  inFlight.unfinished = [work, partial];
   try {
     // A backup without the stack's compose files could not bring it back (say on a new machine):
     // found out before anything stops. One that is a link is not the stack's to copy (links are
@@ -343,6 +368,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     try {
       if (stop) {
         say(`Stopping ${running.length} service(s) for a consistent copy`);
+        inFlight.stopped = running;
         // Refused halfway, some may be stopped: they are all started again below.
         await compose.stop(running).catch((error: Error) => {
           ended = { by: "stop", error };
@@ -365,13 +391,13 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         const into = join(work, "paused");
         mkdirSync(into);
         paused = await pauseEach(engine, pausing, say);
-        opts.onPaused?.(paused.map((c) => c.service));
+        inFlight.paused = paused.map((c) => c.service);
         try {
           first = await copy(volumes.filter((v) => held.has(v.name)), into);
         } finally {
           const { left, why } = await unpauseEach(engine, paused, say);
           if (left.length > 0) leftPaused = `Unpausing failed (${why}): ${leftPausedNote(compose, left)}`;
-          opts.onPaused?.(left);
+          inFlight.paused = left;
         }
       }
       const copied = [...first, ...(await copy(volumes.filter((v) => !held.has(v.name)), work))];
@@ -394,6 +420,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       ended ??= { by: "copy", error: e as Error };
     }
     const left = stop ? await startAgain(engine, compose, running, say) : leftPaused;
+    if (!left) inFlight.stopped = [];
     if (left) {
       // Said with what ended the copy: a failed start must not hide why no backup was written.
       const why = ended?.by === "stop" ? `${ended.error.message}. No backup was written.` : ended ? asSentence(ended.error.message) : "The copy was taken, but no backup was written.";
@@ -430,6 +457,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   } finally {
     rmSync(work, { recursive: true, force: true });
     rmSync(partial, { force: true });
+    inFlight.unfinished = [];
   }
 }
 

@@ -258,3 +258,15 @@ describe("backup verify checks one archive whole, with no stack and no engine", 
     }
   });
 });
+
+describe("backup create flags", () => {
+  test("--no-pause without --hot does nothing, so it is a usage error (exit 2) before the stack is opened", async () => {
+    const dir = stackDir("nopause");
+    for (const flag of ["--no-pause", "--pause=false"]) {
+      const r = await cli(["backup", "create", "--dir", dir, flag, "--json"], { env });
+      expect(r.code, r.stdout + r.stderr).toBe(2);
+      expect(jsonError(r.stdout)).toEqual({ code: "USAGE_ERROR", message: "--no-pause goes with --hot: without --hot the stack is stopped for the copy, and nothing is paused" });
+    }
+    expect(existsSync(join(dir, "backups"))).toBe(false);
+  });
+});

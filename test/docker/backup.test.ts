@@ -4,7 +4,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
-import { createBackup, loadVerifiedBackup, restoreBackup } from "../../src/docker/backup-ops.ts";
+import { backupInFlight, createBackup, loadVerifiedBackup, quitBackupNote, restoreBackup } from "../../src/docker/backup-ops.ts";
 import { Engine } from "../../src/docker/engine.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
@@ -1421,15 +1421,17 @@ volumes:
       const { stack: loaded, compose, model } = await stack.opened();
       // The engine as it is, but for unpause (as when it went away in the middle of the copy).
       const engine = Object.assign(Object.create(new Engine()) as Engine, { unpauseContainer: () => Promise.reject(new Error("the engine went away")) });
-      const paused: string[][] = [];
+      const inFlight = backupInFlight();
       const archives = () => (existsSync(join(stack.dir, "backups")) ? readdirSync(join(stack.dir, "backups")).filter((f) => !f.startsWith(".")) : []);
       const before = archives();
-      const error = await createBackup(loaded, engine, compose, model, { hot: true, onPaused: (now) => void paused.push(now) }).then(() => undefined, (e: Error & { code?: string }) => e);
+      const error = await createBackup(loaded, engine, compose, model, { hot: true, inFlight }).then(() => undefined, (e: Error & { code?: string }) => e);
       try {
         expect(error?.code).toBe("DOCKER_ERROR");
         expect(error?.message).toContain("Unpausing failed (the engine went away): postgresql is left paused, answering nothing;");
         expect(error?.message).toContain(`\`docker compose unpause postgresql\` in ${stack.dir} unpauses it.`);
-        expect(paused).toEqual([["postgresql"], ["postgresql"]]);
+        // What a second Ctrl-C would say now: the one left paused, not a stack left stopped.
+        expect(inFlight).toEqual({ stopped: [], paused: ["postgresql"], unfinished: [] });
+        expect(quitBackupNote(compose, inFlight)).toBe(`no backup was written; postgresql is left paused, answering nothing; \`docker compose unpause postgresql\` in ${stack.dir} unpauses it.`);
         expect((await stack.container("postgresql")).State.Paused).toBe(true);
         expect(archives()).toEqual(before);
       } finally {

@@ -86,6 +86,23 @@ volumes:
   );
 
   e2e(
+    "twice during backup create: it quits at once, removes its unfinished files and says what may be left stopped",
+    async () => {
+      // The first Ctrl-C stops the copy and starts the service again; the second lands while it starts.
+      const r = await interruptWhen(["backup", "create", "--dir", stack.dir], "Copying", "SIGINT: stopping");
+      try {
+        expect(r.code).toBe(130);
+        expect(r.stderr).toMatch(/SIGINT again: quitting now; no backup was written; (app may be left stopped; `docker compose start app` in \S+ starts it|nothing was left stopped or paused)\./);
+        expect(leftovers()).toEqual([]);
+      } finally {
+        await stack.compose("start", "app");
+      }
+      expect(await running()).toBe(true);
+    },
+    120_000,
+  );
+
+  e2e(
     "while the archive is written (the services already run again): exit 130 and no partial archive",
     async () => {
       const r = await interruptWhen(["backup", "create", "--dir", stack.dir], "Writing the archive");

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
-import { configTargetProblems, listBackups, liveDatabases, loadVerifiedBackup, outsideTheBackup, unpackConfigInto, volumeCopyProgress, writeConfigFiles } from "../../src/docker/backup-ops.ts";
-import { normaliseModel, takesUpPull } from "../../src/docker/compose.ts";
+import { backupInFlight, configTargetProblems, listBackups, liveDatabases, loadVerifiedBackup, outsideTheBackup, quitBackupNote, unpackConfigInto, volumeCopyProgress, writeConfigFiles } from "../../src/docker/backup-ops.ts";
+import { normaliseModel, takesUpPull, type Compose } from "../../src/docker/compose.ts";
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
@@ -314,6 +314,31 @@ describe("image references", () => {
     // The note of a second Ctrl-C names the tag of a service Docker would refuse as a tag.
     expect(quitUpdateNote("shop", ["web", ".hidden"])).toContain(`.hidden: ${rollbackTag("shop", ".hidden")}`);
     expect(quitUpdateNote("shop", ["web"])).not.toContain("web: ");
+  });
+  test("a second Ctrl-C during backup create: says what it leaves stopped or paused, if anything, and removes the unfinished files", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-quit-"));
+    const compose = { cli: { argv: ["docker", "compose"] }, profiles: ["tools"], stack: { dir } } as unknown as Compose;
+    const files = () => [join(dir, ".work-x"), join(dir, "x.tar.gz.partial")];
+    const unfinished = () => {
+      mkdirSync(files()[0]!);
+      writeFileSync(join(files()[0]!, "0.tar"), "x");
+      writeFileSync(files()[1]!, "x");
+      return files();
+    };
+    try {
+      // A hot backup stops nothing: "the stack may be left stopped" would be wrong.
+      expect(quitBackupNote(compose, { ...backupInFlight(), unfinished: unfinished() })).toBe("no backup was written; nothing was left stopped or paused.");
+      expect(files().filter((f) => existsSync(f))).toEqual([]);
+      expect(quitBackupNote(compose, { stopped: ["app", "db"], paused: [], unfinished: unfinished() })).toBe(
+        `no backup was written; app, db may be left stopped; \`docker compose --profile tools start app db\` in ${dir} starts them.`,
+      );
+      expect(files().filter((f) => existsSync(f))).toEqual([]);
+      expect(quitBackupNote(compose, { stopped: [], paused: ["db"], unfinished: [] })).toBe(
+        `no backup was written; db is left paused, answering nothing; \`docker compose --profile tools unpause db\` in ${dir} unpauses it.`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("--timeout takes decimal seconds only", () => {
     expect(timeoutMs("5")).toBe(5000);

@@ -1,8 +1,9 @@
 // stackgen backup create: config files + every named volume in one .tar.gz with a manifest.
 import { defineCommand } from "citty";
-import { composeAsItRuns, createBackup, leftPausedNote, type CreateResult } from "../../docker/backup-ops.ts";
+import { backupInFlight, composeAsItRuns, createBackup, quitBackupNote, type CreateResult } from "../../docker/backup-ops.ts";
 import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
+import { usageError } from "../../errors.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
 import { printJson, printText, progress } from "../output.ts";
@@ -25,16 +26,18 @@ export default defineCommand({
     json: jsonArg,
   },
   async run({ args }) {
+    // Said before anything is opened: a flag that would do nothing is a user expecting something else.
+    if (!args.pause && !args.hot) throw usageError("--no-pause goes with --hot: without --hot the stack is stopped for the copy, and nothing is paused");
     const { stack, engine } = await openStack(args.dir);
     const { compose, model } = await composeAsItRuns(engine, await openCompose(stack));
-    let paused: string[] = [];
+    const inFlight = backupInFlight();
     const result = await withDeferredInterrupts(
       "the backup",
       (signal) =>
         withStackLock(stack.dir, "backup create", () =>
-          createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, pauseDatabases: args.pause, onPaused: (now) => (paused = now), progress, signal }),
+          createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, pauseDatabases: args.pause, inFlight, progress, signal }),
         ),
-      () => (paused.length > 0 ? leftPausedNote(compose, paused) : undefined),
+      () => quitBackupNote(compose, inFlight),
     );
     if (args.json) printJson(result);
     else printText(renderCreated(result));
