@@ -236,9 +236,10 @@ async function unpauseEach(engine: Engine, paused: DatabaseContainer[], say: (me
   return { left, why };
 }
 
-/** "db is left paused, answering nothing; `docker compose unpause db` in <dir> unpauses it." */
 /** The compose command, as the user runs it in the stack directory, that does `verb` to `services`. */
 const composeCommand = (compose: Compose, verb: string, services: string[]) => [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), verb, ...services].join(" ");
+
+/** "db is left paused, answering nothing; `docker compose unpause db` in <dir> unpauses it." */
 
 export function leftPausedNote(compose: Compose, services: string[]): string {
   const one = services.length === 1;

@@ -1443,6 +1443,30 @@ volumes:
   );
 
   e2e(
+    "a database the engine will not pause (no cgroup freezer) is copied while it writes, with a warning naming it; the backup is written",
+    async () => {
+      const { stack: loaded, compose, model } = await stack.opened();
+      // The engine as it is, but for pause (as on a host without the cgroup freezer).
+      const engine = Object.assign(Object.create(new Engine()) as Engine, { pauseContainer: () => Promise.reject(new Error("cgroup freezer not available")) });
+      const said: string[] = [];
+      const inFlight = backupInFlight();
+      const made = await createBackup(loaded, engine, compose, model, { hot: true, inFlight, progress: (line) => void said.push(line) });
+      try {
+        expect(made.paused).toEqual([]);
+        expect(said).toContain("Warning: postgresql could not be paused (cgroup freezer not available); its volumes are copied while it writes, and may not restore to a consistent state.");
+        expect(said.some((line) => line.startsWith("Unpausing"))).toBe(false);
+        expect(made.volumes.map((v) => v.name)).toEqual([`${stack.project}_db`, `${stack.project}_files`]);
+        expect(inFlight).toEqual({ stopped: [], paused: [], unfinished: [] });
+        expect((await stack.container("postgresql")).State.Paused).toBe(false);
+        expect((await verifyBackupFile(made.file)).manifest.hot).toBe(true);
+      } finally {
+        rmSync(made.file, { force: true });
+      }
+    },
+    120_000,
+  );
+
+  e2e(
     "--no-pause copies the database while it writes, with the warning, and pauses nothing",
     async () => {
       const since = (Date.now() / 1000).toFixed(3);
