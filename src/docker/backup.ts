@@ -12,6 +12,7 @@ import { isUtf8 } from "node:buffer";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { usageError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { BackupManifest } from "../schema/backup.ts";
 import { toFieldIssues } from "../schema/issues.ts";
@@ -646,3 +647,12 @@ export async function stackVolumes(engine: Engine, model: ComposeModel): Promise
 export function readFileBytes(path: string): Uint8Array {
   return new Uint8Array(readFileSync(path));
 }
+
+/** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */
+export const defaultBackupDir = (stackDir: string) => join(stackDir, "backups");
+
+/** A backups folder that cannot be read or made: a file where the folder should be, a place the
+ *  user may not write, a read-only or virtual file system. Their input, not our failure (exit 2),
+ *  named with the path and the system's reason. `action` says what was tried ("read backups in"). */
+export const unusableBackupFolder = (action: string, dir: string, e: unknown) =>
+  usageError(`Cannot ${action} ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Nothing was done.`);

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import YAML from "yaml";
 import { failure, interruptedError, StackgenError } from "../errors.ts";
-import { composeAsItRuns, createBackup, oversizedConfig } from "./backup-ops.ts";
+import { composeAsItRuns, createBackup, oversizedConfig } from "./backup-create.ts";
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { createHash } from "node:crypto";
 import { FORMAT_VERSION, verifyBackupFile, writeArchive } from "../../src/docker/backup.ts";
-import { configTargetProblems, writeConfigFiles } from "../../src/docker/backup-ops.ts";
+import { configTargetProblems, writeConfigFiles } from "../../src/docker/backup-restore.ts";
 import { fileEntry, writeTar } from "../../src/docker/tar.ts";
 import { cli } from "../support/tools.ts";
 

@@ -4,7 +4,8 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
-import { backupInFlight, createBackup, loadVerifiedBackup, quitBackupNote, restoreBackup } from "../../src/docker/backup-ops.ts";
+import { backupInFlight, createBackup, quitBackupNote } from "../../src/docker/backup-create.ts";
+import { loadVerifiedBackup, restoreBackup } from "../../src/docker/backup-restore.ts";
 import { Engine } from "../../src/docker/engine.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";

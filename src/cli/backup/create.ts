@@ -1,6 +1,6 @@
 // stackgen backup create: config files + every named volume in one .tar.gz with a manifest.
 import { defineCommand } from "citty";
-import { backupInFlight, composeAsItRuns, createBackup, quitBackupNote, type CreateResult } from "../../docker/backup-ops.ts";
+import { backupInFlight, composeAsItRuns, createBackup, quitBackupNote, type CreateResult } from "../../docker/backup-create.ts";
 import { dirArg, jsonArg, openCompose, openStack } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { usageError } from "../../errors.ts";

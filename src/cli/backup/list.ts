@@ -2,7 +2,8 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
-import { defaultBackupDir, listBackups } from "../../docker/backup-ops.ts";
+import { defaultBackupDir } from "../../docker/backup.ts";
+import { listBackups } from "../../docker/backup-list.ts";
 import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";

@@ -4,7 +4,8 @@
 import { rmSync } from "node:fs";
 import { defineCommand } from "citty";
 import { usageError } from "../../errors.ts";
-import { defaultBackupDir, listBackups, planPrune, type ListedBackup } from "../../docker/backup-ops.ts";
+import { defaultBackupDir } from "../../docker/backup.ts";
+import { listBackups, planPrune, type ListedBackup } from "../../docker/backup-list.ts";
 import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";

@@ -1,7 +1,7 @@
 // stackgen backup verify: check one archive whole (as restore does first) and say what it holds.
 import { resolve } from "node:path";
 import { defineCommand } from "citty";
-import { checkBackupFile, verifyBackup, type BackupReport } from "../../docker/backup-ops.ts";
+import { checkBackupFile, verifyBackup, type BackupReport } from "../../docker/backup-list.ts";
 import { jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { green, plural, printJson, printText, progress, red, visible } from "../output.ts";
