@@ -2,11 +2,10 @@
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { defaultBackupDir, unusableBackupFolder } from "../../docker/backup.ts";
+import { defaultBackupDir, diskFull, unusableBackupFolder } from "../../docker/backup.ts";
 import { composeAsItRuns } from "../../docker/backup-create.ts";
 import { checkBackupFile } from "../../docker/backup-list.ts";
 import { backupConfigProject, replaceBrokenConfig, checkBackupProject, checkRestoreTargets, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, tooFullToCheck, unpackConfigInto, type ImageChange } from "../../docker/backup-restore.ts";
-import { diskFull } from "../../docker/backup.ts";
 import { connectEngine, dirArg, jsonArg, openCompose, timeoutMs } from "../../docker/cli-support.ts";
 import { isEmptyStackDir, loadStack, type Stack } from "../../docker/stack.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
