@@ -100,24 +100,71 @@ export async function verifyBackup(file: string, say?: (message: string) => void
 }
 
 export interface PrunePlan {
-  /** This project's verified backups that stay (the `keep` newest). */
+  /** This project's verified backups that stay, each with the rules that keep it (`keptBy`). */
   kept: ListedBackup[];
-  /** This project's verified backups older than those: the ones prune deletes. */
+  keptBy: Map<ListedBackup, RetentionRule[]>;
+  /** This project's verified backups no rule keeps: the ones prune deletes. */
   removed: ListedBackup[];
   /** Files prune never deletes: archives that do not verify or belong to another project. */
   untouched: ListedBackup[];
 }
 
-/** Which backups a retention of `keep` removes. Only archives that verify and name this project
- *  are counted and deleted: a damaged or foreign file may be the only copy of something, so it is
- *  left for the user to judge. Safety backups (restore's, update --backup's) are counted apart,
- *  per kind (the newest `keep` of each stay too): otherwise one restore would push the last
- *  scheduled backup out. */
-export function planPrune(backups: ListedBackup[], project: string, keep: number): PrunePlan {
+/** What prune keeps: the newest `last` backups, and the newest backup of each of the last `daily`
+ *  days, `weekly` weeks (ISO, from Monday) and `monthly` months that have one, in UTC as the
+ *  archives' times are. A backup any rule keeps stays. */
+export interface Retention {
+  last?: number;
+  daily?: number;
+  weekly?: number;
+  monthly?: number;
+}
+export type RetentionRule = keyof Retention | "undated";
+
+/** The period a time falls in, for each calendar rule. */
+const PERIOD_OF: Record<Exclude<keyof Retention, "last">, (at: Date) => string> = {
+  daily: (at) => at.toISOString().slice(0, 10),
+  // An ISO week belongs to the year of its Thursday, and its number counts Thursdays from 1 January.
+  weekly: (at) => {
+    const thursday = new Date(at.getTime() + (3 - ((at.getUTCDay() + 6) % 7)) * 86_400_000);
+    const dayOfYear = Math.floor((thursday.getTime() - Date.UTC(thursday.getUTCFullYear(), 0, 1)) / 86_400_000);
+    return `${thursday.getUTCFullYear()}-W${Math.floor(dayOfYear / 7) + 1}`;
+  },
+  monthly: (at) => at.toISOString().slice(0, 7),
+};
+
+/** The rules that keep each of `backups` (one kind, newest first). One whose time cannot be read
+ *  is kept: what cannot be placed in a period is never deleted for it. */
+function keptByRules(backups: ListedBackup[], retention: Retention): Map<ListedBackup, RetentionRule[]> {
+  const keptBy = new Map<ListedBackup, RetentionRule[]>();
+  const keep = (b: ListedBackup, rule: RetentionRule) => keptBy.set(b, [...(keptBy.get(b) ?? []), rule]);
+  for (const b of backups.slice(0, retention.last ?? 0)) keep(b, "last");
+  const dated = backups.filter((b) => {
+    const readable = !Number.isNaN(Date.parse(b.createdAt));
+    if (!readable) keep(b, "undated");
+    return readable;
+  });
+  for (const [rule, periodOf] of Object.entries(PERIOD_OF) as [keyof typeof PERIOD_OF, (at: Date) => string][]) {
+    const periods = new Set<string>();
+    for (const b of dated) {
+      if (periods.size >= (retention[rule] ?? 0)) break;
+      const period = periodOf(new Date(b.createdAt));
+      if (periods.has(period)) continue;
+      periods.add(period);
+      keep(b, rule);
+    }
+  }
+  return keptBy;
+}
+
+/** Which backups a retention removes. Only archives that verify and name this project are counted
+ *  and deleted: a damaged or foreign file may be the only copy of something, so it is left for the
+ *  user to judge. Safety backups (restore's, update --backup's) are counted apart, per kind (each
+ *  kind keeps as many): otherwise one restore would push the last scheduled backup out. */
+export function planPrune(backups: ListedBackup[], project: string, retention: Retention): PrunePlan {
   const ours = backups.filter((b) => b.verified && b.project === project); // newest first, as listed
   const kinds = [...new Set(ours.map((b) => b.kind ?? ""))];
-  const kept = new Set(kinds.flatMap((kind) => ours.filter((b) => (b.kind ?? "") === kind).slice(0, keep)));
-  return { kept: ours.filter((b) => kept.has(b)), removed: ours.filter((b) => !kept.has(b)), untouched: backups.filter((b) => !ours.includes(b)) };
+  const keptBy = new Map(kinds.flatMap((kind) => [...keptByRules(ours.filter((b) => (b.kind ?? "") === kind), retention)]));
+  return { kept: ours.filter((b) => keptBy.has(b)), keptBy, removed: ours.filter((b) => !keptBy.has(b)), untouched: backups.filter((b) => !ours.includes(b)) };
 }
 
 /** The backup file must be a readable regular file (exit 2 otherwise). */

@@ -87,8 +87,10 @@ describe("basics", () => {
       expectOk(r);
       expect(r.stdout).toMatch(new RegExp(`^USAGE stackgen backup ${sub} `, "m"));
     }
-    // The one option prune cannot run without says so.
-    expect((await cli(["backup", "prune", "--help"], { env })).stdout).toMatch(/--keep=<n>\s+Required: how many/);
+    // Prune's retention rules, each with what it keeps.
+    const prune = (await cli(["backup", "prune", "--help"], { env })).stdout;
+    expect(prune).toMatch(/--keep=<n>\s+How many of the newest backups to keep/);
+    for (const [flag, unit] of [["daily", "days"], ["weekly", "weeks"], ["monthly", "months"]]) expect(prune).toMatch(new RegExp(`--keep-${flag}=<${unit}>\\s+Keep the newest backup of each of the last <${unit}>`));
   });
 
   test("help carries no colour codes into a pipe, whatever NO_COLOR holds, nor on a terminal with NO_COLOR", async () => {

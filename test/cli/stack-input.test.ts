@@ -168,6 +168,37 @@ describe("backup prune keeps the newest --keep backups of this stack, and nothin
     expect(text.stdout).toContain("damaged.tar.gz");
   });
 
+  test("calendar rules: the newest of each of the last days (or weeks, months) that have one, each kept backup with the rules that keep it", async () => {
+    const calendar = stackDir("cal", { configVersion: 2, deploymentType: "docker" });
+    const folder = join(calendar, "backups");
+    mkdirSync(folder);
+    // Two a day on 20 and 21 November, one on 23 November (a Monday), one in October.
+    const times = ["2026-10-30T03:00:00Z", "2026-11-20T03:00:00Z", "2026-11-20T15:00:00Z", "2026-11-21T03:00:00Z", "2026-11-21T15:00:00Z", "2026-11-23T03:00:00Z"].map((t) => new Date(t));
+    const names = times.map((t) => `cal-${t.toISOString().replace(/[-:.]/g, "")}.tar.gz`);
+    for (const [i, name] of names.entries()) {
+      await writeArchive(join(folder, name), { project: "cal", hot: false, createdAt: times[i]!, services: [], files: [{ path: "stackgen.json", data: new TextEncoder().encode("{}"), mode: 0o644 }], volumes: [] });
+    }
+    const run = (...args: string[]) => cli(["backup", "prune", ...args, "--dir", calendar], { env });
+    const dry = await run("--keep-daily", "2", "--keep-monthly", "2", "--dry-run", "--json");
+    expect(dry.code, dry.stderr).toBe(0);
+    const plan = JSON.parse(dry.stdout);
+    expect(plan).toMatchObject({ keep: null, retention: { daily: 2, monthly: 2 }, dryRun: true });
+    expect(plan.kept.map((b: { name: string; keptBy: string[] }) => [b.name, b.keptBy])).toEqual([[names[5], ["daily", "monthly"]], [names[4], ["daily"]], [names[0], ["monthly"]]]);
+    expect(plan.removed.map((b: { name: string }) => b.name)).toEqual([names[3], names[2], names[1]]);
+    const text = await run("--keep-daily", "2", "--keep-monthly", "2", "--yes");
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain("Deleted 3 backups");
+    expect(text.stdout).toContain("Kept the newest of each of the last 2 days and 2 months that have one:");
+    expect(text.stdout).toContain(`${names[5]}  [daily, monthly]`);
+    expect(readdirSync(folder).sort()).toEqual([names[0], names[4], names[5]]);
+    for (const bad of [["--keep-daily", "0"], ["--keep-weekly", "x"], ["--keep-monthly", "1.5"], ["--keep", "2", "--keep-daily", "-1"]]) {
+      const r = await run(...bad, "--yes", "--json");
+      expect(r.code, bad.join(" ")).toBe(2);
+      expect(jsonError(r.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining(`${bad.at(-2)} must be a whole number`) });
+    }
+    expect(readdirSync(folder)).toHaveLength(3);
+  });
+
   test("--keep must be a whole number of 1 or more: exit 2, nothing deleted", async () => {
     mkdirSync(backups, { recursive: true });
     const before = present();

@@ -7,7 +7,7 @@ import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
-import { listBackups } from "../../src/docker/backup-list.ts";
+import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
 import { configTargetProblems, loadVerifiedBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-restore.ts";
 import { normaliseModel, takesUpPull, type Compose } from "../../src/docker/compose.ts";
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
@@ -867,6 +867,52 @@ describe("what a backup cannot hold", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("prune retention", () => {
+  const backup = (name: string, createdAt: string, kind?: string): ListedBackup => ({ file: `/b/${name}`, name, size: 1, createdAt, project: "p", verified: true, ...(kind ? { kind } : {}) });
+  const at = (day: string, hour = "03") => `${day}T${hour}:00:00.000Z`;
+  // Newest first, as listBackups gives them. 2026-11-23 is a Monday.
+  const listed = [
+    backup("a", at("2026-11-23", "20")),
+    backup("b", at("2026-11-23")), // the same day as a
+    backup("c", at("2026-11-22")), // Sunday: the week of 16 November, as d and e
+    backup("d", at("2026-11-21")),
+    backup("e", at("2026-11-16")),
+    backup("f", at("2026-11-09")),
+    backup("g", at("2026-10-31")),
+    backup("h", at("2026-09-30")),
+  ];
+  const kept = (plan: ReturnType<typeof planPrune>) => Object.fromEntries(plan.kept.map((b) => [b.name, plan.keptBy.get(b)]));
+
+  test("each rule keeps the newest backup of each of its last periods that have one; a backup any rule keeps stays", () => {
+    const plan = planPrune(listed, "p", { last: 1, daily: 3, weekly: 3, monthly: 2 });
+    expect(kept(plan)).toEqual({ a: ["last", "daily", "weekly", "monthly"], c: ["daily", "weekly"], d: ["daily"], f: ["weekly"], g: ["monthly"] });
+    expect(plan.removed.map((b) => b.name)).toEqual(["b", "e", "h"]);
+    // --keep alone is the newest n, as before the calendar rules.
+    expect(planPrune(listed, "p", { last: 2 }).kept.map((b) => b.name)).toEqual(["a", "b"]);
+    // Periods without a backup are not counted: three months reach back to September.
+    expect(kept(planPrune(listed, "p", { monthly: 3 }))).toEqual({ a: ["monthly"], g: ["monthly"], h: ["monthly"] });
+  });
+
+  test("ISO weeks across the turn of a year; a backup whose time cannot be read is kept", () => {
+    const turn = [
+      backup("w53-fri", at("2027-01-01")), // Friday 1 January 2027 is in 2026's week 53
+      backup("w53-mon", at("2026-12-28")),
+      backup("w1-mon", at("2025-12-29")), // Monday 29 December 2025 is in 2026's week 1
+      backup("w52-sat", at("2025-12-27")),
+      backup("odd", "not a time"),
+    ];
+    expect(kept(planPrune(turn, "p", { weekly: 10 }))).toEqual({ "w53-fri": ["weekly"], "w1-mon": ["weekly"], "w52-sat": ["weekly"], odd: ["undated"] });
+  });
+
+  test("safety backups are counted apart, per kind; other projects' and damaged archives are never counted", () => {
+    const mixed = [backup("r2", at("2026-11-24"), "pre-restore"), backup("r1", at("2026-11-24", "01"), "pre-restore"), ...listed.slice(0, 3), { ...backup("x", at("2026-11-25")), project: "other" }, { ...backup("bad", at("2026-11-25")), verified: false }];
+    const plan = planPrune(mixed, "p", { daily: 1 });
+    expect(kept(plan)).toEqual({ r2: ["daily"], a: ["daily"] });
+    expect(plan.removed.map((b) => b.name)).toEqual(["r1", "b", "c"]);
+    expect(plan.untouched.map((b) => b.name)).toEqual(["x", "bad"]);
   });
 });
 
