@@ -70,7 +70,7 @@ stackgen backup create --hot      # nothing stopped: databases are paused only w
 stackgen backup list
 stackgen backup verify <file>     # check an archive (a copy on another disk too) without restoring it
 stackgen backup restore backups/<file>.tar.gz
-stackgen backup prune --keep 7    # delete all but the 7 newest backups (add --yes in cron)
+stackgen backup prune --keep-daily 7 --keep-monthly 12   # a week of dailies and a year of monthlies (--yes in cron)
 \`\`\`
 
 ${nativeData(ctx)}Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to
