@@ -19,6 +19,7 @@ import { loadStack, normaliseProjectName, readStackConfig } from "../docker/stac
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
+import type { FileDiff } from "./bundle-diff.ts";
 
 export default defineCommand({
   meta: { name: "generate", description: "Generate a stack bundle (docker-compose.yml, .env, proxy, monitoring, skills, README)" },
@@ -33,6 +34,7 @@ export default defineCommand({
     from: { type: "string", description: "A complete JSON export or a stackgen.json to generate from" },
     "dry-run": { type: "boolean", description: "Show what would be written, write nothing" },
     force: { type: "boolean", description: "Overwrite files you edited since the last generate" },
+    diff: { type: "boolean", description: "Show each file the run changes as a unified diff against the folder (.env by variable, values hidden); with --dry-run, nothing is written" },
   },
   async run({ args, rawArgs }) {
     const from = args.from ? await readInputDocument(args.from) : undefined;
@@ -98,7 +100,10 @@ export default defineCommand({
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
     const filled = plan.find((f) => f.filledSecrets)?.filledSecrets ?? [];
     const edited = plan.filter((f) => f.action === "skip-edited").map((f) => f.path);
-    const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata };
+    // Read before anything is written: what the folder holds now. The diff library loads only then.
+    const differ = args.diff ? await import("./bundle-diff.ts") : undefined;
+    const diffs: FileDiff[] | undefined = differ?.planDiffs(dir, plan);
+    const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata, ...(diffs ? { diffs } : {}) };
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.
     // Edits to the compose file are the common case, and they have a place that survives every
     // regeneration: the override file, which compose loads on top and no bundle contains.
@@ -138,7 +143,7 @@ export default defineCommand({
     };
     if (args["dry-run"]) {
       sayLeftBehind();
-      const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`)].join("\n");
+      const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`), ...(diffs?.length ? ["", differ!.renderDiffs(diffs)] : [])].join("\n");
       if (!refusal) return args.json ? printJson({ ...summary, dryRun: true }) : printText(planText);
       if (!args.json) log.info(planText);
       throw refusal;
@@ -157,6 +162,7 @@ export default defineCommand({
     sayLeftBehind();
     if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
     if (args.json) return printJson(summary);
+    if (diffs?.length) printText(differ!.renderDiffs(diffs));
     const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
     const toFill = valuesToFill(stack.services, envText);
     const secretsToFill = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);

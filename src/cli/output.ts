@@ -59,3 +59,4 @@ export const green = color(32);
 export const red = color(31);
 export const yellow = color(33);
 export const dim = color(2);
+export const bold = color(1);
