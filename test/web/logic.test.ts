@@ -13,6 +13,7 @@ import { formatMB, leftOut, selectionWords } from "../../src/web/explain.ts";
 import { ApiError, readNdjson } from "../../src/web/api.ts";
 import { signJwtInBrowser } from "../../src/web/signed-keys.ts";
 import { signJwt } from "../../src/core/generate/secrets.ts";
+import { describeChanges, previewChanges } from "../../src/web/changes.ts";
 import type { CatalogService, Preset, SkillPack } from "../../src/web/api.ts";
 
 const svc = (id: string, dependencies: string[] = [], estimatedMemoryMB = 100) => ({ id, dependencies, estimatedMemoryMB }) as unknown as CatalogService;
@@ -327,4 +328,31 @@ test("the browser signs an API key with WebCrypto exactly as the core signs it",
   for (const [secret, claims] of [["0123456789abcdefghijklmnopqrstuvwxyz", { role: "anon", iss: "supabase" }], ["sécret-ü-🔑", { role: "service_role" }]] as const) {
     expect(await signJwtInBrowser(secret, claims)).toBe(signJwt(secret, claims));
   }
+});
+
+describe("changes since the previous preview", () => {
+  const bundle = (body: Record<string, unknown>) => generateBundle({ projectName: "lab", ...body }, getCatalog()).files;
+
+  test("a service added: its files are new, the compose file and .env changed, nothing else; new secrets alone are no change", () => {
+    const before = bundle({ services: ["redis"] });
+    const after = bundle({ services: ["redis", "qdrant"] });
+    const changes = previewChanges(before, after);
+    expect(changes.byPath.get("skills/qdrant/SKILL.md")).toBe("new");
+    expect(changes.byPath.get("docker-compose.yml")).toBe("changed");
+    expect(changes.byPath.get(".env")).toBe("changed");
+    expect(changes.byPath.has("skills/redis/SKILL.md")).toBe(false);
+    expect(changes.removed).toEqual([]);
+    // The same choices again: every secret is new, yet nothing is said to change.
+    const again = previewChanges(after, bundle({ services: ["redis", "qdrant"] }));
+    expect(again.byPath.size).toBe(0);
+    expect(describeChanges(again)).toBe("Since the previous preview: no file changed (only new secrets).");
+  });
+
+  test("a service taken out: its files are removed, named; a changed setting in .env is a change", () => {
+    const changes = previewChanges(bundle({ services: ["redis", "qdrant"] }), bundle({ services: ["redis"] }));
+    expect(changes.removed).toEqual(["skills/qdrant/SKILL.md"]);
+    expect(describeChanges(changes)).toMatch(/^Since the previous preview: \d+ changed, 1 removed \(skills\/qdrant\/SKILL\.md\)\.$/);
+    const moved = previewChanges({ ".env": "# x (setting)\nN8N_WEBHOOK_URL=http://localhost:5678/\n" }, { ".env": "# x (setting)\nN8N_WEBHOOK_URL=https://n8n.example.com/\n" });
+    expect([...moved.byPath]).toEqual([[".env", "changed"]]);
+  });
 });

@@ -449,6 +449,34 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#announcer:has-text('Your choices changed since this preview')");
   }, TEST_TIMEOUT_MS);
 
+  test("a new preview marks the files that changed since the one before: new, changed, removed", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    // The first preview has nothing to compare with.
+    expect(await page.locator("#preview-changes").count()).toBe(0);
+    expect(await page.locator(".file-change").count()).toBe(0);
+    await page.locator("#svc-qdrant").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#preview-changes");
+    const marked = Object.fromEntries(await page.locator(".file-link:has(.file-change)").evaluateAll((links) => links.map((a) => [a.getAttribute("data-path"), a.querySelector(".file-change")!.getAttribute("data-change")])));
+    expect(marked["skills/qdrant/SKILL.md"]).toBe("new");
+    expect(marked["docker-compose.yml"]).toBe("changed");
+    expect(marked[".env"]).toBe("changed");
+    expect(marked["skills/redis/SKILL.md"]).toBeUndefined();
+    expect(await page.locator('.file-link[data-path="skills/qdrant/SKILL.md"]').getAttribute("aria-label")).toBe("skills/qdrant/SKILL.md (new since the previous preview)");
+    expect(await page.textContent("#preview-changes")).toMatch(/^Since the previous preview: \d+ changed, 1 new\.$/);
+    // Taken out again: the skill is named as removed.
+    await page.locator("#svc-qdrant").uncheck();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#preview-changes:has-text('removed')");
+    expect(await page.textContent("#preview-changes")).toContain("1 removed (skills/qdrant/SKILL.md)");
+  }, TEST_TIMEOUT_MS);
+
   test("the preview lists each service's host ports as the compose file publishes them: moved ones and loopback-only ones said so", async () => {
     const page = await openPage(NARROW);
     // SearXNG and Nextcloud both use 8080: Nextcloud, the later one, is moved.

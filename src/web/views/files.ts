@@ -12,6 +12,7 @@ import { zipBundle } from "../../core/bundle.ts";
 import { mergeEnv, settingsTaken } from "../../core/env-merge.ts";
 import { generatedSecretNames } from "../../core/generate/env.ts";
 import { signedKeys } from "../signed-keys.ts";
+import { describeChanges, previewChanges, type FileChange, type PreviewChanges } from "../changes.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -19,6 +20,8 @@ interface Preview {
   doc: api.CompleteDocument;
   selected: string;
   reveal: boolean;
+  /** Against the preview this one replaced, if there was one. */
+  changes?: PreviewChanges;
 }
 
 export function mountFiles(store: Store): void {
@@ -88,7 +91,8 @@ export function mountFiles(store: Store): void {
    *  and what the ZIP, the export and a deploy use (store.bundle) while the form still has them.
    *  Choices changed while it was generated leave it marked out of date. */
   const useBundle = (doc: api.CompleteDocument, key: string) => {
-    preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false };
+    const changes = preview ? previewChanges(preview.doc.files, doc.files) : undefined;
+    preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false, changes };
     store.bundle = { key, doc, saved: false };
   };
 
@@ -142,9 +146,10 @@ export function mountFiles(store: Store): void {
     const m = p.doc.metadata;
     replaceChildren(area,
       h("p", { class: "small" }, `${plural(paths.length, "file")} · ${plural(m.totalServices, "service")} · ${formatMB(m.estimatedMemoryMB)} · generated ${new Date(m.generatedAt).toLocaleString()}`),
+      p.changes ? h("p", { class: "small", id: "preview-changes" }, describeChanges(p.changes)) : null,
       portTable(store, p.doc),
       h("div", { class: "preview-grid" },
-        h("nav", { class: "file-tree", "aria-label": "Files in the bundle" }, treeList(buildFileTree(paths), p.selected, (path) => {
+        h("nav", { class: "file-tree", "aria-label": "Files in the bundle" }, treeList(buildFileTree(paths), p.selected, p.changes?.byPath, (path) => {
           p.selected = path;
           renderPreview();
           area.querySelector<HTMLButtonElement>(`button[data-path="${CSS.escape(path)}"]`)?.focus();
@@ -323,14 +328,15 @@ function portTable(store: Store, doc: api.CompleteDocument): HTMLElement | null 
 const hasSecrets = (doc: api.CompleteDocument): boolean =>
   Object.entries(doc.files).some(([path, text]) => isEnvFile(path) && secretValues(text).length > 0);
 
-function treeList(node: TreeNode, selected: string, pick: (path: string) => void): HTMLUListElement {
+function treeList(node: TreeNode, selected: string, changes: Map<string, FileChange> | undefined, pick: (path: string) => void): HTMLUListElement {
   return h("ul", {}, ...node.children.map((child) => {
-    if (child.path === undefined) return h("li", { class: "folder" }, h("span", { class: "folder-name" }, `${child.name}/`), treeList(child, selected, pick));
+    if (child.path === undefined) return h("li", { class: "folder" }, h("span", { class: "folder-name" }, `${child.name}/`), treeList(child, selected, changes, pick));
     const path = child.path;
+    const change = changes?.get(path);
     return h("li", {}, h("button", {
-      type: "button", class: "file-link", "data-path": path, "aria-label": path,
+      type: "button", class: "file-link", "data-path": path, "aria-label": change ? `${path} (${change} since the previous preview)` : path,
       "aria-current": path === selected ? "true" : false,
       onclick: () => pick(path),
-    }, child.name));
+    }, child.name, change ? h("span", { class: `file-change ${change}`, "data-change": change, "aria-hidden": "true" }, change) : null));
   }));
 }
