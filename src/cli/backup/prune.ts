@@ -1,7 +1,7 @@
 // stackgen backup prune: keep the newest N backups of the stack, and/or the newest of each of the
 // last days, weeks and months; delete the others. Scheduled `backup create` runs fill a disk;
-// this is their retention. It deletes only archives
-// that verify and belong to this stack, shows what it would do with --dry-run, and asks first.
+// this is their retention. It deletes only archives that verify and belong to this stack, shows
+// what it would do with --dry-run, and asks first.
 import { rmSync } from "node:fs";
 import { defineCommand } from "citty";
 import { usageError } from "../../errors.ts";
