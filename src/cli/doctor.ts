@@ -11,7 +11,7 @@ const MARK: Record<CheckStatus, (s: string) => string> = { ok: green, warn: yell
 export default defineCommand({
   meta: {
     name: "doctor",
-    description: "Check this host before starting the stack: engine, compose, free host ports, memory, platform, GPU runtime, .env (exit 1 when a check fails)",
+    description: "Check this host before starting the stack: engine, compose, free host ports, memory, disk space, platform, GPU runtime, .env (exit 1 when a check fails)",
   },
   args: { dir: dirArg, json: jsonArg },
   async run({ args }) {

@@ -2,7 +2,7 @@
 // out the hard way: engine and compose present, every published host port free (or held by this
 // stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
 // the .env file. Each check is independent, so one missing piece does not hide the others.
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
@@ -15,6 +15,7 @@ import { valuesToFill } from "../core/generate/env.ts";
 import { requiredByCompose } from "../core/required-variables.ts";
 import { detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
+import { formatBytes } from "./format.ts";
 import { REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
 
@@ -205,6 +206,47 @@ function memoryCheck(config: Record<string, unknown> | undefined, info: EngineIn
   return { id, status: "ok", message: `about ${estimate} MB needed, ${totalMB} MB on ${where}` };
 }
 
+/** Below this much free space doctor warns: pulled images and the volumes' data need room where
+ *  the engine keeps them, and a backup is about as large as the volumes beside the stack. */
+export const ENGINE_DISK_WARN_BYTES = 5 * 1024 ** 3;
+export const STACK_DISK_WARN_BYTES = 2 * 1024 ** 3;
+
+/** A file system doctor looks at: the engine's data root or the stack folder (where backups go). */
+export interface DiskSpace {
+  role: "engine" | "stack";
+  path: string;
+  free: number;
+  /** The file system's device, to say so once when both are on one disk. */
+  device: number;
+}
+
+/** The free space of the file system holding `path`, or undefined when it cannot be read here
+ *  (an engine on another host, or one in a VM: its data root is not on this machine). */
+export function diskSpaceOf(role: DiskSpace["role"], path: string): DiskSpace | undefined {
+  try {
+    const fs = statfsSync(path);
+    return { role, path, free: fs.bavail * fs.bsize, device: statSync(path).dev };
+  } catch {
+    return undefined;
+  }
+}
+
+export function diskCheck(spaces: DiskSpace[]): DoctorCheck {
+  const id = "disk";
+  const engine = spaces.find((s) => s.role === "engine");
+  const stack = spaces.find((s) => s.role === "stack");
+  const low: string[] = [];
+  if (engine && engine.free < ENGINE_DISK_WARN_BYTES) low.push(`only ${formatBytes(engine.free)} free where the engine keeps images and volumes (${engine.path}); \`docker system prune\` removes unused images and stopped containers`);
+  if (stack && stack.free < STACK_DISK_WARN_BYTES && !(engine && engine.device === stack.device && low.length)) {
+    low.push(`only ${formatBytes(stack.free)} free for the stack folder and its backups (${stack.path}); \`stackgen backup prune\` removes old backups, \`backup create --output\` writes them to another disk`);
+  }
+  if (low.length) return { id, status: "warn", message: low.join("; ") };
+  const parts = engine && stack && engine.device === stack.device
+    ? [`${formatBytes(engine.free)} free for images, volumes and backups (${engine.path} and ${stack.path} are on one disk)`]
+    : [engine ? `${formatBytes(engine.free)} free for images and volumes (${engine.path})` : "the engine's disk could not be read from here", stack ? `${formatBytes(stack.free)} for the stack folder and its backups (${stack.path})` : ""];
+  return { id, status: "ok", message: parts.filter(Boolean).join(", ") };
+}
+
 function envCheck(stack: Stack): DoctorCheck {
   const id = "env";
   const file = join(stack.dir, ".env");
@@ -294,6 +336,10 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   for (const text of unchecked) checks.push({ id: "port", status: "warn", message: `${text}: set through a variable or a range, not checked` });
 
   checks.push(memoryCheck(config, info));
+  // The engine's data root is on this machine only when the engine is reached by a local socket.
+  const engineDisk = info?.DockerRootDir && engine.endpoint.socket ? diskSpaceOf("engine", info.DockerRootDir) : undefined;
+  const stackDisk = diskSpaceOf("stack", stack.dir);
+  checks.push(diskCheck([engineDisk, stackDisk].filter((s): s is DiskSpace => s !== undefined)));
 
   const wanted = typeof config?.platform === "string" ? config.platform : undefined;
   const here = info?.Architecture ? (PLATFORM_OF_ARCH[info.Architecture] ?? info.Architecture) : hostPlatform();

@@ -79,6 +79,8 @@ export interface EngineInfo {
   /** Kernel architecture of the engine's host (x86_64, aarch64). */
   Architecture?: string;
   Runtimes?: Record<string, unknown>;
+  /** Where the engine keeps images, containers and volumes, on its host. */
+  DockerRootDir?: string;
 }
 
 export class EngineError extends StackgenError {

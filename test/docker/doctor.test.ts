@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { chmodSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { BASE_IMAGE, BUN, MAIN, cli, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
+import { BASE_IMAGE, BUN, MAIN, cli, docker, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
 import { freePort } from "../support/tools.ts";
 
 const e2e = await dockerTest();
@@ -39,6 +39,9 @@ services:
       expect(first.checks.find((c) => c.id === "engine")).toMatchObject({ status: "ok", message: expect.stringMatching(/^Docker \d+\./) });
       expect(first.checks.find((c) => c.id === "compose")?.status).toBe("ok");
       expect(first.checks.find((c) => c.id === `port ${port}/tcp`)).toMatchObject({ status: "ok", message: expect.stringContaining("free") });
+      // The engine's data root is on this machine (a local socket): its free space is read.
+      const root = (await docker("info", "--format", "{{.DockerRootDir}}")).trim();
+      expect(first.checks.find((c) => c.id === "disk")).toMatchObject({ status: expect.stringMatching(/^(ok|warn)$/), message: expect.stringContaining(root) });
 
       await stack.up();
       const after = await cli(["doctor", "--dir", stack.dir, "--json"]);

@@ -20,6 +20,7 @@ import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, ty
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
 import { digestOf, pulledAs, quitUpdateNote, rollbackTag, splitTag } from "../../src/docker/update.ts";
 import { timeoutMs } from "../../src/docker/cli-support.ts";
+import { diskCheck, diskSpaceOf, ENGINE_DISK_WARN_BYTES, STACK_DISK_WARN_BYTES, type DiskSpace } from "../../src/docker/doctor.ts";
 
 const entry = (name: string, type: TarEntry["type"] = "file", linkname = ""): TarEntry => ({
   ...fileEntry(name, type === "file" ? "x" : ""),
@@ -913,6 +914,34 @@ describe("prune retention", () => {
     expect(kept(plan)).toEqual({ r2: ["daily"], a: ["daily"] });
     expect(plan.removed.map((b) => b.name)).toEqual(["r1", "b", "c"]);
     expect(plan.untouched.map((b) => b.name)).toEqual(["x", "bad"]);
+  });
+});
+
+describe("doctor's disk check", () => {
+  const GiB = 1024 ** 3;
+  const engine = (free: number, device = 1): DiskSpace => ({ role: "engine", path: "/var/lib/docker", free, device });
+  const stack = (free: number, device = 1): DiskSpace => ({ role: "stack", path: "/srv/lab", free, device });
+
+  test("enough room: said once for one disk, per disk otherwise", () => {
+    expect(diskCheck([engine(80 * GiB), stack(80 * GiB)])).toEqual({ id: "disk", status: "ok", message: "80 GiB free for images, volumes and backups (/var/lib/docker and /srv/lab are on one disk)" });
+    expect(diskCheck([engine(80 * GiB), stack(20 * GiB, 2)]).message).toBe("80 GiB free for images and volumes (/var/lib/docker), 20 GiB for the stack folder and its backups (/srv/lab)");
+    // An engine on another host: its disk is not this machine's to read.
+    expect(diskCheck([stack(20 * GiB)])).toEqual({ id: "disk", status: "ok", message: "the engine's disk could not be read from here, 20 GiB for the stack folder and its backups (/srv/lab)" });
+  });
+
+  test("little room: a warning naming the place and what frees room, once per disk", () => {
+    expect(diskCheck([engine(ENGINE_DISK_WARN_BYTES - 1), stack(ENGINE_DISK_WARN_BYTES - 1)])).toEqual({ id: "disk", status: "warn", message: expect.stringMatching(/^only 5\.0 GiB free where the engine keeps images and volumes \(\/var\/lib\/docker\); `docker system prune`[^;]*$/) });
+    const backups = diskCheck([engine(80 * GiB), stack(STACK_DISK_WARN_BYTES - 1, 2)]);
+    expect(backups.status).toBe("warn");
+    expect(backups.message).toContain("free for the stack folder and its backups (/srv/lab); `stackgen backup prune` removes old backups");
+    expect(diskCheck([engine(ENGINE_DISK_WARN_BYTES - 1), stack(GiB, 2)]).message.split("; only ")).toHaveLength(2);
+  });
+
+  test("diskSpaceOf reads the file system of a path, and nothing for a path that is not there", () => {
+    const here = diskSpaceOf("stack", tmpdir())!;
+    expect(here.free).toBeGreaterThan(0);
+    expect(here.device).toBe(statSync(tmpdir()).dev);
+    expect(diskSpaceOf("engine", "/nonexistent/docker")).toBeUndefined();
   });
 });
 
