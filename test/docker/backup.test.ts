@@ -1380,6 +1380,10 @@ volumes:
     {},
   );
 
+  /** The real engine, but for one call, which fails with `message`. */
+  const engineFailing = (call: "pauseContainer" | "unpauseContainer", message: string) =>
+    Object.assign(Object.create(new Engine()) as Engine, { [call]: () => Promise.reject(new Error(message)) });
+
   /** The pause and unpause events of the stack's containers since `since` (Unix seconds, with
    *  milliseconds: the test before may have paused in the same second), in order. */
   const pauseEvents = async (since: string) => {
@@ -1421,7 +1425,7 @@ volumes:
     async () => {
       const { stack: loaded, compose, model } = await stack.opened();
       // The engine as it is, but for unpause (as when it went away in the middle of the copy).
-      const engine = Object.assign(Object.create(new Engine()) as Engine, { unpauseContainer: () => Promise.reject(new Error("the engine went away")) });
+      const engine = engineFailing("unpauseContainer", "the engine went away");
       const inFlight = backupInFlight();
       const archives = () => (existsSync(join(stack.dir, "backups")) ? readdirSync(join(stack.dir, "backups")).filter((f) => !f.startsWith(".")) : []);
       const before = archives();
@@ -1448,7 +1452,7 @@ volumes:
     async () => {
       const { stack: loaded, compose, model } = await stack.opened();
       // The engine as it is, but for pause (as on a host without the cgroup freezer).
-      const engine = Object.assign(Object.create(new Engine()) as Engine, { pauseContainer: () => Promise.reject(new Error("cgroup freezer not available")) });
+      const engine = engineFailing("pauseContainer", "cgroup freezer not available");
       const said: string[] = [];
       const inFlight = backupInFlight();
       const made = await createBackup(loaded, engine, compose, model, { hot: true, inFlight, progress: (line) => void said.push(line) });
