@@ -181,6 +181,14 @@ describe("read endpoints", () => {
     expect(await json(r)).toEqual({ error: expect.stringContaining("nope"), code: "INVALID_SERVICE_ID" });
   });
 
+  test("GET /v1/skills takes at most 200 ids, as an id array in a body", async () => {
+    const ids = (n: number) => Array.from({ length: n }, () => "redis").join(",");
+    expect((await call("GET", `/v1/skills?services=${ids(200)}`)).status).toBe(200);
+    const r = await call("GET", `/v1/skills?services=${ids(201)}`);
+    expect(r.status).toBe(400);
+    expect(await json(r)).toEqual({ error: expect.stringContaining("at most 200 ids"), code: "VALIDATION_ERROR" });
+  });
+
   test("openapi.json is OpenAPI 3 covering every route; docs work offline", async () => {
     const doc = await json(await call("GET", "/v1/openapi.json"));
     expect(doc.openapi).toMatch(/^3\./);

@@ -4,7 +4,7 @@ import type { Catalog } from "../../catalog/index.ts";
 import { categorySummary, scorePacks } from "../../core/listings.ts";
 import {
   ServicesQuery, ServicesResponse, ServiceResponse, PresetsResponse, PresetResponse, SkillsQuery, SkillsResponse,
-  ErrorBody, FlatErrorBody, routeSchema,
+  ErrorBody, FlatErrorBody, MAX_IDS, routeSchema,
 } from "../../schema/api.ts";
 import { notFound } from "../../errors.ts";
 import { pathOf } from "../guard/request-log.ts";
@@ -54,6 +54,11 @@ export const catalogRoutes = (catalog: Catalog) =>
     .get("/skills", ({ query, set }) => {
       if (query.services === undefined) return { packs: catalog.packs, total: catalog.packs.length };
       const ids = query.services.split(",").map((s) => s.trim()).filter(Boolean);
+      if (ids.length > MAX_IDS) {
+        // The same limit as an id array in a body (CONTRACT §3), in the route's flat shape.
+        set.status = 400;
+        return { error: `Query parameter services: at most ${MAX_IDS} ids, ${ids.length} given`, code: "VALIDATION_ERROR" };
+      }
       const unknown = ids.filter((id) => !catalog.servicesById.has(id));
       if (unknown.length) {
         set.status = 400;
