@@ -10,6 +10,7 @@ import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "../schema/patterns.t
 import { keptPortsOf } from "../core/kept-ports.ts";
 import { httpsMissingFor, includesProxy } from "../core/generate/context.ts";
 import { valuesToFill } from "../core/generate/env.ts";
+import { CORE_VERSION_VAR } from "../core/generate/variables.ts";
 import { requiredByCompose } from "../core/required-variables.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { failure, StackgenError, validationError } from "../errors.ts";
@@ -27,7 +28,7 @@ export default defineCommand({
     name: { type: "string", description: "Project name (default: the bundle's already in --dir, else the --from file's, else the --dir folder name)" },
     ...selectionArgs,
     deployment: { type: "string", description: "docker (default), bare-metal (native installs for services with a Debian package), or local (docker, recorded as local)" },
-    "core-version": { type: "string", description: "Image tag of the core gateway (default latest)" },
+    "core-version": { type: "string", description: "Image tag of the core gateway, written to CORE_VERSION in .env (default: the --from file's, else the bundle's already in --dir, else latest)" },
     secrets: { type: "boolean", default: true, description: "Generate random secrets (--no-secrets leaves them empty)" },
     "memory-limits": { type: "boolean", description: "Cap each container's memory at twice its estimate, at least 256 MiB (--no-memory-limits: none, over a --from file that has them)" },
     dir: { type: "string", description: "Output directory (default ./<name>)" },
@@ -74,6 +75,10 @@ export default defineCommand({
       if (body.projectName !== folder) log.info(`Project name "${body.projectName}", made from the folder name ${folder} as Compose makes it; --name sets another.`);
     }
 
+    // A bundle keeps the gateway tag it records when none is given: the compose file's fallback
+    // and stackgen.json then still name what .env runs (the next run's .env keeps its value).
+    if (body.coreVersion === undefined && typeof targetConfig?.coreVersion === "string") body.coreVersion = targetConfig.coreVersion;
+
     // Regenerating keeps the host ports the bundle already publishes: adding a service moves the
     // newcomer, not a service that runs.
     const keptPorts = target ? keptPortsIn(resolve(target)) : undefined;
@@ -94,7 +99,7 @@ export default defineCommand({
     if (fromExport?.refused.length) log.warn(`Not taken from ${args.from}: ${misshapen(fromExport.refused)}.`);
     const dir = resolve(target ?? input.projectName);
     const recorded = target ? targetConfig : readConfig(dir);
-    const plan = await planBundle(dir, files, args.force === true, { secrets: secretNames, derived: derivedSecrets, previous: previousSettings(recorded, stack.services), patterns: valuePatterns });
+    const plan = await planBundle(dir, files, args.force === true, { secrets: secretNames, derived: derivedSecrets, previous: previousSettings(recorded, stack.services), patterns: valuePatterns, follow: args["core-version"] === undefined ? undefined : new Set([CORE_VERSION_VAR]) });
     const refused = plan.find((f) => f.refusedValues)?.refusedValues ?? [];
     if (refused.length) log.warn(`Replaced in .env: ${misshapen(refused)}.`);
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
@@ -160,7 +165,9 @@ export default defineCommand({
     const limited = stack.services.filter((s) => s.knownLimits).map((s) => s.name);
     if (limited.length) log.warn(`Known limits of ${limited.join(", ")}: read "Known limits" in ${join(dir, "README.md")} before you rely on ${limited.length === 1 ? "it" : "them"}.`);
     sayLeftBehind();
-    if (followed.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${followed.join(", ")}.`);
+    const addresses = followed.filter((name) => name !== CORE_VERSION_VAR);
+    if (addresses.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${addresses.join(", ")}.`);
+    if (followed.includes(CORE_VERSION_VAR)) log.warn(`${CORE_VERSION_VAR} in .env is now ${input.coreVersion} (--core-version); \`stackgen update\` pulls that gateway image and restarts the stack on it.`);
     if (args.json) return printJson(summary);
     if (diffs?.length) printText(differ!.renderDiffs(diffs));
     const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;

@@ -27,7 +27,8 @@ export interface PlannedFile {
   action: FileAction;
   /** What is written (empty for `keep-edited`, `remove` and `leave-edited`). */
   content: string;
-  /** .env only: settings that followed the previous input and now follow the new one. */
+  /** .env only: settings that followed the previous input and now follow the new one, and those
+   *  given explicitly (`--core-version`). */
   updatedValues?: string[];
   /** .env only: secrets the old file left empty (`--no-secrets`) that now get generated values. */
   filledSecrets?: string[];
@@ -107,6 +108,7 @@ export interface EnvRules {
   derived?: readonly DerivedSecret[];
   previous?: MergeOptions["previous"];
   patterns?: MergeOptions["patterns"];
+  follow?: MergeOptions["follow"];
 }
 
 /** Decide what happens to every file; reads the directory, writes nothing. */
@@ -128,7 +130,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, en
     const existing = await readIfExists(target);
     if (existing === undefined) plan.push({ path, action: "create", content });
     else if (path === ".env") {
-      const merged = mergeEnv(existing, content, env.secrets, env.derived, { previous: env.previous, patterns: env.patterns });
+      const merged = mergeEnv(existing, content, env.secrets, env.derived, { previous: env.previous, patterns: env.patterns, follow: env.follow });
       if (merged.text === existing) plan.push({ path, action: "unchanged", content: existing });
       else plan.push({ path, action: "keep-values", content: merged.text, ...(merged.updated.length ? { updatedValues: merged.updated } : {}), ...(merged.filled.length ? { filledSecrets: merged.filled } : {}), ...(merged.refused.length ? { refusedValues: merged.refused } : {}) });
     }

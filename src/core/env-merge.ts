@@ -17,7 +17,8 @@ export interface EnvMerge {
   /** Keys only the old file has (kept at the end unless left out, reported). */
   extra: string[];
   /** Settings the old file held exactly as the previous input made them, now made differently
-   *  (a domain or proxy added, a port moved): they follow the new input. */
+   *  (a domain or proxy added, a port moved), and settings given explicitly this time
+   *  (`options.follow`): they take the new value. */
   updated: string[];
   /** Values of the old file that do not have the shape their variable must have (catalog
    *  `pattern`): the generated value is used instead. */
@@ -35,6 +36,9 @@ export interface MergeOptions {
   previous?: { env: string; addressNames: ReadonlySet<string> };
   /** Variables whose value must match a pattern (catalog `pattern`): another value is not kept. */
   patterns?: ReadonlyMap<string, RegExp>;
+  /** Settings asked for explicitly on this run (`--core-version`): the newest word on them, so
+   *  they take the generated value whatever the old file holds. Never secrets. */
+  follow?: ReadonlySet<string>;
 }
 
 /** A derived secret (an API key signed with another secret) must match the secret the stack
@@ -120,7 +124,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
   const previous = options.previous === undefined ? undefined : readEnvFile(options.previous.env);
   const addressNames = options.previous?.addressNames ?? new Set<string>();
   // Whole values (a quoted one may span lines), to compare with the old ones.
-  const made = previous === undefined ? undefined : readEnvFile(generated);
+  const made = previous === undefined && !options.follow?.size ? undefined : readEnvFile(generated);
   const kept: string[] = [];
   const added: string[] = [];
   const filled: string[] = [];
@@ -138,6 +142,10 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     }
     if (secrets.has(m[1]) && isEmptyValue(before.value) && !isEmptyValue(m[2])) {
       filled.push(m[1]);
+      return line;
+    }
+    if (options.follow?.has(m[1]) && !secrets.has(m[1])) {
+      if (before.value !== made?.get(m[1])?.value) updated.push(m[1]);
       return line;
     }
     const shape = options.patterns?.get(m[1]);

@@ -434,6 +434,33 @@ describe("generate", () => {
     expect(later.stderr).not.toContain("added to it by hand");
   });
 
+  test("the core version: kept from the bundle when not given, written to .env when given, the user's .env edit kept otherwise", async () => {
+    const dir = join(tmp, "g-core-version");
+    const coreTag = (compose: string) => /\$\{CORE_VERSION:-([^}]+)\}/.exec(compose)?.[1];
+    const read = () => ({
+      env: parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("CORE_VERSION"),
+      recorded: JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8")).coreVersion,
+      fallback: coreTag(readFileSync(join(dir, "docker-compose.yml"), "utf8")),
+    });
+    expectOk(await cli(["generate", "--services", "redis", "--core-version", "2026.1.1", "--dir", dir], { env }));
+    expect(read()).toEqual({ env: "2026.1.1", recorded: "2026.1.1", fallback: "2026.1.1" });
+    // Adding a service without the flag does not move the gateway to latest, in any file.
+    expectOk(await cli(["generate", "--services", "redis,n8n", "--dir", dir], { env }));
+    expect(read()).toEqual({ env: "2026.1.1", recorded: "2026.1.1", fallback: "2026.1.1" });
+    // The flag given again is the newest word: .env follows it, and the run says so.
+    const moved = await cli(["generate", "--services", "redis,n8n", "--core-version", "2026.2.2", "--dir", dir, "--json"], { env });
+    expectOk(moved);
+    expect(read()).toEqual({ env: "2026.2.2", recorded: "2026.2.2", fallback: "2026.2.2" });
+    expect(JSON.parse(moved.stdout).files.find((f: { path: string }) => f.path === ".env")).toEqual({ path: ".env", action: "keep-values", updatedValues: ["CORE_VERSION"] });
+    expect(moved.stderr).toContain("CORE_VERSION in .env is now 2026.2.2");
+    // A tag set by hand in .env (as the bundle README says) survives a run without the flag.
+    writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8").replace(/^CORE_VERSION=.*$/m, "CORE_VERSION=2026.3.0"));
+    const kept = await cli(["generate", "--services", "redis,n8n", "--dir", dir, "--json"], { env });
+    expectOk(kept);
+    expect(read().env).toBe("2026.3.0");
+    expect(kept.stderr).not.toContain("CORE_VERSION");
+  });
+
   test("adding a domain on regeneration moves public URLs off localhost, except values the user set", async () => {
     const dir = join(tmp, "g-domain");
     expectOk(await cli(["generate", "--name", "gd", "--services", "n8n,vaultwarden", "--dir", dir], { env }));

@@ -51,6 +51,19 @@ describe("mergeEnv", () => {
     expect(parseEnvValues(mergeEnv(old, next).text).get("SITE_URL")).toBe("http://localhost:8080");
   });
 
+  test("a setting given explicitly (follow) takes the new value over the user's; a secret never does", () => {
+    const old = "DB_PASSWORD=old-password\nIMAGE_TAG=mine\nSITE_URL=https://mine.example\n";
+    const next = "DB_PASSWORD=new-random-value-0123456789abcdef\nIMAGE_TAG=2.0\nSITE_URL=http://localhost:8080\n";
+    const merged = mergeEnv(old, next, new Set(["DB_PASSWORD"]), [], { follow: new Set(["IMAGE_TAG", "DB_PASSWORD"]) });
+    const values = parseEnvValues(merged.text);
+    expect(values.get("IMAGE_TAG")).toBe("2.0");
+    expect(values.get("DB_PASSWORD")).toBe("old-password");
+    expect(values.get("SITE_URL")).toBe("https://mine.example");
+    expect(merged.updated).toEqual(["IMAGE_TAG"]);
+    // Already the value asked for: nothing to report.
+    expect(mergeEnv(merged.text, next, new Set(["DB_PASSWORD"]), [], { follow: new Set(["IMAGE_TAG"]) }).updated).toEqual([]);
+  });
+
   test("a value without the shape its variable must have (it reaches a config file as text) is replaced and named", () => {
     const email = /^([A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+)?$/;
     const withEmail = `${generated}CADDY_ACME_EMAIL=\n`;
