@@ -396,6 +396,13 @@ describe("input fields take effect", () => {
     expect(compose).toContain("NEXTCLOUD_TRUSTED_DOMAINS: ${NEXTCLOUD_TRUSTED_DOMAINS} ${NEXTCLOUD_PUBLIC_HOST}");
   });
 
+  test("the README shows how to reach a port bound to 127.0.0.1 from another machine: an SSH tunnel to one the proxy does not serve", () => {
+    const readme = gen({ services: ["qdrant", "searxng"], proxy: "caddy", domain: "example.com" }).files["README.md"]!;
+    // The gateway and SearXNG are served at their names; Qdrant's dashboard has no login and is not.
+    expect(readme).toContain("`ssh -L 6333:127.0.0.1:6333 <you>@<this host>`");
+    expect(readme).toContain("`localhost:6333` reaches qdrant");
+  });
+
   test("the README says which apps hand their admin account to the first visitor, with their URL", () => {
     const readme = gen({ services: ["portainer", "redis"], proxy: "caddy", domain: "example.com" }).files["README.md"]!;
     expect(readme).toContain("## Right after the first start");

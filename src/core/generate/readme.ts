@@ -45,7 +45,7 @@ in \`docker-compose.yml\`. One that reaches its cap is killed and restarted; giv
 |---|---|---|---|---|---|
 ${rows.join("\n")}
 
-Ports marked 127.0.0.1 are reachable from this machine only.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
+Ports marked 127.0.0.1 are reachable from this machine only${tunnelHint(ctx, web)}.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
 
 ${httpsNote(ctx)}${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
@@ -127,6 +127,15 @@ function directUrl(ctx: GenContext, id: string): string {
 }
 
 /** Where the Let's Encrypt account e-mail of a public domain is set, per proxy. */
+/** How to reach a 127.0.0.1-only port from elsewhere without opening it: an SSH tunnel, shown
+ *  with the first such port the proxy does not serve (a database console, Qdrant's dashboard). */
+function tunnelHint(ctx: GenContext, web: ReadonlyMap<string, unknown>): string {
+  const served = (id: string) => web.has(id) && hasProxy(ctx);
+  const local = allServices(ctx).flatMap((s) => publishedPorts(ctx, s.id).filter((p) => p.protocol !== "udp" && publishedOnLoopback(ctx, s.id, p)).map((p) => ({ id: s.id, port: p.host })));
+  const example = local.find((l) => !served(l.id)) ?? local[0];
+  return example ? `; from another one, tunnel over SSH, which opens nothing to the network: run \`ssh -L ${example.port}:127.0.0.1:${example.port} <you>@<this host>\` there, and its \`localhost:${example.port}\` reaches ${example.id}` : "";
+}
+
 function acmeAccount(ctx: GenContext): string {
   return has(ctx, "traefik")
     ? `Let's Encrypt knows you by the e-mail in \`traefik/traefik.yml\` (\`admin@${ctx.domain}\` until you put your own there)`
