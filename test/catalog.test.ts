@@ -158,6 +158,9 @@ describe("catalog", () => {
       }
     }
     expect(literals).toEqual([]);
+    // Nor as a variable's default in .env: a credential variable is generated or left to fill in.
+    const defaults = catalog.services.flatMap((s) => (s.variables ?? []).filter((v) => /(PASSWORD|PASSWD|SECRET|TOKEN|_KEY|SALT)$/.test(v.name) && !v.secret && v.default).map((v) => `${s.id} ${v.name}`));
+    expect(defaults).toEqual([]);
   });
 
   test("no secret is passed on a command line, where docker inspect and ps show it", () => {
