@@ -262,6 +262,26 @@ describe("catalog", () => {
     expect(() => loadCatalog(bad)).toThrow(/unknown dependency mongodb/);
   });
 
+  test("a sidecar that reaches a sibling with a health check waits for it (after); a bad after list fails the load", () => {
+    const missing: string[] = [];
+    for (const s of catalog.services) {
+      for (const sc of s.sidecars ?? []) {
+        const text = JSON.stringify([sc.env ?? {}, sc.command ?? []]);
+        for (const other of s.sidecars ?? []) {
+          const reaches = other !== sc && new RegExp(`\\b${s.id}-${other.name}\\b`).test(text);
+          if (reaches && other.healthCheck && !sc.after?.includes(other.name)) missing.push(`${s.id}-${sc.name} -> ${s.id}-${other.name}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    const appflowy = catalogFiles["services/appflowy.yaml"];
+    const withAfter = (after: string) => ({ ...catalogFiles, "services/appflowy.yaml": appflowy.replace("    after: [postgres]\n", `    after: [${after}]\n`) });
+    expect(withAfter("postgres")["services/appflowy.yaml"]).toBe(appflowy);
+    expect(() => loadCatalog(withAfter("mysql"))).toThrow(/sidecar gotrue waits for mysql, not another sidecar of appflowy/);
+    expect(() => loadCatalog(withAfter("gotrue"))).toThrow(/sidecar gotrue waits for gotrue/);
+    expect(() => loadCatalog(withAfter("cloud"))).toThrow(/waits for itself through its after list/);
+  });
+
   test("no two services of a preset publish one host port after resolution, and every preset validates", () => {
     for (const preset of catalog.presets) {
       const stack = resolve(toSelection({ preset: preset.id, platform: "linux/amd64" }, catalog), catalog);

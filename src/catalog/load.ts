@@ -169,6 +169,7 @@ function crossCheck(
     for (const c of s.conflicts) if (!byId.has(c)) p.push(`${where}: unknown conflict ${c}`);
     for (const k of s.skills) if (!skills.has(k)) p.push(`${where}: skill ${k} has no skills/${k}/SKILL.md`);
     if (s.ports.filter((x) => x.web).length > 1) p.push(`${where}: more than one web port`);
+    p.push(...sidecarOrderProblems(s).map((problem) => `${where}: ${problem}`));
     const prefix = s.id.toUpperCase().replace(/-/g, "_") + "_";
     for (const v of s.variables ?? []) {
       if (!v.name.startsWith(prefix)) p.push(`${where}: variable ${v.name} must start with ${prefix}`);
@@ -228,6 +229,20 @@ function crossCheck(
   }
   for (const [id, sk] of skills) for (const sv of sk.services) if (!byId.has(sv)) p.push(`skills/${id}/SKILL.md: unknown service ${sv}`);
   return p;
+}
+
+/** A sidecar's `after` names siblings, never itself, and the waits form no cycle (compose would
+ *  refuse the file). */
+function sidecarOrderProblems(s: CatalogService): string[] {
+  const sidecars = new Map((s.sidecars ?? []).map((sc) => [sc.name, sc]));
+  const problems: string[] = [];
+  for (const sc of sidecars.values()) {
+    for (const name of sc.after ?? []) if (name === sc.name || !sidecars.has(name)) problems.push(`sidecar ${sc.name} waits for ${name}, not another sidecar of ${s.id}`);
+  }
+  const waitsFor = (name: string, target: string, seen = new Set<string>()): boolean =>
+    (sidecars.get(name)?.after ?? []).some((n) => n === target || (!seen.has(n) && (seen.add(n), waitsFor(n, target, seen))));
+  for (const name of sidecars.keys()) if (waitsFor(name, name)) problems.push(`sidecar ${name} waits for itself through its after list`);
+  return problems;
 }
 
 const VAR_REF = /\$\{([A-Z][A-Z0-9_]*)(?:[:?-][^}]*)?\}/g;

@@ -133,6 +133,9 @@ export const Sidecar = Type.Object({
   volumes: Type.Optional(Type.Array(Volume)),
   healthCheck: Type.Optional(HealthCheck),
   estimatedMemoryMB: Type.Optional(Type.Number({ minimum: 0 })),
+  /** Sibling sidecars this one uses and must start after (healthy, when they have a check):
+   *  AppFlowy's auth server waits for AppFlowy's own PostgreSQL. */
+  after: Type.Optional(Type.Array(Id, { minItems: 1 })),
 }, STRICT);
 export type Sidecar = Static<typeof Sidecar>;
 

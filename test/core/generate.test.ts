@@ -665,15 +665,21 @@ describe("input fields take effect", () => {
     expect(c.services.postgresql.healthcheck).toBeDefined();
   });
 
-  test("a sidecar waits for what its service waits for (a worker uses the same database)", () => {
+  test("a sidecar waits for what its service waits for (a worker uses the same database), and for the siblings it uses", () => {
     const c = composeOf(gen({ services: ["authentik"] }).files);
     expect(c.services["authentik-worker"].depends_on).toEqual({ postgresql: { condition: "service_healthy" } });
-    // Every sidecar of every service: the same services, with the same conditions, as its service.
+    // Every sidecar of every service: the same services, with the same conditions, as its service,
+    // plus the sibling sidecars its after list names (healthy when they have a check).
     for (const service of getCatalog().services.filter((s) => s.sidecars?.length && s.id !== "core")) {
       const all = composeOf(gen({ services: [service.id], platform: service.platforms[0] }).files).services;
       const own = Object.fromEntries(Object.entries(all[service.id].depends_on ?? {}).filter(([name]) => !name.startsWith(`${service.id}-`)));
-      for (const sc of service.sidecars!) expect(all[`${service.id}-${sc.name}`].depends_on ?? {}, `${service.id}-${sc.name}`).toEqual(own);
+      for (const sc of service.sidecars!) {
+        const siblings = Object.fromEntries((sc.after ?? []).map((name) => [`${service.id}-${name}`, { condition: service.sidecars!.find((x) => x.name === name)!.healthCheck ? "service_healthy" : "service_started" }]));
+        expect(all[`${service.id}-${sc.name}`].depends_on ?? {}, `${service.id}-${sc.name}`).toEqual({ ...own, ...siblings });
+      }
     }
+    // AppFlowy's auth server starts once AppFlowy's own PostgreSQL answers, not before.
+    expect(composeOf(gen({ services: ["appflowy"] }).files).services["appflowy-gotrue"].depends_on?.["appflowy-postgres"]).toEqual({ condition: "service_healthy" });
   });
 
   test("caddy with a domain maps <service>.<domain> to container:port with automatic TLS", () => {

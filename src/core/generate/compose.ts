@@ -101,6 +101,13 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
   /** The stack's services `s` depends on, with the condition to wait for. */
   const parentDependencies = (s: CatalogService): [string, { condition: string }][] =>
     s.id === "core" ? [] : s.dependencies.filter((d) => byId.has(d)).map((d) => [d, condition(d)]);
+  const sidecarDependencies = (s: CatalogService, sc: Sidecar): [string, { condition: string }][] => [
+    ...parentDependencies(s),
+    ...(sc.after ?? []).map((name): [string, { condition: string }] => {
+      const sibling = s.sidecars!.find((x) => x.name === name)!;
+      return [sidecarName(s, sibling), { condition: sibling.healthCheck ? "service_healthy" : "service_started" }];
+    }),
+  ];
 
   for (const s of containerServices) {
     for (const sc of s.sidecars ?? []) {
@@ -116,7 +123,8 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
         ...deployWith(memoryLimit(ctx, sc.estimatedMemoryMB)),
         // A worker sidecar uses what its service uses (authentik's worker, its database): it waits
         // for the same services, or it starts before PostgreSQL has made its user and restarts.
-        ...(parentDependencies(s).length ? { depends_on: Object.fromEntries(parentDependencies(s)) } : {}),
+        // It also waits for the sibling sidecars it uses (AppFlowy's auth server, its database).
+        ...(sidecarDependencies(s, sc).length ? { depends_on: Object.fromEntries(sidecarDependencies(s, sc)) } : {}),
         // A sidecar reaches the natively installed services as its service does (dify-api, Redis).
         ...(extraHosts.length ? { extra_hosts: extraHosts } : {}),
         labels: { "dev.stackgen.project": ctx.projectName, "dev.stackgen.service": s.id, "dev.stackgen.sidecar": sc.name, ...watched(undefined, sc.image) },
