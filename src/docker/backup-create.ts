@@ -1,8 +1,8 @@
 // `stackgen backup create`, and the safety backups restore and update take: the stack's config
 // files and named volumes in one archive, the services stopped for the copy (or, hot, the
 // databases paused), and how a backup cut short by Ctrl-C is said.
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { failure, interruptedError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
 import { getCatalog } from "../catalog/index.ts";
@@ -314,14 +314,17 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   const writing = databases.filter((name) => !pausing.some((c) => c.service === name));
   if (writing.length) say(`Warning: a hot copy of ${writing.join(", ")} is taken while they write, and may not restore to a consistent state; ${opts.pauseDatabases === false ? "without --no-pause they are paused for the copy, " : ""}without --hot they are stopped for it.`);
   let work: string;
+  /** The first folder this run made on the way to outputDir: taken away again if no backup lands. */
+  let madeFrom: string | undefined;
   try {
     // Made private: every archive holds the stack's .env. An existing folder is left as the user set it.
-    mkdirSync(outputDir, { recursive: true, mode: 0o700 });
+    madeFrom = mkdirSync(outputDir, { recursive: true, mode: 0o700 });
     // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
     // the archive is written under a temporary name and renamed, so a listed backup is complete.
     // The first write there: an existing folder this user may not write (or a read-only disk) shows here.
     work = mkdtempSync(join(outputDir, ".work-"));
   } catch (e) {
+    removeEmptyMade(outputDir, madeFrom);
     if (diskFull(e)) throw e;
     throw unusableBackupFolder("write backups to", outputDir, e);
   }
@@ -449,6 +452,21 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     rmSync(work, { recursive: true, force: true });
     rmSync(partial, { force: true });
     inFlight.unfinished = [];
+    // A failed first backup leaves no empty backups folder behind.
+    removeEmptyMade(outputDir, madeFrom);
+  }
+}
+
+/** Remove the folders from `dir` up to `madeFrom` (the first one mkdir made) while they are empty. */
+function removeEmptyMade(dir: string, madeFrom: string | undefined): void {
+  if (madeFrom === undefined) return;
+  for (let at = dir; ; at = dirname(at)) {
+    try {
+      rmdirSync(at);
+    } catch {
+      return;
+    }
+    if (at === madeFrom || dirname(at) === at) return;
   }
 }
 

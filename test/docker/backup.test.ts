@@ -613,6 +613,12 @@ volumes:
         expect(error.message).toContain("No backup was written and nothing was stopped");
         expect((await stack.container("app")).State.StartedAt).toBe(before);
         expect(readdirSync(join(stack.dir, "backups")).filter((f) => f.includes("big") || f.endsWith(".partial"))).toEqual([]);
+        // Into folders that did not exist: the failed run takes away the ones it made, no more.
+        const parent = mkdtempSync(join(tmpdir(), "stackgen-out-"));
+        const fresh = await cli(["backup", "create", "--dir", stack.dir, "--output", join(parent, "new", "backups"), "--json"]);
+        expect(JSON.parse(fresh.stdout).error.code).toBe("BACKUP_FAILED");
+        expect(readdirSync(parent)).toEqual([]);
+        rmSync(parent, { recursive: true });
         // A restore's safety backup would hit the same limit once the stack is stopped: found first.
         const restore = await cli(["backup", "restore", earlier, "--dir", stack.dir, "--yes", "--json"]);
         expect(restore.code).toBe(1);
