@@ -251,7 +251,7 @@ function printSummary(result: DeployResult, projectName: string): void {
   }
   if (possibly.length) {
     const them = possibly.length === 1 ? "it" : "them";
-    log.warn(`Possibly created on ${label}: ${possibly.join(", ")} (the call that creates ${them} got no answer). Check ${label}, and run again with --update, which reuses ${them} if ${label} made ${them}.`);
+    log.warn(`Possibly created on ${label}: ${possibly.join(", ")} (the call that creates ${them} ended without saying whether ${them} ${them === "it" ? "was" : "were"} made: no answer, an unreadable one, or a server error). Check ${label}, and run again with --update, which reuses ${them} if ${label} made ${them}.`);
   }
   if (!result.created.length && !possibly.length) log.info(`This run created nothing on ${label}.`);
 }

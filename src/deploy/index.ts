@@ -78,7 +78,11 @@ const PLATFORM_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,254}$/;
  *  closing quote on the same line); when something is left out, the rest is written one
  *  statement per line. */
 export function envForPlatform(envText: string): { text: string; settings: string[]; badNames: string[]; filled: string[]; unset: string[] } {
-  const statements = scanDotenv(envText).filter((s) => s.closed);
+  const statements = scanDotenv(envText);
+  // Compose stops reading at such a quote; sending what comes before it would start the stack
+  // with the later variables (a password among them) missing on the platform.
+  const open = statements.find((s) => !s.closed);
+  if (open) throw usageError(`.env has a quoted value that never closes (${open.key}, line ${open.line}); Docker Compose cannot read that file either. Close the quote, then deploy again: nothing was sent.`, "envText");
   const leftOut = (s: DotenvStatement) => LOCAL_COMPOSE_SETTINGS.has(s.key) || !PLATFORM_NAME.test(s.key);
   const named = (keep: (key: string) => boolean) => [...new Set(statements.filter((s) => leftOut(s) && keep(s.key)).map((s) => s.key))];
   const settings = named((key) => LOCAL_COMPOSE_SETTINGS.has(key));

@@ -290,6 +290,21 @@ describe("stackgen deploy (subprocess)", () => {
     expectNoKey(run, fake.token);
   });
 
+  test("a quoted .env value that never closes: exit 2 naming it, before any call, on both platforms (not a deploy without the variables after it)", async () => {
+    for (const fake of [await coolify(), await dokploy()]) {
+      const dir = bundle();
+      // After the variables the compose file needs: only what comes later would have been lost.
+      writeFileSync(path.join(dir, ".env"), `${readFileSync(path.join(dir, ".env"), "utf8")}OPENED="never closed\nLATER=1\n`);
+      const provider = fake instanceof CoolifyFake ? "coolify" : "dokploy";
+      const key = fake instanceof CoolifyFake ? fake.token : (fake as DokployFake).apiKey;
+      const run = await runCli(["--provider", provider, "--url", fake.url, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: key });
+      expect(run.code, provider).toBe(2);
+      expect(JSON.parse(run.stdout).error).toMatchObject({ code: "USAGE_ERROR", message: expect.stringMatching(/^\.env has a quoted value that never closes \(OPENED, line \d+\).*nothing was sent\.$/) });
+      expect(fake.calls, provider).toHaveLength(0);
+      expectNoKey(run, key);
+    }
+  });
+
   test("the connection drops after a create call was sent: the user is told it may exist and to check, not that nothing was created", async () => {
     const fake = await coolify();
     // A TCP front that passes everything on, but closes the connection instead of relaying
@@ -312,7 +327,7 @@ describe("stackgen deploy (subprocess)", () => {
     const dir = bundle();
     const text = await runCli(["--provider", "coolify", "--url", url, "--dir", dir], { STACKGEN_DEPLOY_API_KEY: fake.token });
     expect(text.code).toBe(1);
-    expect(text.stderr).toContain(`Possibly created on Coolify: Coolify project "${PROJECT}" (the call that creates it got no answer)`);
+    expect(text.stderr).toContain(`Possibly created on Coolify: Coolify project "${PROJECT}" (the call that creates it ended without saying whether it was made`);
     expect(text.stderr).toContain("run again with --update");
     expect(text.stderr).not.toContain("created nothing");
     expect(fake.projects).toHaveLength(1);

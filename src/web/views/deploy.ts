@@ -176,7 +176,7 @@ function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"
     const created = outcome.created ?? [];
     const possibly = outcome.possiblyCreated ?? [];
     if (created.length) target.append(h("p", { class: "small", id: "deploy-created" }, `Already created on the platform: ${created.join(", ")}. Delete them, or tick “Update an existing deployment of the same name” and deploy again to reuse them.`));
-    if (possibly.length) target.append(h("p", { class: "small", id: "deploy-possibly-created" }, `Possibly created on the platform: ${possibly.join(", ")} (the call that creates them got no answer). Check the platform; deploying again with “Update an existing deployment of the same name” ticked reuses what it made.`));
+    if (possibly.length) target.append(h("p", { class: "small", id: "deploy-possibly-created" }, `Possibly created on the platform: ${possibly.join(", ")} (the call that creates them ended without saying whether they were made: no answer, an unreadable one, or a server error). Check the platform; deploying again with “Update an existing deployment of the same name” ticked reuses what it made.`));
     return;
   }
   replaceChildren(target, h("div", { class: "alert success", role: "status" },
