@@ -40,6 +40,13 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catal
     const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
     if (!isMap(pair.value)) continue;
     const service = pair.value as YAMLMap;
+    // A fixed container name (a hand edit: stackgen writes none) clashes with any other copy of
+    // the stack on the platform's server, and the platform names containers itself.
+    const fixedName = service.get("container_name");
+    if (fixedName !== undefined) {
+      service.delete("container_name");
+      changes.push(`service "${name}": removed container_name ${JSON.stringify(String(fixedName))} (the platform names the containers; a fixed name clashes with another copy of the stack on its server)`);
+    }
     const moved = moveHostPortsToExpose(doc, service);
     if (moved) {
       changes.push(`service "${name}": ${moved.change}`);

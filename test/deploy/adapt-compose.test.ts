@@ -49,6 +49,12 @@ describe("adaptCompose", () => {
     expect(parseYaml(out)).toEqual(parseYaml(yaml));
   });
 
+  test("a fixed container_name (a hand edit) is removed and named: it would clash with another copy on the platform's server", () => {
+    const { compose, changes } = adaptCompose("services:\n  app:\n    image: busybox\n    container_name: myapp\n  db:\n    image: postgres\n");
+    expect((compose as { services: Record<string, Record<string, unknown>> }).services).toEqual({ app: { image: "busybox" }, db: { image: "postgres" } });
+    expect(changes).toEqual(['service "app": removed container_name "myapp" (the platform names the containers; a fixed name clashes with another copy of the stack on its server)']);
+  });
+
   test("bundle file mounts become inline configs with $ escaped; named volumes stay", () => {
     const { yaml: out, changes } = adaptCompose(COMPOSE, FILES);
     const doc = parseYaml(out);
