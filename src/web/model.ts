@@ -218,9 +218,15 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
     ignored.push(`${name} ${JSON.stringify(value)}`);
     return undefined;
   };
+  // A list of the wrong type (a string of ids) is named too: the server refuses it.
+  for (const name of ["services", "skillPacks"] as const) if (input[name] !== undefined && !Array.isArray(input[name])) unknown(name, input[name]);
   state.projectName = text("projectName", input.projectName) ?? state.projectName;
   if (proxy !== undefined) state.proxy = proxy;
   else unknown("proxy", input.proxy);
+  // A proxy's service in the list is the stack's proxy, as the server takes it: the option shows
+  // it, so choosing the other proxy replaces it (as ticking that one does) instead of adding a clash.
+  const proxyServices = state.services.filter((id): id is "caddy" | "traefik" => id === "caddy" || id === "traefik");
+  if (!state.proxy && proxyServices.length === 1) state.proxy = proxyServices[0]!;
   state.domain = text("domain", input.domain) ?? state.domain;
   if (typeof input.gpu === "boolean") state.gpu = input.gpu;
   else unknown("gpu", input.gpu);

@@ -83,6 +83,19 @@ describe("form model", () => {
     expect(ignored).toEqual(["ghost-service", "pack nope"]);
   });
 
+  test("a proxy's service in an imported or linked list is the proxy: the option shows it, and choosing the other replaces it", () => {
+    const known = { services: new Set([...byId.keys(), "caddy", "traefik"]), packs: new Set<string>(), presets: new Map<string, Preset>() };
+    for (const input of [{ services: ["app", "caddy"] }, { services: ["app", "caddy"], proxy: "none" }, inputOfLink("?services=app,caddy&domain=example.com")!]) {
+      const { state } = stateFromInput(input, known, initialState());
+      expect(state.proxy, JSON.stringify(input)).toBe("caddy");
+      expect({ ...state, ...chooseProxy(state, "traefik") }).toMatchObject({ proxy: "traefik", services: ["app"] });
+    }
+    // Both named: a clash the check reports, not a choice the page makes.
+    expect(stateFromInput({ services: ["caddy", "traefik"] }, known, initialState()).state.proxy).toBe("");
+    // A list of the wrong type is named as left out, as the server would refuse it.
+    expect(stateFromInput({ services: "redis", skillPacks: "devops" }, known, initialState()).ignored).toEqual(["services redis", "skillPacks devops"]);
+  });
+
   test("a link carries every choice that differs from a fresh page, and opens the page with them", () => {
     const known = { services: new Set(byId.keys()), packs: new Set(["devops", "research-agent"]), presets: new Map([["devops", preset]]) };
     expect(linkSearch(initialState())).toBe("");
