@@ -12,24 +12,27 @@ const ENV_LINE = /^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)(.*)$/;
 /** The generator's comment above each secret it made (`# <what it is> (generated secret)`). */
 const GENERATED_SECRET = /\(generated secret\)\s*$/;
 
-/** Non-empty values of the secrets in a `.env` text: those the generator marks as generated
- *  (whatever their name: salts, IVs, app ids) and any variable named like a secret. */
-export function secretValues(envText: string): string[] {
-  const values: string[] = [];
+/** Each secret line of a `.env` text: those the generator marks as generated (whatever their
+ *  name: salts, IVs, app ids) and any variable named like a secret. */
+function secretLines(envText: string): { index: number; match: RegExpExecArray }[] {
+  const out: { index: number; match: RegExpExecArray }[] = [];
   let marked = false;
-  for (const line of envText.split("\n")) {
+  envText.split("\n").forEach((line, index) => {
     if (line.trimStart().startsWith("#")) {
       marked = GENERATED_SECRET.test(line);
-      continue;
+      return;
     }
-    const m = ENV_LINE.exec(line);
+    const match = ENV_LINE.exec(line);
     const secret = marked;
     marked = false;
-    if (!m) continue;
-    const value = unquote(m[4].trim());
-    if ((secret || isSecretName(m[2])) && value !== "") values.push(value);
-  }
-  return values;
+    if (match && (secret || isSecretName(match[2]))) out.push({ index, match });
+  });
+  return out;
+}
+
+/** Non-empty values of the secrets in a `.env` text. */
+export function secretValues(envText: string): string[] {
+  return secretLines(envText).map(({ match }) => unquote(match[4].trim())).filter((value) => value !== "");
 }
 
 function unquote(value: string): string {
@@ -37,14 +40,24 @@ function unquote(value: string): string {
   return (q === '"' || q === "'") && value.endsWith(q) && value.length >= 2 ? value.slice(1, -1) : value;
 }
 
+/** Shorter values are not looked for in other files: a weak one set by hand ("redis") is also a
+ *  host name there, and hiding every "redis" would garble the file and point at the value. */
+const SHARED_MIN = 12;
+
 /**
- * Hides every known secret value in `text`. Works for `.env` itself and for any other file that
- * happens to repeat a value (install scripts, config files).
+ * The file as the preview shows it before "Reveal": in a `.env`, the value of every secret line,
+ * however short; in every file, the longer secret values wherever they are repeated (install
+ * scripts, config files, a connection URL).
  */
-export function maskSecrets(text: string, secrets: readonly string[]): string {
-  // Longest first, so a secret that contains another is hidden whole.
-  const sorted = [...new Set(secrets)].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+export function maskSecrets(path: string, text: string, secrets: readonly string[]): string {
   let out = text;
+  if (isEnvFile(path)) {
+    const lines = out.split("\n");
+    for (const { index, match } of secretLines(out)) if (match[4].trim() !== "") lines[index] = `${match[1]}${match[2]}${match[3]}${MASK}`;
+    out = lines.join("\n");
+  }
+  // Longest first, so a secret that contains another is hidden whole.
+  const sorted = [...new Set(secrets)].filter((s) => s.length >= SHARED_MIN).sort((a, b) => b.length - a.length);
   for (const secret of sorted) out = out.split(secret).join(MASK);
   return out;
 }

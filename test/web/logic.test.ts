@@ -309,11 +309,20 @@ describe("secrets and files", () => {
     expect(checked).toBeGreaterThan(80);
   });
   test("masks them in any file", () => {
-    const masked = maskSecrets(env, secretValues(env));
+    const masked = maskSecrets(".env", env, secretValues(env));
     expect(masked).toContain(`REDIS_PASSWORD=${MASK}`);
+    expect(masked).toContain(`N8N_ENCRYPTION_KEY=${MASK}`);
     expect(masked).toContain("TZ=UTC");
+    expect(masked).toContain("API_TOKEN=\n");
     expect(masked).not.toContain("s3cr3tvalue");
-    expect(maskSecrets("url: redis://:abcdEFGH12345678@redis", ["abcdEFGH12345678"])).toBe(`url: redis://:${MASK}@redis`);
+    expect(maskSecrets("docker-compose.yml", "url: redis://:abcdEFGH12345678@redis", ["abcdEFGH12345678"])).toBe(`url: redis://:${MASK}@redis`);
+  });
+  test("a short secret set by hand is masked in .env, and not hunted through other files, where it is also a word", () => {
+    const weak = "REDIS_PASSWORD=redis\nPOSTGRES_PASSWORD=abc\n# Signs tokens (generated secret)\nSALT=xy\n";
+    const secrets = secretValues(weak);
+    expect(maskSecrets(".env", weak, secrets)).toBe(`REDIS_PASSWORD=${MASK}\nPOSTGRES_PASSWORD=${MASK}\n# Signs tokens (generated secret)\nSALT=${MASK}\n`);
+    const compose = "REDIS_HOST: redis\nREDIS_URL: redis://:${REDIS_PASSWORD}@redis:6379\n";
+    expect(maskSecrets("docker-compose.yml", compose, secrets)).toBe(compose);
   });
   test("env files", () => {
     expect([".env", ".env.example", "a/.env", "x.env.yml", "env"].map(isEnvFile)).toEqual([true, true, true, false, false]);

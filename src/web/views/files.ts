@@ -114,7 +114,7 @@ export function mountFiles(store: Store): void {
     const paths = Object.keys(p.doc.files);
     const secrets = paths.filter(isEnvFile).flatMap((path) => secretValues(p.doc.files[path]));
     const content = p.doc.files[p.selected] ?? "";
-    const shown = p.reveal ? content : maskSecrets(content, secrets);
+    const shown = p.reveal ? content : maskSecrets(p.selected, content, secrets);
     const revealButton = h("button", {
       type: "button", class: "button small", id: "reveal-button", "aria-pressed": String(p.reveal),
       onclick: () => { p.reveal = !p.reveal; renderPreview(); byId("reveal-button").focus(); },
