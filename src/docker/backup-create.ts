@@ -305,7 +305,15 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   // An external volume is someone else's to keep (restore refuses to replace one): named, not copied.
   const external = model.volumes.filter((v) => v.external).map((v) => `volume ${v.name} (declared external: not the stack's own, so not copied; back it up where it is managed)`);
   if (external.length) say(`Not in the backup: ${external.join("; ")}`);
-  const notIncluded = [...outside, ...external, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
+  // A declared volume the engine does not have (the stack never started here, or `down -v` took
+  // it): a backup without it looks whole, and `prune` would count it as the newest.
+  const missing = model.volumes.filter((v) => !v.external && !volumes.some((x) => x.name === v.name)).map((v) => v.name);
+  if (missing.length && !volumes.length && opts.kind === undefined) {
+    throw failure("BACKUP_FAILED", `None of the stack's volumes exists on this engine (${missing.join(", ")}): the stack never ran here, or \`docker compose down -v\` removed them. A backup now would hold no data and would count as the newest for backup prune. No backup was written.`);
+  }
+  const absent = missing.map((name) => `volume ${name} (does not exist on this engine: not created yet, or removed; nothing of it is in this backup)`);
+  if (absent.length) say(`Not in the backup: ${absent.join("; ")}`);
+  const notIncluded = [...outside, ...external, ...absent, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
   // A hot copy pauses the running databases (frozen, not stopped) while their volumes are copied:
   // their files are then read as of one moment, as after a power cut, which a database recovers
   // from; read while it writes, a database's files may be torn. Their clients wait meanwhile.

@@ -520,9 +520,12 @@ export async function restoreBackup(
     : await waitReady(engine, stack.project, unique, { timeoutMs: opts.timeoutMs, onProgress: (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`), signal: opts.signal });
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   // Only a note: a restore that worked is not turned into a failure by it.
-  const outside = await current.config().then((restored) => outsideTheBackup(current.stack, restored), () => []);
+  const restoredModel = await current.config().catch(() => undefined);
+  const outside = restoredModel ? outsideTheBackup(current.stack, restoredModel) : [];
+  // A volume of the stack the backup does not hold kept its data: a later time than the rest.
+  const lacking = (restoredModel?.volumes ?? []).filter((v) => !v.external && !backup.volumes.some((b) => b.name === v.name)).map((v) => `volume ${v.name} (not in the backup: left as it was, so it may hold newer data than the rest)`);
   // The containers were made again: an anonymous volume's data stays in the old, now unused, volume.
-  const notRestored = [...outside, ...anonymous.map((a) => `${a} (the new container has a new, empty one; the old one is kept unused: docker volume ls -f dangling=true)`)];
+  const notRestored = [...outside, ...lacking, ...anonymous.map((a) => `${a} (the new container has a new, empty one; the old one is kept unused: docker volume ls -f dangling=true)`)];
   return {
     restored: file,
     project: stack.project,

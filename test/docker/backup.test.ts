@@ -997,6 +997,44 @@ describe("restore into a volume bound to a host folder", () => {
   );
 });
 
+describe("backup of a stack whose volumes do not exist", () => {
+  const stack = TestStack.unique("bv");
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "one missing: named as not in the backup, and restore names it as left as it was; all missing: refused, nothing written (prune would count it newest)",
+    async () => {
+      const service = (name: string, dir: string) => `  ${name}:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["${dir}:/${dir}"]\n`;
+      stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n${service("main", "mdata")}${service("worker", "wdata")}volumes:\n  mdata: {}\n  wdata: {}\n`);
+      await stack.up();
+      await stack.compose("rm", "-sf", "worker");
+      await docker("volume", "rm", `${stack.project}_wdata`);
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      const out = JSON.parse(made.stdout);
+      expect(out.volumes.map((v: { name: string }) => v.name)).toEqual([`${stack.project}_mdata`]);
+      expect(out.notIncluded).toContainEqual(expect.stringMatching(new RegExp(`^volume ${stack.project}_wdata \\(does not exist on this engine`)));
+      expect(made.stderr).toContain(`volume ${stack.project}_wdata (does not exist on this engine`);
+      // The worker runs again, with a new volume the backup does not hold: a restore leaves it and says so.
+      await stack.up();
+      await stack.exec("worker", "sh", "-c", "echo newer > /wdata/job");
+      const restored = await cli(["backup", "restore", out.file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(JSON.parse(restored.stdout).notRestored).toContainEqual(expect.stringMatching(new RegExp(`^volume ${stack.project}_wdata \\(not in the backup: left as it was`)));
+      expect((await stack.exec("worker", "cat", "/wdata/job")).trim()).toBe("newer");
+
+      const before = readdirSync(join(stack.dir, "backups")).sort();
+      const down = await stack.compose("down", "-v", "-t", "0");
+      expect(down.code, down.stderr).toBe(0);
+      const empty = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(empty.code).toBe(1);
+      expect(JSON.parse(empty.stdout).error).toMatchObject({ code: "BACKUP_FAILED", message: expect.stringContaining("None of the stack's volumes exists on this engine") });
+      expect(readdirSync(join(stack.dir, "backups")).sort()).toEqual(before);
+    },
+    180_000,
+  );
+});
+
 describe("restore into the stack's own directory after it was lost", () => {
   const { stack, scratch } = stackAndScratch("bl");
 
