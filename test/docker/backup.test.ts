@@ -998,7 +998,7 @@ describe("restore into a volume bound to a host folder", () => {
 });
 
 describe("backup of a stack whose volumes do not exist", () => {
-  const stack = TestStack.unique("bv");
+  const stack = TestStack.unique("bn");
   afterAll(() => stack.cleanup(), 60_000);
 
   e2e(
