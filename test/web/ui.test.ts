@@ -1015,9 +1015,14 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await settled(page);
     expect(await page.textContent('#known-limits-list [data-service="lasuite-meet-backend"]')).toContain("Meet needs a domain");
     expect(await page.textContent('#known-limits-list [data-service="vaultwarden"]')).toContain("Needs HTTPS in the browser");
-    await page.selectOption("#opt-proxy", "caddy");
+    // A domain without a proxy is said beside the verdict too, not only under its field.
     await page.fill("#opt-domain", "example.com");
     await settled(page);
+    expect(await page.textContent("#domain-unused")).toContain("example.com is not used: without a reverse proxy");
+    expect(await page.textContent("#opt-domain-hint")).toContain("A domain needs a reverse proxy");
+    await page.selectOption("#opt-proxy", "caddy");
+    await settled(page);
+    expect(await page.locator("#domain-unused").count()).toBe(0);
     expect(await page.locator('#known-limits-list [data-service="vaultwarden"]').count()).toBe(0);
     expect(await page.locator('#known-limits-list [data-service="lasuite-meet-backend"]').count()).toBe(1);
   }, TEST_TIMEOUT_MS);

@@ -152,8 +152,13 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
   // things to know before relying on the stack, shown before anything is downloaded.
   const limits = services.filter((s) => s?.knownLimits);
   const plainHttp = httpsMissingFor(services.filter((s) => s !== undefined), store.form.domain || undefined);
-  if (limits.length || plainHttp.length) {
+  // A domain does nothing without a proxy: said beside the verdict, not only under the field.
+  const domain = store.form.domain.trim();
+  const unusedDomain = domain !== "" && !store.form.proxy && !result.resolvedServices.some((id) => id === "caddy" || id === "traefik");
+  if (limits.length || plainHttp.length || unusedDomain) {
     out.push(h("h3", {}, "Known limits"), h("ul", { id: "known-limits-list", class: "issues" },
+      unusedDomain ? h("li", { class: "issue warning", id: "domain-unused" }, h("strong", {}, "Domain"),
+        h("p", {}, `${domain} is not used: without a reverse proxy nothing serves <service>.${domain}. Choose Caddy or Traefik in step 3.`)) : null,
       ...limits.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.knownLimits!))),
       ...plainHttp.map((s) => h("li", { class: "issue warning", "data-service": s.id }, h("strong", {}, s.name),
         h("p", {}, "Needs HTTPS in the browser: without a reverse proxy and a domain (step 3) it works from this machine only.")))));
