@@ -229,6 +229,26 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#preset-undo").isVisible()).toBe(true);
     await page.locator("#svc-gitea").check();
     expect(await page.locator("#preset-undo").isHidden()).toBe(true);
+    // The offer floats over the page: controls reached with Tab scroll above it, and Escape
+    // (or its Dismiss button) puts it away.
+    await page.getByRole("button", { name: `Use ${devops.name}` }).click();
+    expect(await page.locator("#preset-undo").isVisible()).toBe(true);
+    const bar = (await page.locator("#preset-undo").boundingBox())!;
+    for (let i = 0; i < 25; i++) {
+      await page.keyboard.press("Tab");
+      const focused = await page.evaluate(() => {
+        const r = document.activeElement!.getBoundingClientRect();
+        return { top: r.top, bottom: r.bottom, inBar: !!document.activeElement!.closest("#preset-undo") };
+      });
+      if (!focused.inBar) expect(focused.bottom <= bar.y || focused.top >= bar.y + bar.height, `tab stop ${i}`).toBe(true);
+    }
+    await page.keyboard.press("Escape");
+    expect(await page.locator("#preset-undo").isHidden()).toBe(true);
+    await page.locator("#svc-gitea").check();
+    await page.getByRole("button", { name: "Use Minimal" }).click();
+    expect(await page.locator("#preset-undo").isVisible()).toBe(true);
+    await page.locator("#preset-undo-dismiss").click();
+    expect(await page.locator("#preset-undo").isHidden()).toBe(true);
     // A preset over an untouched preset loses nothing made by hand: no offer.
     await useResearcher.click();
     await page.getByRole("button", { name: `Use ${devops.name}` }).click();

@@ -20,7 +20,12 @@ export function mountPresets(store: Store): void {
     applied = undefined;
     undoBar.hidden = true;
     undoBar.replaceChildren();
+    document.documentElement.style.scrollPaddingBottom = "";
   };
+  // Escape dismisses the offer, as it closes any bar floating over the page.
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !undoBar.hidden) hideUndo();
+  });
   store.onForm(() => {
     if (applied !== undefined && store.form !== applied) hideUndo();
   });
@@ -38,8 +43,11 @@ export function mountPresets(store: Store): void {
           button.focus();
         },
       }, `Undo: restore your ${what}`),
+      h("button", { type: "button", class: "button small", id: "preset-undo-dismiss", "aria-label": "Dismiss the undo offer", onclick: () => { hideUndo(); button.focus(); } }, "Dismiss"),
     );
     undoBar.hidden = false;
+    // The bar floats over the page's bottom: a control reached with Tab scrolls above it, never under.
+    document.documentElement.style.scrollPaddingBottom = `${undoBar.getBoundingClientRect().height + 24}px`;
     applied = store.form;
     return what;
   };
