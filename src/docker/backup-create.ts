@@ -25,7 +25,8 @@ import {
 import type { Compose, ComposeModel } from "./compose.ts";
 import type { ContainerSummary, Engine } from "./engine.ts";
 import { byteProgress } from "./format.ts";
-import { servicesNotRunning } from "./health.ts";
+import { servicesNotRunning, waitReady } from "./health.ts";
+import { dependenciesOf, dependencyLayers, ranToCompletion } from "./layers.ts";
 import type { Stack } from "./stack.ts";
 
 export interface CreateOptions {
@@ -227,7 +228,7 @@ async function unpauseEach(engine: Engine, paused: DatabaseContainer[], say: (me
 }
 
 /** The compose command, as the user runs it in the stack directory, that does `verb` to `services`. */
-const composeCommand = (compose: Compose, verb: string, services: string[]) => [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), verb, ...services].join(" ");
+export const composeCommand = (compose: Compose, verb: string, services: string[]) => [...compose.cli.argv, ...compose.profiles.flatMap((p) => ["--profile", p]), verb, ...services].join(" ");
 
 /** "db is left paused, answering nothing; `docker compose unpause db` in <dir> unpauses it." */
 
@@ -261,10 +262,15 @@ export function quitBackupNote(compose: Compose, inFlight: BackupInFlight): stri
 /** Starts again the services a backup or restore stopped. When that fails, returns (never
  *  throws, so the error that led here stays the one reported) which are left stopped, as the
  *  engine shows them (a failed start may have started some), and the command that starts them. */
-export async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void): Promise<string | undefined> {
-  say(`Starting ${services.join(", ")} again`);
+export async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void, model?: ComposeModel): Promise<string | undefined> {
+  const dependsOn = Object.fromEntries((model?.services ?? []).map((s) => [s.name, s.dependsOn]));
+  // `compose start` starts what the services depend on too: a job that has finished (an init or
+  // migration job) would run again after every backup. Such jobs are left as they are.
+  const jobs = await finishedJobs(engine, compose.stack.project, [...dependenciesOf(services, dependsOn)].filter((name) => !services.includes(name))).catch(() => []);
+  say(`Starting ${services.join(", ")} again${jobs.length ? ` (the finished ${jobs.length === 1 ? "job" : "jobs"} ${jobs.join(", ")} not run again)` : ""}`);
   try {
-    await compose.start(services);
+    if (jobs.length === 0) await compose.start(services);
+    else await startLeaving(engine, compose, services, dependsOn);
     return undefined;
   } catch (e) {
     // Not knowing (the engine gone too), every one is named.
@@ -274,6 +280,36 @@ export async function startAgain(engine: Engine, compose: Compose, services: str
     return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${composeCommand(compose, "start", stopped)}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
   }
 }
+
+/** Services whose every container ran to completion (exited 0), among `names`. */
+async function finishedJobs(engine: Engine, project: string, names: string[]): Promise<string[]> {
+  if (names.length === 0) return [];
+  const containers = await engine.listProjectContainers(project);
+  return names.filter((name) => {
+    const own = containers.filter((c) => c.Labels["com.docker.compose.service"] === name);
+    return own.length > 0 && own.every(ranToCompletion);
+  });
+}
+
+/** Start `services` layer by layer with `restart --no-deps` (which starts none of their
+ *  dependencies), each layer once the one before is ready, as compose start would wait. A compose
+ *  without `restart --no-deps` (v1, early v2) gets `compose start`, which runs the jobs again. */
+async function startLeaving(engine: Engine, compose: Compose, services: string[], dependsOn: Record<string, string[]>): Promise<void> {
+  const layers = dependencyLayers(dependsOn).map((layer) => layer.filter((name) => services.includes(name))).filter((layer) => layer.length > 0);
+  for (const [i, layer] of layers.entries()) {
+    const started = await compose.run(["restart", "--no-deps", ...layer]);
+    if (started.code !== 0) {
+      await compose.start(layers.slice(i).flat());
+      return;
+    }
+    if (i === layers.length - 1) return;
+    const failed = await waitReady(engine, compose.stack.project, layer, { timeoutMs: START_WAIT_MS });
+    if (failed.length) throw new Error(failed.map((f) => `${f.service} ${f.reason}`).join("; "));
+  }
+}
+
+/** How long a layer may take to be ready before the next one starts (compose start waits as long). */
+const START_WAIT_MS = 300_000;
 
 export async function createBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions): Promise<CreateResult> {
   const outputDir = resolve(opts.outputDir ?? defaultBackupDir(stack.dir));
@@ -421,7 +457,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     } catch (e) {
       ended ??= { by: "copy", error: e as Error };
     }
-    const left = stop ? await startAgain(engine, compose, running, say) : leftPaused;
+    const left = stop ? await startAgain(engine, compose, running, say, model) : leftPaused;
     if (!left) inFlight.stopped = [];
     if (left) {
       // Said with what ended the copy: a failed start must not hide why no backup was written.

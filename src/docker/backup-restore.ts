@@ -390,7 +390,7 @@ export async function restoreBackup(
       await compose.stop(running);
     } catch (e) {
       // Refused halfway, some may be stopped: nothing is replaced, and all run again as before.
-      const left = await startAgain(engine, compose, running, say);
+      const left = await startAgain(engine, compose, running, say, model);
       throw failure("COMPOSE_FAILED", `${(e as Error).message}. Nothing was restored${left ? `. ${left}` : ` (started again: ${running.join(", ")}).`}`);
     }
   }
@@ -405,7 +405,7 @@ export async function restoreBackup(
     opts.signal?.throwIfAborted();
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.
-    const left = running.length > 0 ? await startAgain(engine, compose, running, say) : undefined;
+    const left = running.length > 0 ? await startAgain(engine, compose, running, say, model) : undefined;
     const restarted = running.length > 0 && !left ? ` (started again: ${running.join(", ")})` : "";
     const stillStopped = left ? ` ${left}` : "";
     if (opts.signal?.aborted) throw interruptedError(`Interrupted before anything was restored${restarted}.${stillStopped}`);

@@ -1,6 +1,7 @@
 // Start order from compose depends_on: layer 0 has no dependencies, layer n depends only on
 // earlier layers. Services inside a layer can start together.
 import { StackgenError } from "../errors.ts";
+import type { ContainerSummary } from "./engine.ts";
 
 export function dependencyLayers(deps: Record<string, string[]>): string[][] {
   const names = Object.keys(deps).sort();
@@ -21,3 +22,16 @@ export function dependencyLayers(deps: Record<string, string[]>): string[][] {
   }
   return layers;
 }
+
+/** Every service the `running` ones depend on, directly or not. */
+export function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Record<string, readonly string[]>>): Set<string> {
+  const out = new Set<string>();
+  const visit = (name: string) => {
+    for (const dep of dependsOn[name] ?? []) if (!out.has(dep)) { out.add(dep); visit(dep); }
+  };
+  for (const name of running) visit(name);
+  return out;
+}
+
+/** A container that ended as a job does: exited with code 0 (an init or migration job). */
+export const ranToCompletion = (c: ContainerSummary) => c.State === "exited" && /^Exited \(0\)/.test(c.Status);

@@ -6,11 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import YAML from "yaml";
 import { failure, interruptedError, StackgenError } from "../errors.ts";
-import { composeAsItRuns, createBackup, oversizedConfig } from "./backup-create.ts";
+import { composeAsItRuns, composeCommand, createBackup, oversizedConfig } from "./backup-create.ts";
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { dependencyLayers } from "./layers.ts";
+import { dependenciesOf, dependencyLayers, ranToCompletion } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
@@ -80,15 +80,6 @@ export function notRunningNote(notRunning: readonly string[] = [], stillNamed: r
   return ` Not running now, though ${one ? "it" : "they"} ran before the update: ${notRunning.join(", ")} (\`docker compose up -d ${notRunning.join(" ")}\` starts ${one ? "it" : "them"} once ${namesFirst}the cause above is fixed).`;
 }
 
-/** Every service the `running` ones depend on, directly or not. */
-function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Record<string, readonly string[]>>): Set<string> {
-  const out = new Set<string>();
-  const visit = (name: string) => {
-    for (const dep of dependsOn[name] ?? []) if (!out.has(dep)) { out.add(dep); visit(dep); }
-  };
-  for (const name of running) visit(name);
-  return out;
-}
 
 /** Whether two references name the same repository, or (`exact`) the same tag or digest of it
  *  too (`redis` is `docker.io/library/redis:latest`). */
@@ -229,7 +220,6 @@ async function crashLooping(engine: Engine, containers: ContainerSummary[]): Pro
   return out;
 }
 
-const ranToCompletion = (c: ContainerSummary) => c.State === "exited" && /^Exited \(0\)/.test(c.Status);
 
 function startPlan(containers: ContainerSummary[], model: ComposeModel, looping: ReadonlySet<string>): StartPlan {
   const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
@@ -580,10 +570,15 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     const needed = dependenciesOf(running, dependsOn);
     const stopped = model.services.map((s) => s.name).filter((name) => !running.has(name) && !needed.has(name));
     if (!restarts) {
-      opts.progress(`Only services that are not running have new images (${changed.map((c) => c.service).join(", ")}): they start on them when you start them; nothing restarted`);
+      // `compose start` would run their old containers again, on the old images.
+      const names = changed.map((c) => c.service);
+      opts.progress(`Only services that are not running have new images (${names.join(", ")}); nothing restarted. \`${composeCommand(compose, "up -d", names)}\` in ${stack.dir} starts ${names.length === 1 ? "it" : "them"} on the new ${names.length === 1 ? "image" : "images"} (\`docker compose start\` would run the old containers)`);
       return result;
     }
-    if (stopped.length) opts.progress(`Leaving ${stopped.join(", ")} stopped, as before the update`);
+    if (stopped.length) {
+      const newer = stopped.filter((name) => changed.some((c) => c.service === name));
+      opts.progress(`Leaving ${stopped.join(", ")} stopped, as before the update${newer.length ? `; \`${composeCommand(compose, "up -d", newer)}\` starts ${newer.join(", ")} on ${newer.length === 1 ? "its" : "their"} new ${newer.length === 1 ? "image" : "images"}` : ""}`);
+    }
     const startedAsNeeded = [...needed].filter((name) => !running.has(name)).sort();
     if (startedAsNeeded.length) opts.progress(`Starting ${startedAsNeeded.join(", ")} too: services that run depend on ${startedAsNeeded.length === 1 ? "it" : "them"}`);
     // A service that was already failing, on an image that did not change, says nothing about the

@@ -1035,6 +1035,49 @@ describe("backup of a stack whose volumes do not exist", () => {
   );
 });
 
+describe("backup of a stack with a one-shot job", () => {
+  const stack = TestStack.unique("bj");
+  afterAll(() => stack.cleanup(), 60_000);
+
+  e2e(
+    "a cold backup starts the services again without running the finished job again, in order",
+    async () => {
+      const sleeper = `    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n`;
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  db:
+${sleeper}    volumes: ["data:/data"]
+    healthcheck: {test: ["CMD", "true"], interval: 1s, timeout: 2s, retries: 3}
+  init:
+    image: ${BASE_IMAGE}
+    restart: "no"
+    command: ["sh", "-c", "echo ran >> /data/initlog"]
+    volumes: ["data:/data"]
+  app:
+${sleeper}    depends_on:
+      db: {condition: service_healthy}
+      init: {condition: service_completed_successfully}
+volumes:
+  data: {}
+`);
+      await stack.up();
+      const runs = async () => (await stack.exec("db", "cat", "/data/initlog")).trim().split("\n").length;
+      expect(await runs()).toBe(1);
+      const appBefore = (await stack.container("app")).State.StartedAt;
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.stderr).toContain("(the finished job init not run again)");
+      expect(await runs()).toBe(1);
+      const [db, app] = [await stack.container("db"), await stack.container("app")];
+      expect(db.State.Running && app.State.Running).toBe(true);
+      // Stopped for the copy and started again, after db was healthy.
+      expect(app.State.StartedAt).not.toBe(appBefore);
+      expect(Date.parse(app.State.StartedAt)).toBeGreaterThanOrEqual(Date.parse(db.State.StartedAt));
+    },
+    120_000,
+  );
+});
+
 describe("restore into the stack's own directory after it was lost", () => {
   const { stack, scratch } = stackAndScratch("bl");
 

@@ -440,6 +440,19 @@ describe("update of a stack the user has partly stopped", () => {
       expect(dryAgain).toMatchObject({ updated: [], restarted: [] });
       expect((await stack.container("a")).State.StartedAt).toBe(started);
       await stack.up();
+
+      // Only a stopped service has a new image: the command named is the one that runs it on it
+      // (`compose start` would run its old container, on the old image).
+      expect((await stack.compose("stop", "b")).code).toBe(0);
+      await stack.pushNewVersion(bRef, ["RUN echo b-v2 > /version && touch /ok"]);
+      const only = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(only.code, only.stderr).toBe(0);
+      expect(JSON.parse(only.stdout)).toMatchObject({ updated: [{ service: "b" }], restarted: [] });
+      const named = /`(docker compose (?:[^`]* )?up -d b)` in (\S+) starts it on the new image/.exec(only.stderr);
+      expect(named?.[2], only.stderr + only.stdout).toBe(stack.dir);
+      const ran = await run(named![1].split(" "), { cwd: stack.dir });
+      expect(ran.code, ran.stderr).toBe(0);
+      expect((await stack.exec("b", "cat", "/version")).trim()).toBe("b-v2");
     },
     150_000,
   );
