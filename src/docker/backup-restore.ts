@@ -459,6 +459,9 @@ export async function restoreBackup(
       say(`Writing volume ${v.name} (${formatBytes(size)})`);
       return opts.progress && byteProgress(say, `Writing volume ${v.name}`, size, opts.progressEveryMs);
     });
+    // writeVolumes looks at the signal before each volume: a Ctrl-C during the last one is seen
+    // here, before the stack starts on the restored data, and puts the previous state back.
+    if (!rollingBack) opts.signal?.throwIfAborted();
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = compose.reloaded(loadStack(stack.dir));
     if (only === undefined) {

@@ -1,7 +1,10 @@
 // Ctrl-C during backup create, restore and update, against a real engine: the signal goes to the
 // whole process group, as a terminal sends it, and the stack is left as it was, never stopped.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { Engine } from "../../src/docker/engine.ts";
+import { loadVerifiedBackup, restoreBackup } from "../../src/docker/backup-restore.ts";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, MAIN, cli, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
 
@@ -128,6 +131,34 @@ volumes:
       expect(await running()).toBe(true);
       expect(await marker()).toBe("after");
       expect(leftovers()).toEqual([]);
+    },
+    180_000,
+  );
+
+  e2e(
+    "during restore, while the last volume is written: the stack does not start on the restored data, the state before is put back",
+    async () => {
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo after > /more/marker");
+      const { stack: loaded, compose, model } = await stack.opened();
+      // Outside the stack directory: the safety backup would count the unpacked volumes as its files.
+      const work = mkdtempSync(join(tmpdir(), "stackgen-restore-test-"));
+      const backup = await loadVerifiedBackup(JSON.parse(made.stdout).file, loaded.project, work);
+      const last = backup.volumes.at(-1)!.name;
+      // Ctrl-C as the last volume's write begins: writeVolumes has made its last check by then.
+      const ctrlC = new AbortController();
+      const said: string[] = [];
+      const progress = (line: string) => {
+        said.push(line);
+        if (line.startsWith(`Writing volume ${last}`)) ctrlC.abort(new Error("interrupted"));
+      };
+      const restoring = restoreBackup(loaded, new Engine(), compose, model, JSON.parse(made.stdout).file, backup, { timeoutMs: 60_000, progress, signal: ctrlC.signal });
+      await expect(restoring).rejects.toThrow(/put back as it was before the restore/);
+      rmSync(work, { recursive: true, force: true });
+      expect(said).not.toContain("Starting the stack");
+      expect(await running()).toBe(true);
+      expect(await marker()).toBe("after");
     },
     180_000,
   );
