@@ -12,7 +12,8 @@ function healthColour(health: string): string {
   return health === "healthy" ? green(health) : health === "unhealthy" ? red(health) : health === "starting" ? yellow(health) : dim(health);
 }
 
-export function renderStatus(report: StatusReport): string {
+export function renderStatus(report: StatusReport, project: string): string {
+  if (report.services.length === 0) return `Stack "${project}" has no containers: it is not started (\`docker compose up -d\` starts it).\n\nServices: 0/0 running`;
   const rows = report.services.map((s) => [
     s.name,
     s.state + (s.exitCode !== undefined ? ` (${s.exitCode})` : ""),
@@ -43,6 +44,6 @@ export default defineCommand({
     const { stack, engine } = await openStack(args.dir);
     const report = await collectStatus(engine, stack.project);
     if (args.json) printJson(report);
-    else printText(renderStatus(report));
+    else printText(renderStatus(report, stack.project));
   },
 });

@@ -1,5 +1,4 @@
 // State of every container of a compose project, read from the engine (SPEC §2.8, §3).
-import { failure } from "../errors.ts";
 import type { ContainerInspect, ContainerSummary, Engine } from "./engine.ts";
 import { formatPorts, uptimeOf } from "./format.ts";
 
@@ -71,10 +70,9 @@ export function summarise(services: ServiceStatus[]): StatusReport["summary"] {
 }
 
 export async function collectStatus(engine: Engine, project: string): Promise<StatusReport> {
+  // A stack that never ran, or was taken down, has no containers: an answer, not a failure (a
+  // monitoring script reads exit 1 as the command broken). The text output says how to start it.
   const containers = await engine.listProjectContainers(project);
-  if (containers.length === 0) {
-    throw failure("STACK_NOT_RUNNING", `Stack "${project}" has no containers (not started?). Start it with \`docker compose up -d\`.`);
-  }
   const now = Date.now();
   const services = await Promise.all(containers.map(async (c) => serviceStatus(c, await engine.inspectContainer(c.Id), now)));
   services.sort((a, b) => a.name.localeCompare(b.name) || a.container.localeCompare(b.container));

@@ -117,10 +117,14 @@ describe("status errors", () => {
     expect(r.stderr).not.toContain("    at ");
   });
 
-  e2e("a stack that never ran is a failure (exit 1) with one JSON error", async () => {
+  e2e("a stack that never ran has no containers: an empty report (exit 0), and the text says how to start it", async () => {
     const r = await cli(["status", "--dir", idle, "--json"]);
-    expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout).error.code).toBe("STACK_NOT_RUNNING");
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ services: [], summary: { total: 0, running: 0, stopped: 0, healthy: 0, unhealthy: 0 } });
+    const text = await cli(["status", "--dir", idle]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain("has no containers: it is not started (`docker compose up -d` starts it).");
+    expect(text.stdout.trim().split("\n").at(-1)).toBe("Services: 0/0 running");
   });
 
   e2e("a missing engine is a clear failure (exit 1)", async () => {
