@@ -1091,6 +1091,17 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#deploy-result [role=alert]:has-text('must start with http')");
     expect(await page.locator("#deploy-steps li").count()).toBe(0);
     await page.fill("#deploy-url", fake.url);
+    // A key of spaces passes the field's `required`: refused here, before anything is sent.
+    await page.fill("#deploy-key", "   ");
+    let spacesSent = false;
+    const watch = (r: { url(): string }) => { if (new URL(r.url()).pathname === "/v1/deploy") spacesSent = true; };
+    page.on("request", watch);
+    await page.click("#deploy-button");
+    await page.waitForSelector("#deploy-result [role=alert]:has-text('holds only spaces')");
+    page.off("request", watch);
+    expect(spacesSent).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("deploy-key");
+    await page.fill("#deploy-key", "wrong-key");
 
     // The stackgen server's own key goes along as X-API-Key (this server knows none: refused).
     await page.fill("#deploy-server-key", "not-a-server-key");

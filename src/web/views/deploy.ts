@@ -90,8 +90,15 @@ export function mountDeploy(store: Store): void {
       showError(result, "The instance URL must start with http:// or https://.");
       return;
     }
+    // Spaces pass the field's `required`; the key the platform sees is the trimmed one.
+    const key = apiKey.value.trim();
+    if (!key) {
+      showError(result, `Paste the API key of your ${provider.selectedOptions[0]?.text ?? provider.value} instance: the field holds only spaces.`);
+      apiKey.focus();
+      return;
+    }
     if (remember.checked) {
-      localStorage.setItem(REMEMBER_KEY, JSON.stringify({ provider: provider.value, url: instance, apiKey: apiKey.value } satisfies Remembered));
+      localStorage.setItem(REMEMBER_KEY, JSON.stringify({ provider: provider.value, url: instance, apiKey: key } satisfies Remembered));
     } else {
       localStorage.removeItem(REMEMBER_KEY);
     }
@@ -108,7 +115,7 @@ export function mountDeploy(store: Store): void {
       const bundle = store.bundle?.key === JSON.stringify(input) ? store.bundle : undefined;
       const shown = bundle?.doc;
       const what = shown ? { complete: { input, files: { ".env": shown.files[".env"] } } } : { input };
-      const request = { provider: provider.value, url: instance, apiKey: apiKey.value, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
+      const request = { provider: provider.value, url: instance, apiKey: key, update: update.checked, ...(chosen ? { destination: chosen } : {}), ...what };
       api.useServerKey(serverKey.value.trim());
       for await (const event of api.deploy(request)) {
         if (event.type === "step") showStep(steps, rows, event);
