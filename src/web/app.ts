@@ -111,7 +111,14 @@ function openLink(store: Store): void {
   store.form = state;
   const note = byId("link-note");
   const preset = state.presetId === null ? undefined : store.catalog.presetsById.get(state.presetId);
-  const picked = [preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"), state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`].filter(Boolean).join(", ");
+  // Every choice the link sets beyond a fresh page's, so none applies unseen.
+  const fresh = initialState();
+  const picked = [
+    preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"),
+    state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`, state.gpu && "GPU", state.platform && `platform ${state.platform}`,
+    state.deployment !== fresh.deployment && `deployment ${state.deployment}`, state.coreVersion !== fresh.coreVersion && `core version ${state.coreVersion}`,
+    state.memoryLimits && "memory caps", !state.generateSecrets && "no generated secrets",
+  ].filter(Boolean).join(", ");
   note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${leftOut(ignored)}`;
   note.hidden = false;
   // What was left out leaves the address bar too: a link copied from it would carry it on.
