@@ -399,19 +399,22 @@ describe("the bare-metal Redis config carries any password as one value", () => 
   const haveRedis = hasTool("redis-server") && hasTool("redis-cli");
   const script = generateBundle({ projectName: "native", services: ["redis"], deployment: "bare-metal" }, getCatalog()).files["native/redis.sh"]!;
   const lines = script.split("\n");
-  // The lines that make the password's form and write the file, with the file moved here.
-  const writeConfig = (conf: string) => [lines.find((l) => l.startsWith("PW="))!, lines.find((l) => l.startsWith("printf 'bind"))!.replace("/etc/redis/stackgen.conf", conf)].join("\n");
+  // The lines that make the password's form, choose the persistence and write the file, with the
+  // file and Redis's data folder moved here.
+  const line = (start: string) => lines.find((l) => l.startsWith(start))!;
+  const writeConfig = (conf: string, data: string) =>
+    [line("PW="), `REDIS_DATA=${data}`, line("AOF="), line("printf 'bind").replace("/etc/redis/stackgen.conf", conf)].join("\n");
 
   for (const [what, password, gateway] of [
-    ["spaces and quotes", `a b "c" \\d'`, ""],
+    ["spaces and quotes", `a b "c" \\d'`, "127.0.0.3"],
     ["line breaks that would be directives of their own", "x\nprotected-mode no\nbind 0.0.0.0", "127.0.0.2"],
-    ["a final line break", "ends\n", ""],
+    ["a final line break", "ends\n", "127.0.0.4"],
   ] as const) {
-    test.skipIf(!haveRedis)(`${what}${gateway ? ", listening on the gateway too" : ", and one bind when docker0 has no address"}`, async () => {
+    test.skipIf(!haveRedis)(`${what}, listening on the gateway too`, async () => {
       const root = mkdtempSync(join(tmpdir(), "stackgen-redis-"));
       roots.push(root);
       const conf = join(root, "stackgen.conf");
-      const written = Bun.spawnSync(["bash", "-c", `set -euo pipefail\nGW=${gateway}\n${writeConfig(conf)}`], { env: { PATH: process.env.PATH!, REDIS_PASSWORD: password } });
+      const written = Bun.spawnSync(["bash", "-c", `set -euo pipefail\nGW=${gateway}\n${writeConfig(conf, root)}`], { env: { PATH: process.env.PATH!, REDIS_PASSWORD: password } });
       expect(written.exitCode, written.stderr.toString()).toBe(0);
       const port = 20000 + Math.floor(Math.random() * 20000);
       const server = Bun.spawn(["redis-server", conf, "--port", String(port), "--dir", root, "--save", ""], { stdout: "pipe", stderr: "pipe" });
@@ -423,7 +426,8 @@ describe("the bare-metal Redis config carries any password as one value", () => 
           if (pong !== "PONG") await Bun.sleep(100);
         }
         expect(pong).toBe("PONG");
-        expect(cli("config", "get", "bind").stdout.toString()).toContain(gateway ? `127.0.0.1 ${gateway}` : "127.0.0.1");
+        expect(cli("config", "get", "bind").stdout.toString()).toContain(`127.0.0.1 ${gateway}`);
+        expect(cli("config", "get", "appendonly").stdout.toString()).toContain("yes");
         expect(cli("config", "get", "protected-mode").stdout.toString()).toContain("yes");
         // The exact password, nothing less.
         const wrong = Bun.spawnSync(["redis-cli", "-p", String(port), "ping"], { env: { PATH: process.env.PATH!, REDISCLI_AUTH: password.trim() + "x" } });
@@ -434,6 +438,33 @@ describe("the bare-metal Redis config carries any password as one value", () => 
       }
     });
   }
+});
+
+describe("the bare-metal Redis over a Redis that already holds data", () => {
+  const script = generateBundle({ projectName: "native", services: ["redis"], deployment: "bare-metal" }, getCatalog()).files["native/redis.sh"]!;
+  const line = (start: string) => script.split("\n").find((l) => l.startsWith(start))!;
+  const decide = (data: string) => Bun.spawnSync(["bash", "-c", `set -euo pipefail\nREDIS_DATA=${data}\n${line("AOF=")}\necho "$AOF"`]);
+
+  test("data only in dump.rdb keeps append-only off (switched on, Redis would start empty), said on stderr; otherwise it is on", () => {
+    const data = mkdtempSync(join(tmpdir(), "stackgen-redis-data-"));
+    roots.push(data);
+    expect(decide(data).stdout.toString().trim()).toBe("yes");
+    writeFileSync(join(data, "dump.rdb"), "REDIS0011...");
+    const kept = decide(data);
+    expect(kept.stdout.toString().trim()).toBe("no");
+    expect(kept.stderr.toString()).toContain("append-only persistence stays off, so that data is kept");
+    // Once an append-only file exists (a run before turned it on), it stays on.
+    mkdirSync(join(data, "appendonlydir"));
+    expect(decide(data).stdout.toString().trim()).toBe("yes");
+  });
+
+  test("without an address on docker0 the script stops, saying why, before it writes anything", () => {
+    const check = script.split("\n").find((l) => l.startsWith('[ -n "$GW" ]'))!;
+    const r = Bun.spawnSync(["bash", "-c", `set -euo pipefail\nGW=\n${check}\necho wrote`]);
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout.toString()).toBe("");
+    expect(r.stderr.toString()).toContain("docker0 has no IPv4 address");
+  });
 });
 
 describe("a bare-metal install with an empty secret", () => {

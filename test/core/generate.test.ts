@@ -841,23 +841,32 @@ describe("input fields take effect", () => {
     }
   });
 
-  test("bare-metal PostgreSQL admits password logins from both of Docker's default address pools, once each", async () => {
-    const script = gen({ services: ["n8n"], deployment: "bare-metal" }).files["native/postgresql.sh"]!;
-    const hbaLine = script.split("\n").find((line) => line.includes("pg_hba.conf") && line.includes(">>"));
-    expect(hbaLine).toBeDefined();
-    const conf = mkdtempSync(join(tmpdir(), "stackgen-pghba-"));
+  test("bare-metal PostgreSQL admits password logins from both of Docker's default address pools for the stack's own databases and users only, once each", async () => {
+    const g = gen({ services: ["n8n"], deployment: "bare-metal" });
+    const lines = g.files["native/postgresql.sh"]!.split("\n");
+    const hba = lines.filter((line) => line.includes("pg_hba.conf"));
+    expect(hba).toHaveLength(2);
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-pghba-"));
     try {
-      writeFileSync(join(conf, "pg_hba.conf"), "local all postgres peer\nhost all all 127.0.0.1/32 scram-sha-256\n");
+      mkdirSync(join(dir, "postgres", "init"), { recursive: true });
+      writeFileSync(join(dir, "postgres", "init", "10-databases.sh"), g.files["postgres/init/10-databases.sh"]!);
+      // An earlier stackgen's lines let every user in: they go.
+      writeFileSync(join(dir, "pg_hba.conf"), "local all postgres peer\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all 172.16.0.0/12 scram-sha-256\nhost all all 192.168.0.0/16 scram-sha-256\n");
       // Run twice: a second install must not add the lines again.
       for (let i = 0; i < 2; i++) {
-        const r = await run(["bash", "-c", `set -euo pipefail; CONF="${conf}"; ${hbaLine}`]);
+        const r = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; CONF="${dir}"; ${hba.join("\n")}`]);
         expect(r.code, r.stderr).toBe(0);
       }
-      const hba = (await Bun.file(join(conf, "pg_hba.conf")).text()).trim().split("\n");
-      expect(hba.slice(2)).toEqual(["172.16.0.0/12", "192.168.0.0/16"].map((net) => `host all all ${net} scram-sha-256`));
+      const written = (await Bun.file(join(dir, "pg_hba.conf")).text()).trim().split("\n");
+      expect(written).toEqual([
+        "local all postgres peer", "host all all 127.0.0.1/32 scram-sha-256",
+        ...["172.16.0.0/12", "192.168.0.0/16"].flatMap((net) => ["agent agent", "n8n n8n"].map((pair) => `host ${pair} ${net} scram-sha-256`)),
+      ]);
     } finally {
-      rmSync(conf, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     }
+    // Roles get SCRAM passwords, which those lines check, also where the server defaults to md5.
+    expect(lines.find((line) => line.includes("conf.d/stackgen.conf"))).toContain("password_encryption = 'scram-sha-256'");
   });
 
   test("stackgen.json is the v2 config file", () => {
