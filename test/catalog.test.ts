@@ -97,6 +97,18 @@ describe("catalog", () => {
     }
   });
 
+  test("a skill that calls a service reachable only inside the stack names one whose every port is on 127.0.0.1", () => {
+    const wrong: string[] = [];
+    for (const [id, skill] of catalog.skills) {
+      for (const row of skill.markdown.split("\n").filter((line) => /reachable only (on|inside) the stack/i.test(line))) {
+        for (const [, service] of row.matchAll(/`https?:\/\/([a-z0-9-]+):\d+/g)) {
+          if (catalog.servicesById.get(service!)?.ports.some((p) => !p.local)) wrong.push(`${id}: ${service}`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
   test("a skill names a host port only as a {{port <service> <container>}} token, of a port that service publishes", () => {
     const wrong: string[] = [];
     for (const [id, skill] of catalog.skills) {
