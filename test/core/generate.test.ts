@@ -804,13 +804,23 @@ describe("input fields take effect", () => {
         `SCHED_TZ=$(touch ${pwned})`,
         `OTHER=\`touch ${pwned}\``,
         "PATH=/tmp/evil",
-        `REDIS_PASSWORD="pa$(touch ${pwned})ss'word"`,
+        `REDIS_PASSWORD='pa$(touch ${pwned})ss"word'`,
         "",
       ].join("\n"));
       const r = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; printf '%s\\n' "$REDIS_PASSWORD" "$PATH" "\${SCHED_TZ:-unset}"`]);
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout.split("\n").slice(0, 3)).toEqual([`pa$(touch ${pwned})ss'word`, process.env.PATH ?? "", "unset"]);
+      expect(r.stdout.split("\n").slice(0, 3)).toEqual([`pa$(touch ${pwned})ss"word`, process.env.PATH ?? "", "unset"]);
       expect(existsSync(pwned)).toBe(false);
+      // A $ compose would read as a variable (unquoted, or unescaped in double quotes): the
+      // containers would get another value, so the script stops and says how to write it.
+      for (const value of [`"pa$(touch ${pwned})ss"`, "Pa$sw0rd", '"ab$HOME"']) {
+        writeFileSync(join(dir, ".env"), `REDIS_PASSWORD=${value}\n`);
+        const refused = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; echo read`]);
+        expect(refused.code, value).toBe(1);
+        expect(refused.stdout).toBe("");
+        expect(refused.stderr).toContain("REDIS_PASSWORD in .env holds a $ that Docker Compose reads as a variable");
+        expect(existsSync(pwned)).toBe(false);
+      }
       // The values as compose reads them (parseEnvText), quoting, escapes and comments included.
       const lines = [
         `REDIS_PASSWORD="it's \\"x\\" \\$y\\\\z"`,

@@ -64,6 +64,13 @@ while IFS= read -r line || [ -n "$line" ]; do
   fi
   case "$key" in
     POSTGRESQL_AGENT_PASSWORD|POSTGRESQL_PASSWORD)
+      # Compose reads a $ outside single quotes (and not written \$ inside double quotes) as a
+      # variable: the containers would get another value than the one read here.
+      case "$value" in
+        \'*) ;;
+        *) dollars=$value; [ "${value:0:1}" != '"' ] || dollars=${value//\\\$/}
+          case "$dollars" in *'$'*) echo "$key in .env holds a \$ that Docker Compose reads as a variable, so the containers would get another value: put the value in single quotes ($key='...'), then run this again" >&2; exit 1 ;; esac ;;
+      esac
       export "$key=$(dotenv_value "$value")" ;;
   esac
 done < ./.env
