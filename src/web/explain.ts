@@ -44,6 +44,15 @@ export const WARNING_HELP: Record<string, { title: string; help: string }> = {
 };
 
 const FALLBACK = { title: "Note", help: "" };
+/** The server's and the catalog's words for the command line and the API, as the page says them:
+ *  its own controls, not flags. */
+const UI_WORDS: [RegExp, string][] = [
+  [/set gpu to false, --no-gpu on the command line/g, "untick \u201cUse an NVIDIA GPU\u201d in Options"],
+  [/set gpu to true/g, "tick \u201cUse an NVIDIA GPU\u201d in Options"],
+  [/Generate with --domain/g, "Fill in Domain in Options"],
+];
+export const inPageWords = (text: string): string => UI_WORDS.reduce((out, [from, to]) => out.replace(from, to), text);
+
 export const explainConflict = (code: string) => CONFLICT_HELP[code] ?? { ...FALLBACK, title: code };
 export const explainWarning = (code: string) => WARNING_HELP[code] ?? { ...FALLBACK, title: code };
 

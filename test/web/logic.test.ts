@@ -9,7 +9,9 @@ import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } 
 import { getCatalog } from "../../src/catalog/index.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
-import { formatMB, leftOut, selectionWords } from "../../src/web/explain.ts";
+import { formatMB, inPageWords, leftOut, selectionWords } from "../../src/web/explain.ts";
+import { resolve } from "../../src/core/resolve.ts";
+import { toSelection } from "../../src/core/check-input.ts";
 import { ApiError, readNdjson } from "../../src/web/api.ts";
 import { signJwtInBrowser } from "../../src/web/signed-keys.ts";
 import { signJwt } from "../../src/core/generate/secrets.ts";
@@ -284,6 +286,21 @@ describe("import and selection (found by an audit of the page)", () => {
     const e = new ApiError(429, "RATE_LIMITED", "Too many requests; try again in 850 s (about 14 minutes).");
     expect(e.describe()).toStartWith("Too many requests; try again in 850 s (about 14 minutes).");
     expect(e.describe()).toContain("RATE_LIMIT_STANDARD");
+  });
+});
+
+describe("the page's own words", () => {
+  test("warnings and known limits name the page's controls, never stackgen's flags or API fields", () => {
+    const catalog = getCatalog();
+    const texts = [
+      ...resolve(toSelection({ services: ["ollama"], gpu: true }, catalog), catalog).warnings.map((w) => w.message),
+      ...resolve(toSelection({ services: ["comfyui"], gpu: false }, catalog), catalog).warnings.map((w) => w.message),
+      ...catalog.services.flatMap((s) => (s.knownLimits ? [s.knownLimits] : [])),
+    ];
+    expect(texts.some((t) => /--no-gpu|set gpu to|--domain/.test(t))).toBe(true);
+    const flags = texts.map(inPageWords).filter((t) => /--(no-)?(gpu|domain|proxy|platform)\b|set gpu to/.test(t));
+    expect(flags).toEqual([]);
+    expect(inPageWords("ComfyUI needs an NVIDIA GPU; set gpu to true and install the NVIDIA Container Toolkit.")).toBe("ComfyUI needs an NVIDIA GPU; tick \u201cUse an NVIDIA GPU\u201d in Options and install the NVIDIA Container Toolkit.");
   });
 });
 

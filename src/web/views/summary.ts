@@ -1,7 +1,7 @@
 // The "Your stack" panel: live validation (resolved services, added dependencies, warnings and
 // conflicts explained) and memory against the host size the user picks.
 import { h, replaceChildren, byId, type Child } from "../dom.ts";
-import { explainConflict, explainWarning, formatMB, plural } from "../explain.ts";
+import { explainConflict, explainWarning, formatMB, inPageWords, plural } from "../explain.ts";
 import { fieldErrors } from "../model.ts";
 import type { ValidateResponse } from "../api.ts";
 import type { Store } from "../store.ts";
@@ -129,7 +129,7 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
       const help = explainWarning(w.code);
       return h("li", { class: "issue warning", "data-code": w.code },
         h("strong", {}, help.title), " ", h("code", {}, w.code),
-        h("p", {}, w.message),
+        h("p", {}, inPageWords(w.message)),
         help.help ? h("p", { class: "small" }, help.help) : null,
       );
     })));
@@ -159,7 +159,7 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
     out.push(h("h3", {}, "Known limits"), h("ul", { id: "known-limits-list", class: "issues" },
       unusedDomain ? h("li", { class: "issue warning", id: "domain-unused" }, h("strong", {}, "Domain"),
         h("p", {}, `${domain} is not used: without a reverse proxy nothing serves <service>.${domain}. Choose Caddy or Traefik in step 3.`)) : null,
-      ...limits.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, s!.knownLimits!))),
+      ...limits.map((s) => h("li", { class: "issue warning", "data-service": s!.id }, h("strong", {}, s!.name), h("p", {}, inPageWords(s!.knownLimits!)))),
       ...plainHttp.map((s) => h("li", { class: "issue warning", "data-service": s.id }, h("strong", {}, s.name),
         h("p", {}, "Needs HTTPS in the browser: without a reverse proxy and a domain (step 3) it works from this machine only.")))));
   }
