@@ -879,6 +879,33 @@ describe("input fields take effect", () => {
     expect(lines.find((line) => line.includes("conf.d/stackgen.conf"))).toContain("password_encryption = 'scram-sha-256'");
   });
 
+  test("bare-metal PostgreSQL configures the cluster on port 5432, where its roles are made, when a host has two", async () => {
+    const lines = gen({ services: ["n8n"], deployment: "bare-metal" }).files["native/postgresql.sh"]!.split("\n");
+    const pick = lines.filter((line) => line.startsWith("CONF=") || line.startsWith('[ -n "$CONF" ]'));
+    expect(pick).toHaveLength(2);
+    const etc = mkdtempSync(join(tmpdir(), "stackgen-pgclusters-"));
+    try {
+      const cluster = (version: string, port: number | undefined) => {
+        mkdirSync(join(etc, version, "main"), { recursive: true });
+        writeFileSync(join(etc, version, "main", "postgresql.conf"), `data_directory = '/var/lib/postgresql/${version}/main'\n${port === undefined ? "" : `port = ${port}\t\t\t\t# (change requires restart)\n`}`);
+      };
+      const chosen = async () => {
+        const r = await run(["bash", "-c", `set -euo pipefail\n${pick.join("\n").replaceAll("/etc/postgresql", etc)}\necho "$CONF"`]);
+        expect(r.code, r.stderr).toBe(0);
+        return r.stdout.trim();
+      };
+      cluster("15", 5432);
+      cluster("17", 54321);
+      expect(await chosen()).toBe(join(etc, "15", "main"));
+      // None on 5432 (a port set elsewhere): the newest, as before.
+      rmSync(join(etc, "15"), { recursive: true });
+      cluster("16", undefined);
+      expect(await chosen()).toBe(join(etc, "17", "main"));
+    } finally {
+      rmSync(etc, { recursive: true, force: true });
+    }
+  });
+
   test("stackgen.json is the v2 config file", () => {
     const cfg = JSON.parse(gen({ services: ["n8n"], deployment: "bare-metal" }).files["stackgen.json"]);
     expect(cfg).toMatchObject({ configVersion: 2, projectName: "t", services: ["postgresql", "n8n"], deploymentType: "bare-metal" });
