@@ -26,7 +26,7 @@ import type { Compose, ComposeModel } from "./compose.ts";
 import type { ContainerSummary, Engine } from "./engine.ts";
 import { byteProgress } from "./format.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { dependenciesOf, dependencyLayers, ranToCompletion } from "./layers.ts";
+import { dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
 import type { Stack } from "./stack.ts";
 
 export interface CreateOptions {
@@ -263,7 +263,7 @@ export function quitBackupNote(compose: Compose, inFlight: BackupInFlight): stri
  *  throws, so the error that led here stays the one reported) which are left stopped, as the
  *  engine shows them (a failed start may have started some), and the command that starts them. */
 export async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void, model?: ComposeModel): Promise<string | undefined> {
-  const dependsOn = Object.fromEntries((model?.services ?? []).map((s) => [s.name, s.dependsOn]));
+  const dependsOn = model ? dependenciesByService(model) : {};
   // `compose start` starts what the services depend on too: a job that has finished (an init or
   // migration job) would run again after every backup. Such jobs are left as they are.
   const jobs = await finishedJobs(engine, compose.stack.project, [...dependenciesOf(services, dependsOn)].filter((name) => !services.includes(name))).catch(() => []);
@@ -295,7 +295,7 @@ async function finishedJobs(engine: Engine, project: string, names: string[]): P
  *  dependencies), each layer once the one before is ready, as compose start would wait. A compose
  *  without `restart --no-deps` (v1, early v2) gets `compose start`, which runs the jobs again. */
 async function startLeaving(engine: Engine, compose: Compose, services: string[], dependsOn: Record<string, string[]>): Promise<void> {
-  const layers = dependencyLayers(dependsOn).map((layer) => layer.filter((name) => services.includes(name))).filter((layer) => layer.length > 0);
+  const layers = startLayers(dependsOn, new Set(services));
   for (const [i, layer] of layers.entries()) {
     const started = await compose.run(["restart", "--no-deps", ...layer]);
     if (started.code !== 0) {

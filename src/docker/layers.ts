@@ -1,6 +1,7 @@
 // Start order from compose depends_on: layer 0 has no dependencies, layer n depends only on
 // earlier layers. Services inside a layer can start together.
 import { StackgenError } from "../errors.ts";
+import type { ComposeModel } from "./compose.ts";
 import type { ContainerSummary } from "./engine.ts";
 
 export function dependencyLayers(deps: Record<string, string[]>): string[][] {
@@ -35,3 +36,12 @@ export function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Re
 
 /** A container that ended as a job does: exited with code 0 (an init or migration job). */
 export const ranToCompletion = (c: ContainerSummary) => c.State === "exited" && /^Exited \(0\)/.test(c.Status);
+
+/** Each service's dependencies, as the compose files give them. */
+export const dependenciesByService = (model: ComposeModel): Record<string, string[]> => Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
+
+/** The services of `start`, layer by layer: a service after everything it depends on. */
+export const startLayers = (dependsOn: Record<string, string[]>, start: ReadonlySet<string>) =>
+  dependencyLayers(dependsOn)
+    .map((layer) => layer.filter((name) => start.has(name)))
+    .filter((layer) => layer.length > 0);

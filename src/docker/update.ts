@@ -10,7 +10,7 @@ import { composeAsItRuns, composeCommand, createBackup, oversizedConfig } from "
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { dependenciesOf, dependencyLayers, ranToCompletion } from "./layers.ts";
+import { dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
@@ -476,13 +476,6 @@ async function finished(engine: Engine, project: string, services: readonly stri
   return containers.length > 0 && containers.every(ranToCompletion);
 }
 
-const dependenciesByService = (model: ComposeModel) => Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
-
-/** The services of `start`, layer by layer: a service after everything it depends on. */
-const startLayers = (dependsOn: Record<string, string[]>, start: ReadonlySet<string>) =>
-  dependencyLayers(dependsOn)
-    .map((layer) => layer.filter((name) => start.has(name)))
-    .filter((layer) => layer.length > 0);
 
 /** `up` for `layer` (`upArgs`: its options, then the layer) that starts none of its dependencies:
  *  `up --no-start` makes its containers as `up` does, then `restart --no-deps` starts just them.

@@ -139,6 +139,9 @@ export function handMadeSelection(state: FormState, preset: Preset, presetsById:
 /** The fields a preset sets, all of them: what an undo puts back. */
 export type SelectionFields = Pick<FormState, "services" | "skillPacks" | "proxy" | "gpu" | "presetId">;
 
+/** A domain is served only through a reverse proxy: without one it has no effect. */
+export const domainWithoutProxy = (form: Pick<FormState, "domain" | "proxy">): boolean => form.domain.trim() !== "" && !form.proxy;
+
 /** A new proxy replaces the old one, together with the old proxy's service when the selection
  *  holds it (the full-stack preset lists caddy), as the API does with a preset's proxy. */
 export function chooseProxy(state: FormState, proxy: FormState["proxy"]): Partial<FormState> {

@@ -1,6 +1,6 @@
 // Step 3: project name, proxy, domain, GPU, platform, deployment, core version, memory caps, secrets.
 import { byId } from "../dom.ts";
-import { chooseProxy, fieldErrors, type FormState } from "../model.ts";
+import { chooseProxy, domainWithoutProxy, fieldErrors, type FormState } from "../model.ts";
 import type { Store } from "../store.ts";
 
 type TextField = "projectName" | "domain" | "coreVersion";
@@ -40,10 +40,11 @@ export function mountOptions(store: Store): void {
     }
     // The bundle routes <service>.<domain> through its proxy: without one a domain does nothing.
     const domainHint = byId("opt-domain-hint");
-    domainHint.textContent = form.domain && !form.proxy
+    const unused = domainWithoutProxy(form);
+    domainHint.textContent = unused
       ? "A domain needs a reverse proxy: choose Caddy or Traefik above, or it has no effect."
       : "Services get <service>.<domain>.";
-    domainHint.classList.toggle("warn-text", Boolean(form.domain && !form.proxy));
+    domainHint.classList.toggle("warn-text", unused);
     byId("secrets-note").textContent = form.generateSecrets
       ? "Random secrets are written to .env."
       : "Secrets are left empty in .env; the stack refuses to start until you fill them in.";

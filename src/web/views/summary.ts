@@ -2,7 +2,7 @@
 // conflicts explained) and memory against the host size the user picks.
 import { h, replaceChildren, byId, type Child } from "../dom.ts";
 import { explainConflict, explainWarning, formatMB, inPageWords, plural } from "../explain.ts";
-import { fieldErrors } from "../model.ts";
+import { domainWithoutProxy, fieldErrors } from "../model.ts";
 import type { ValidateResponse } from "../api.ts";
 import type { Store } from "../store.ts";
 import { httpsMissingFor } from "../../core/generate/context.ts";
@@ -154,7 +154,7 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
   const plainHttp = httpsMissingFor(services.filter((s) => s !== undefined), store.form.domain || undefined);
   // A domain does nothing without a proxy: said beside the verdict, not only under the field.
   const domain = store.form.domain.trim();
-  const unusedDomain = domain !== "" && !store.form.proxy && !result.resolvedServices.some((id) => id === "caddy" || id === "traefik");
+  const unusedDomain = domainWithoutProxy(store.form) && !result.resolvedServices.some((id) => id === "caddy" || id === "traefik");
   if (limits.length || plainHttp.length || unusedDomain) {
     out.push(h("h3", {}, "Known limits"), h("ul", { id: "known-limits-list", class: "issues" },
       unusedDomain ? h("li", { class: "issue warning", id: "domain-unused" }, h("strong", {}, "Domain"),
