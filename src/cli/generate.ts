@@ -13,7 +13,7 @@ import { valuesToFill } from "../core/generate/env.ts";
 import { CORE_VERSION_VAR } from "../core/generate/variables.ts";
 import { requiredByCompose } from "../core/required-variables.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
-import { failure, StackgenError, validationError } from "../errors.ts";
+import { StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";

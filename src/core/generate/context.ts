@@ -2,7 +2,6 @@
 import type { Catalog } from "../../catalog/index.ts";
 import type { CatalogService, Platform, Port, Variable } from "../../schema/catalog.ts";
 import type { ResolvedPort, ResolvedStack } from "../resolve.ts";
-import type { SecretSource } from "./secrets.ts";
 
 export type FileMap = Record<string, string>;
 
