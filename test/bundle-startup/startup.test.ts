@@ -25,7 +25,6 @@ import {
   READY_AFTER_SECONDS,
   standinOverride,
   type ComposeDoc,
-  type ServicePlan,
 } from "./standin.ts";
 
 const e2e = await dockerTest();
@@ -179,7 +178,6 @@ describe("generated bundles start on a real engine", () => {
           // 2. The test-only override.
           const plans = planServices(compose, files);
           writeFileSync(join(dir, OVERRIDE_FILE), standinOverride(project, standinImage, plans));
-          const planOf = (name: string) => plans.find((p) => p.name === name) as ServicePlan;
 
           // 3. Start and wait for every health check.
           watch = watchProjectEvents(project);

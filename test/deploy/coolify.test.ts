@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import type { DeployStep } from "../../src/deploy/types.ts";
@@ -6,7 +6,7 @@ import { CoolifyFake, destination, usableServer } from "./fakes/coolify-fake.ts"
 import { adaptCompose } from "../../src/deploy/adapt-compose.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
-import { COMPOSE, ENV_KEYS, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, hostileAnswerTests, losingAnswersTo, rejection, timedOut, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_KEYS, ENV_TEXT, PROJECT, connectionDropped, fixtureOptions, hostileAnswerTests, losingAnswersTo, rejection, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<CoolifyFake>();
 const startFake = (options?: ConstructorParameters<typeof CoolifyFake>[0]) => track(new CoolifyFake(options));

@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
 import { deployBundle, type DeployOptions } from "../../src/deploy/index.ts";
 import { envValues } from "../../src/core/parse-env.ts";
 import { DokployFake, dokployContainerEnv } from "./fakes/dokploy-fake.ts";
-import { COMPOSE, ENV_TEXT, FILES, PROJECT, connectionDropped, fixtureOptions, hostileAnswerTests, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
+import { COMPOSE, ENV_TEXT, PROJECT, connectionDropped, fixtureOptions, hostileAnswerTests, losingAnswersTo, timedOut, trackFakes } from "./fixtures.ts";
 
 const track = trackFakes<DokployFake>();
 const startFake = (options?: ConstructorParameters<typeof DokployFake>[0]) => track(new DokployFake(options));
