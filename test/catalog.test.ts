@@ -151,6 +151,14 @@ describe("catalog", () => {
     for (const [name, check] of checks) if (check) expect(check.slice(0, 2), name).toEqual(["CMD", "mc"]);
   });
 
+  test("an entrypoint that writes into the image's own folders runs as the user owning them", () => {
+    // Meet's frontend writes its routing server into /etc/nginx/conf.d (owned 101:0 in the
+    // nginx-unprivileged base); its published image's user (1001) cannot, and nginx never started.
+    const writers = catalog.services.filter((s) => s.entrypoint?.some((a) => /> *\/etc\/nginx\//.test(a)));
+    expect(writers.map((s) => s.id)).toEqual(["lasuite-meet-frontend"]);
+    for (const s of writers) expect(s.user, s.id).toBe("101:0");
+  });
+
   test("every variable a service refers to is declared by it or a dependency, and namespaced", () => {
     // loadCatalog enforces both; this checks the rule itself catches a bad file.
     const broken = { ...catalogFiles, "services/redis.yaml": catalogFiles["services/redis.yaml"].replace("REDISCLI_AUTH: ${REDIS_PASSWORD}", "REDISCLI_AUTH: ${UNDECLARED_THING}") };
