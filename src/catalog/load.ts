@@ -40,9 +40,13 @@ function checkSchema<T>(schema: TSchema, value: unknown, where: string, problems
   return false;
 }
 
+/** Catalog files may share a block with `<<: *anchor` (Dify's api, worker and beat run one
+ *  image with one environment); the files are ours, read at build time. */
+const CATALOG_YAML = { merge: true } as const;
+
 function parseFile(path: string, text: string, problems: string[]): unknown {
   try {
-    return parseYaml(text);
+    return parseYaml(text, CATALOG_YAML);
   } catch (e) {
     problems.push(`${path}: ${(e as Error).message}`);
     return undefined;
@@ -64,7 +68,7 @@ export type PreparsedFiles = Record<string, unknown>;
 export function preparse(files: Record<string, string>): PreparsedFiles {
   const out: PreparsedFiles = {};
   for (const [path, text] of Object.entries(files)) {
-    if (path.endsWith(".yaml")) out[path] = parseYaml(text);
+    if (path.endsWith(".yaml")) out[path] = parseYaml(text, CATALOG_YAML);
     else if (path.endsWith("/SKILL.md")) {
       const fm = FRONT_MATTER.exec(text);
       out[path] = { meta: fm ? parseYaml(fm[1]) : undefined, markdown: text } satisfies PreparsedSkill;
@@ -232,12 +236,14 @@ function crossCheck(
 }
 
 /** A sidecar's `after` names siblings, never itself, and the waits form no cycle (compose would
- *  refuse the file). */
+ *  refuse the file); a job has no health check. */
 function sidecarOrderProblems(s: CatalogService): string[] {
   const sidecars = new Map((s.sidecars ?? []).map((sc) => [sc.name, sc]));
   const problems: string[] = [];
   for (const sc of sidecars.values()) {
     for (const name of sc.after ?? []) if (name === sc.name || !sidecars.has(name)) problems.push(`sidecar ${sc.name} waits for ${name}, not another sidecar of ${s.id}`);
+    // Compose waits for a job's exit; a health check would never be read.
+    if (sc.runsOnce && sc.healthCheck) problems.push(`sidecar ${sc.name} runs once and cannot have a health check`);
   }
   const waitsFor = (name: string, target: string, seen = new Set<string>()): boolean =>
     (sidecars.get(name)?.after ?? []).some((n) => n === target || (!seen.has(n) && (seen.add(n), waitsFor(n, target, seen))));

@@ -17,6 +17,8 @@ export interface ServiceStatus {
   image: string;
   ports: string[];
   exitCode?: number;
+  /** A one-shot job (restart "no") that ended with code 0: done, not down (a volume-owner job). */
+  finished?: true;
   /** Docker's own words for it ("Up 5 minutes (healthy)", "Exited (3) 2 minutes ago"). */
   statusText: string;
 }
@@ -54,6 +56,7 @@ export function serviceStatus(summary: ContainerSummary, inspect: ContainerInspe
     ports: formatPorts(summary.Ports ?? []),
     // Only a container that has ended (or is between restarts) has an exit code worth showing.
     ...(ENDED.has(inspect.State.Status) ? { exitCode: inspect.State.ExitCode } : {}),
+    ...(inspect.State.Status === "exited" && inspect.State.ExitCode === 0 && ["", "no"].includes(inspect.HostConfig?.RestartPolicy?.Name ?? "") ? { finished: true as const } : {}),
     statusText: summary.Status,
   };
 }

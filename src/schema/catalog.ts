@@ -136,6 +136,10 @@ export const Sidecar = Type.Object({
   /** Sibling sidecars this one uses and must start after (healthy, when they have a check):
    *  AppFlowy's auth server waits for AppFlowy's own PostgreSQL. */
   after: Type.Optional(Type.Array(Id, { minItems: 1 })),
+  /** A job that runs to completion before its service (and the siblings naming it in `after`)
+   *  start: restart "no", waited for with service_completed_successfully. It hands a volume to
+   *  the user a non-root image runs as (Docker makes an empty volume's folder root's). */
+  runsOnce: Type.Optional(Type.Literal(true)),
 }, STRICT);
 export type Sidecar = Static<typeof Sidecar>;
 

@@ -10,6 +10,9 @@ import { dirname, join } from "node:path";
 import { unzipSync, strFromU8 } from "fflate";
 import { parse as parseYaml } from "yaml";
 import { getCatalog } from "../../src/catalog/index.ts";
+import { loadCatalog } from "../../src/catalog/load.ts";
+import { readTextTree } from "../../src/catalog/read-files.ts";
+import type { Sidecar } from "../../src/schema/catalog.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { cryptoSecrets, fixedSecrets } from "../../src/core/generate/secrets.ts";
 import { zipBundle } from "../../src/core/bundle.ts";
@@ -674,12 +677,42 @@ describe("input fields take effect", () => {
       const all = composeOf(gen({ services: [service.id], platform: service.platforms[0] }).files).services;
       const own = Object.fromEntries(Object.entries(all[service.id].depends_on ?? {}).filter(([name]) => !name.startsWith(`${service.id}-`)));
       for (const sc of service.sidecars!) {
-        const siblings = Object.fromEntries((sc.after ?? []).map((name) => [`${service.id}-${name}`, { condition: service.sidecars!.find((x) => x.name === name)!.healthCheck ? "service_healthy" : "service_started" }]));
+        const waitFor = (x: Sidecar) => (x.runsOnce ? "service_completed_successfully" : x.healthCheck ? "service_healthy" : "service_started");
+        const siblings = Object.fromEntries((sc.after ?? []).map((name) => [`${service.id}-${name}`, { condition: waitFor(service.sidecars!.find((x) => x.name === name)!) }]));
         expect(all[`${service.id}-${sc.name}`].depends_on ?? {}, `${service.id}-${sc.name}`).toEqual({ ...own, ...siblings });
       }
     }
     // AppFlowy's auth server starts once AppFlowy's own PostgreSQL answers, not before.
     expect(composeOf(gen({ services: ["appflowy"] }).files).services["appflowy-gotrue"].depends_on?.["appflowy-postgres"]).toEqual({ condition: "service_healthy" });
+  });
+
+  test("a job sidecar runs once, before its service and the siblings that name it: it hands a new volume to a non-root image's user", () => {
+    const jobs = getCatalog().services.flatMap((s) => (s.sidecars ?? []).filter((sc) => sc.runsOnce).map((sc) => [s, sc] as const));
+    expect(jobs.map(([s, sc]) => `${s.id}-${sc.name}`).sort()).toEqual(["coolify-volume-owner", "dify-storage-owner", "pentestagent-loot-owner"]);
+    for (const [s, sc] of jobs) {
+      const all = composeOf(gen({ services: [s.id], platform: s.platforms[0] }).files).services;
+      const job = `${s.id}-${sc.name}`;
+      // Restarted by a policy, a finished job would run for ever; its service would wait for ever.
+      expect(all[job].restart, job).toBe("no");
+      expect(all[job].healthcheck, job).toBeUndefined();
+      expect(all[s.id].depends_on?.[job], job).toEqual({ condition: "service_completed_successfully" });
+      for (const sibling of (s.sidecars ?? []).filter((x) => x.after?.includes(sc.name))) {
+        expect(all[`${s.id}-${sibling.name}`].depends_on?.[job], sibling.name).toEqual({ condition: "service_completed_successfully" });
+      }
+      expect(sc.volumes?.length, job).toBeGreaterThan(0);
+    }
+    // Coolify's six folders, and Dify's storage for its api and worker (uid 1001 since Dify 1.10).
+    const coolify = composeOf(gen({ services: ["coolify"] }).files).services;
+    const sources = (volumes: string[] = []) => volumes.map((v) => v.split(":")[0]).filter((v) => v.startsWith("coolify-")).sort();
+    expect(sources(coolify["coolify-volume-owner"]!.volumes as string[])).toEqual(sources(coolify.coolify!.volumes as string[]));
+    const dify = composeOf(gen({ services: ["dify"] }).files).services;
+    for (const worker of ["dify-api", "dify-worker"]) expect(dify[worker]!.depends_on?.["dify-storage-owner"], worker).toEqual({ condition: "service_completed_successfully" });
+    // The loader refuses a job with a health check: compose waits for its exit, never reads it.
+    const files = readTextTree("catalog");
+    const pentest = files["services/pentestagent.yaml"];
+    const checked = pentest.replace("    runsOnce: true\n", "    runsOnce: true\n    healthCheck: { test: [\"CMD\", \"true\"], interval: 5s, timeout: 2s, retries: 3 }\n");
+    expect(checked).not.toBe(pentest);
+    expect(() => loadCatalog({ ...files, "services/pentestagent.yaml": checked })).toThrow(/sidecar loot-owner runs once and cannot have a health check/);
   });
 
   test("caddy with a domain maps <service>.<domain> to container:port with automatic TLS", () => {

@@ -29,6 +29,10 @@ services:
     image: ${BASE_IMAGE}
     command: ["sh", "-c", "exit 3"]
     restart: "no"
+  job:
+    image: ${BASE_IMAGE}
+    command: ["true"]
+    restart: "no"
 `,
     );
     stack.write("stackgen.json", JSON.stringify({ configVersion: 2, projectName: stack.project, services: [] }));
@@ -47,11 +51,11 @@ services:
         expect(r.code).toBe(0);
         report = JSON.parse(r.stdout);
         const byName = Object.fromEntries(report.services.map((s: any) => [s.name, s]));
-        if (byName.sick?.status === "unhealthy" && byName.ok?.status === "healthy" && byName.gone?.state === "exited") break;
+        if (byName.sick?.status === "unhealthy" && byName.ok?.status === "healthy" && byName.gone?.state === "exited" && byName.job?.state === "exited") break;
         await Bun.sleep(500);
       }
       const byName = Object.fromEntries(report.services.map((s: any) => [s.name, s]));
-      expect(Object.keys(byName).sort()).toEqual(["gone", "ok", "sick"]);
+      expect(Object.keys(byName).sort()).toEqual(["gone", "job", "ok", "sick"]);
       // SPEC §2.8/§3: `status` holds the health verdict; Docker's own words are `statusText`.
       expect(byName.ok).toMatchObject({ state: "running", status: "healthy", image: BASE_IMAGE });
       expect(byName.ok.uptime).toMatch(/^\d+[smhd]/);
@@ -60,13 +64,20 @@ services:
       expect(byName.sick).toMatchObject({ state: "running", status: "unhealthy" });
       expect(byName.gone).toMatchObject({ state: "exited", uptime: "", exitCode: 3, status: "none" });
       expect(byName.gone.statusText).toMatch(/Exited \(3\)/);
+      // A one-shot job that ended with 0 is done, not down; one that failed is not.
+      expect(byName.job).toMatchObject({ state: "exited", exitCode: 0, finished: true });
+      expect(byName.gone.finished).toBeUndefined();
+      expect(byName.ok.finished).toBeUndefined();
       for (const s of report.services) expect(Object.keys(s)).not.toContain("health");
-      expect(report.summary).toEqual({ total: 3, running: 2, stopped: 1, healthy: 1, unhealthy: 1 });
+      expect(report.summary).toEqual({ total: 4, running: 2, stopped: 2, healthy: 1, unhealthy: 1 });
 
       const text = await cli(["status", "--dir", stack.dir]);
       expect(text.code).toBe(0);
       expect(text.stdout).toMatch(/sick\s+running\s+\S+\s+unhealthy/);
-      expect(text.stdout.trim().split("\n").pop()).toBe("Services: 2/3 running");
+      expect(text.stdout).toMatch(/job\s+finished \(0\)/);
+      expect(text.stdout).toMatch(/gone\s+exited \(3\)/);
+      expect(text.stdout).toContain("Finished one-shot job, not down: job\n");
+      expect(text.stdout.trim().split("\n").pop()).toBe("Services: 2/4 running");
     },
     90_000,
   );
@@ -78,7 +89,7 @@ services:
       const r = await cli(["status", "--dir", stack.dir, "--json"]);
       expect(r.code).toBe(0);
       const report = JSON.parse(r.stdout);
-      expect(report.summary).toMatchObject({ total: 3, running: 0, stopped: 3 });
+      expect(report.summary).toMatchObject({ total: 4, running: 0, stopped: 4 });
       expect(report.services.every((s: any) => s.uptime === "" && typeof s.exitCode === "number")).toBe(true);
     },
     60_000,

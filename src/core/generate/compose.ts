@@ -98,6 +98,8 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     });
 
   const condition = (id: string) => ({ condition: byId.get(id)!.healthCheck ? "service_healthy" : "service_started" });
+  /** What waiting for a sidecar means: its exit for a job, its health check, or its start. */
+  const sidecarCondition = (sc: Sidecar) => ({ condition: sc.runsOnce ? "service_completed_successfully" : sc.healthCheck ? "service_healthy" : "service_started" });
   /** The stack's services `s` depends on, with the condition to wait for. */
   const parentDependencies = (s: CatalogService): [string, { condition: string }][] =>
     s.id === "core" ? [] : s.dependencies.filter((d) => byId.has(d)).map((d) => [d, condition(d)]);
@@ -105,7 +107,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     ...parentDependencies(s),
     ...(sc.after ?? []).map((name): [string, { condition: string }] => {
       const sibling = s.sidecars!.find((x) => x.name === name)!;
-      return [sidecarName(s, sibling), { condition: sibling.healthCheck ? "service_healthy" : "service_started" }];
+      return [sidecarName(s, sibling), sidecarCondition(sibling)];
     }),
   ];
 
@@ -114,7 +116,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       services[sidecarName(s, sc)] = {
         image: sc.image,
         ...(ctx.platform ? { platform: ctx.platform } : {}),
-        restart: "unless-stopped",
+        restart: sc.runsOnce ? "no" : "unless-stopped",
         ...(sc.command ? { command: sc.command.map((a) => interpolate(ctx, a)) } : {}),
         ...(sc.user ? { user: sc.user } : {}),
         ...(sc.env && Object.keys(sc.env).length ? { environment: envOf(ctx, sc.env) } : {}),
@@ -149,11 +151,10 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     }
 
     const dependsOn: Record<string, { condition: string }> = {};
-    const dependOn = (name: string, healthy: boolean) => { dependsOn[name] = { condition: healthy ? "service_healthy" : "service_started" }; };
-    for (const sc of s.sidecars ?? []) dependOn(sidecarName(s, sc), !!sc.healthCheck);
+    for (const sc of s.sidecars ?? []) dependsOn[sidecarName(s, sc)] = sidecarCondition(sc);
     if (s.id === "core") {
       // The gateway starts after the services it uses; the proxy sits in front of it instead.
-      for (const other of ctx.stack.services) if (byId.has(other.id) && other.category !== "proxy") dependOn(other.id, false);
+      for (const other of ctx.stack.services) if (byId.has(other.id) && other.category !== "proxy") dependsOn[other.id] = { condition: "service_started" };
     } else {
       for (const [d, c] of parentDependencies(s)) dependsOn[d] = c;
     }
