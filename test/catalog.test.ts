@@ -159,6 +159,18 @@ describe("catalog", () => {
     for (const s of writers) expect(s.user, s.id).toBe("101:0");
   });
 
+  test("a PostgreSQL health check asks over TCP: the first start's setup server listens on the socket only, so a socket probe passes too early", () => {
+    const checks: [string, string[]][] = [];
+    for (const s of catalog.services) {
+      // The stack's own PostgreSQL gets its TCP check from the generator (postgres-init).
+      if (s.healthCheck && s.id !== "postgresql") checks.push([s.id, s.healthCheck.test]);
+      for (const c of s.sidecars ?? []) if (c.healthCheck) checks.push([`${s.id}-${c.name}`, c.healthCheck.test]);
+    }
+    const postgres = checks.filter(([, test]) => test.some((a) => /pg_isready/.test(a)));
+    expect(postgres.length).toBeGreaterThanOrEqual(4);
+    for (const [name, test] of postgres) expect({ name, host: test[test.indexOf("-h") + 1] }).toEqual({ name, host: expect.stringMatching(/^(127\.0\.0\.1|localhost)$/) });
+  });
+
   test("every variable a service refers to is declared by it or a dependency, and namespaced", () => {
     // loadCatalog enforces both; this checks the rule itself catches a bad file.
     const broken = { ...catalogFiles, "services/redis.yaml": catalogFiles["services/redis.yaml"].replace("REDISCLI_AUTH: ${REDIS_PASSWORD}", "REDISCLI_AUTH: ${UNDECLARED_THING}") };
