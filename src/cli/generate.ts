@@ -3,7 +3,7 @@
 import { defineCommand } from "citty";
 import { parse as parseYaml } from "yaml";
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { GENERATE_MESSAGE, generateBundle } from "../core/generate/index.ts";
 import { PROJECT_NAME_MESSAGE, PROJECT_NAME_PATTERN } from "../schema/patterns.ts";
@@ -38,7 +38,8 @@ export default defineCommand({
     diff: { type: "boolean", description: "Show each file the run changes as a unified diff against the folder (.env by variable, values hidden); with --dry-run, nothing is written" },
   },
   async run({ args, rawArgs }) {
-    const from = args.from ? await readInputDocument(args.from) : undefined;
+    const { outDir, fromPath } = sourceAndTarget(args);
+    const from = fromPath ? await readInputDocument(fromPath) : undefined;
     const body: Record<string, unknown> = { ...from?.input, ...selectionFromArgs(args) };
     if (args.deployment !== undefined) body.deployment = args.deployment;
     if (args["core-version"] !== undefined) body.coreVersion = args["core-version"];
@@ -55,10 +56,10 @@ export default defineCommand({
     // The name becomes a path before the body is checked, and a bundle found there gives its own
     // name: checked first, or a shared file naming "../prod" or "/srv/stack" would rewrite
     // whatever bundle it points at.
-    if (args.dir === undefined && nameGiven !== undefined && !new RegExp(PROJECT_NAME_PATTERN).test(nameGiven)) {
+    if (outDir === undefined && nameGiven !== undefined && !new RegExp(PROJECT_NAME_PATTERN).test(nameGiven)) {
       throw validationError(GENERATE_MESSAGE, [{ field: "projectName", message: PROJECT_NAME_MESSAGE }]);
     }
-    const target = args.dir ?? nameGiven;
+    const target = outDir ?? nameGiven;
     // The stackgen.json of the folder, read once: before the new one replaces it.
     const targetConfig = target ? readConfig(resolve(target)) : undefined;
     const existing = target ? bundleProjectName(resolve(target), targetConfig) : undefined;
@@ -66,11 +67,11 @@ export default defineCommand({
       body.projectName = args.name;
       if (existing && existing !== args.name) log.warn(renamed(existing, args.name));
     } else if (existing) {
-      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${args.from} names "${body.projectName}"); --name renames it.`);
+      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${fromPath} names "${body.projectName}"); --name renames it.`);
       body.projectName = existing;
-    } else if (body.projectName === undefined && args.dir) {
+    } else if (body.projectName === undefined && outDir) {
       // Named after the folder as Compose names a project after it (MyStack -> mystack).
-      const folder = basename(resolve(args.dir));
+      const folder = basename(resolve(outDir));
       body.projectName = normaliseProjectName(folder) || folder;
       if (body.projectName !== folder) log.info(`Project name "${body.projectName}", made from the folder name ${folder} as Compose makes it; --name sets another.`);
     }
@@ -94,9 +95,9 @@ export default defineCommand({
     // Its secrets are why an export's .env is taken; its other values change the stack too (the
     // gateway's image, an endpoint it sends credentials to): named, so a foreign file shows.
     const taken = fromExport ? settingsTaken(fromExport, generatedEnv, secretNames) : [];
-    if (taken.length) log.warn(`Settings taken from ${args.from} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
-    if (fromExport?.extra.length) log.warn(`Not taken from ${args.from}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
-    if (fromExport?.refused.length) log.warn(`Not taken from ${args.from}: ${misshapen(fromExport.refused)}.`);
+    if (taken.length) log.warn(`Settings taken from ${fromPath} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
+    if (fromExport?.extra.length) log.warn(`Not taken from ${fromPath}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
+    if (fromExport?.refused.length) log.warn(`Not taken from ${fromPath}: ${misshapen(fromExport.refused)}.`);
     const dir = resolve(target ?? input.projectName);
     const recorded = target ? targetConfig : readConfig(dir);
     const plan = await planBundle(dir, files, args.force === true, { secrets: secretNames, derived: derivedSecrets, previous: previousSettings(recorded, stack.services), patterns: valuePatterns, follow: args["core-version"] === undefined ? undefined : new Set([CORE_VERSION_VAR]) });
@@ -109,6 +110,13 @@ export default defineCommand({
     const differ = args.diff ? await import("./bundle-diff.ts") : undefined;
     const diffs: FileDiff[] | undefined = differ?.planDiffs(dir, plan);
     const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata, ...(diffs ? { diffs } : {}) };
+    // docker compose reads these before docker-compose.yml: with one of the user's in the folder,
+    // `docker compose up` there would start that file's services, not the bundle. --force cannot help.
+    const shadowing = COMPOSE_FILES_READ_FIRST.filter((f) => existsSync(join(dir, f)));
+    if (shadowing.length) {
+      throw new StackgenError("EDITED_FILES", `${dir} holds ${shadowing.join(" and ")}, which docker compose reads in place of the docker-compose.yml a bundle has: \`docker compose up\` there would not start this stack. Move ${shadowing.length === 1 ? "it" : "them"} out of the folder or choose another --dir; ${args["dry-run"] ? "a real run would write nothing" : "nothing was written"}.`, 500,
+        shadowing.map((field) => ({ field, message: "read by docker compose in place of docker-compose.yml" })), 1);
+    }
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.
     // Edits to the compose file are the common case, and they have a place that survives every
     // regeneration: the override file, which compose loads on top and no bundle contains.
@@ -139,7 +147,7 @@ export default defineCommand({
     const byHand = dropped?.filter((k) => !OPTIONAL_CONFIG_KEYS.has(k)) ?? [];
     const notGiven = dropped?.filter((k) => OPTIONAL_CONFIG_KEYS.has(k)) ?? [];
     if (byHand.length) log.warn(`stackgen.json is stackgen's record of the bundle and is rewritten on every run: what was added to it by hand (${byHand.join(", ")}) is not kept. Keep notes in a file of your own.`);
-    if (notGiven.length && !args.from) log.warn(`The previous run's ${notGiven.join(", ")} ${notGiven.length === 1 ? "was" : "were"} not given this time, so the bundle no longer has ${notGiven.length === 1 ? "it" : "them"}: pass ${notGiven.length === 1 ? "it" : "them"} again, or regenerate with --from stackgen.json to start from the recorded choices.`);
+    if (notGiven.length && !fromPath) log.warn(`The previous run's ${notGiven.join(", ")} ${notGiven.length === 1 ? "was" : "were"} not given this time, so the bundle no longer has ${notGiven.length === 1 ? "it" : "them"}: pass ${notGiven.length === 1 ? "it" : "them"} again, or regenerate with --from stackgen.json to start from the recorded choices.`);
     const removed = removedServices(recorded, stack.services.map((s) => s.id));
     // Renamed, the removed services' containers and volumes are the old project's.
     const oldProject = typeof recorded?.projectName === "string" ? recorded.projectName : input.projectName;
@@ -178,7 +186,7 @@ export default defineCommand({
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       // A .env already there wins over an export's values, changed or not.
-      ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${args.from}.`)] : []),
+      ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromPath}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
       ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${dir} --from ${join(dir, "stackgen.json")} --secrets.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
@@ -281,6 +289,32 @@ function keptPortsIn(dir: string): Record<string, number> | undefined {
 }
 
 /** The project name an existing bundle in `dir` records in its stackgen.json (`config`), if any. */
+/** Compose file names docker compose looks for before docker-compose.yml, in its order. */
+const COMPOSE_FILES_READ_FIRST = ["compose.yaml", "compose.yml", "docker-compose.yaml"];
+
+/**
+ * Where a run reads its input and writes its bundle, for the two ways of regenerating a bundle:
+ * `--from <bundle>/stackgen.json` without --dir writes into that bundle (not a nested copy in a
+ * folder of its name, whose fresh secrets would start the same compose project on the same
+ * volumes), and `--dir <bundle>` without a selection reads the bundle's own stackgen.json.
+ */
+function sourceAndTarget(args: { dir?: string; from?: string; services?: string; preset?: string; "skill-packs"?: string }): { outDir?: string; fromPath?: string } {
+  let { dir: outDir, from: fromPath } = args;
+  if (outDir === undefined && fromPath !== undefined && basename(fromPath) === "stackgen.json") {
+    const folder = dirname(resolve(fromPath));
+    if (existsSync(join(folder, "docker-compose.yml"))) {
+      outDir = folder;
+      log.info(`Writing into the bundle ${fromPath} belongs to, ${folder}; --dir writes a copy elsewhere.`);
+    }
+  }
+  const selected = args.services !== undefined || args.preset !== undefined || args["skill-packs"] !== undefined;
+  if (fromPath === undefined && outDir !== undefined && !selected && existsSync(join(outDir, "stackgen.json"))) {
+    fromPath = join(outDir, "stackgen.json");
+    log.info(`Regenerating ${outDir} with the choices its stackgen.json records; the flags given change them.`);
+  }
+  return { outDir, fromPath };
+}
+
 function bundleProjectName(dir: string, config: Record<string, unknown> | undefined): string | undefined {
   const name = config?.projectName;
   if (typeof name === "string" && name !== "") return name;

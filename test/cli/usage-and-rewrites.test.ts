@@ -282,6 +282,50 @@ describe("regenerating into an existing bundle", () => {
     expect(back.message).not.toContain("not written by stackgen");
   });
 
+  test("regenerating in place: --from a bundle's stackgen.json writes into that bundle, and --dir alone takes the choices its stackgen.json records", async () => {
+    const dir = at("inplace");
+    expectOk(await cli(["generate", "--name", "inplace", "--services", "redis", "--dir", dir], { env }));
+    const password = parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD");
+    const before = readdirSync(dir).sort();
+    // From inside the bundle, without --dir: the bundle itself, not a nested ./inplace with new
+    // secrets for the same compose project (its services could no longer open their data).
+    const again = await cli(["generate", "--from", "stackgen.json"], { env, cwd: dir });
+    expectOk(again);
+    expect(again.stderr).toContain(`Writing into the bundle stackgen.json belongs to, ${dir}`);
+    expect(readdirSync(dir).sort()).toEqual(before);
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe(password);
+    // --dir alone: the recorded selection, with the flags given on top.
+    const more = await cli(["generate", "--dir", dir, "--proxy", "caddy", "--json"], { env });
+    expectOk(more);
+    expect(more.stderr).toContain("with the choices its stackgen.json records");
+    const recorded = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8"));
+    expect(recorded.services).toEqual(expect.arrayContaining(["redis", "caddy"]));
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe(password);
+    // A --from file elsewhere, or a folder without a bundle, keeps the old meaning.
+    const elsewhere = at("inplace-copy");
+    expectOk(await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", elsewhere], { env }));
+    expect(parseEnvValues(readFileSync(join(elsewhere, ".env"), "utf8")).get("REDIS_PASSWORD")).not.toBe(password);
+    const empty = at("inplace-empty");
+    mkdirSync(empty);
+    const none = await cli(["generate", "--dir", empty, "--json"], { env });
+    expect(none.code).toBe(2);
+    expect(JSON.parse(none.stdout).error.details).toEqual([{ field: "services", message: "Select at least one service, skill pack or preset" }]);
+  });
+
+  test("a folder holding compose.yaml (which docker compose reads first) is refused, --force or not: up would not start the bundle", async () => {
+    for (const name of ["compose.yaml", "compose.yml", "docker-compose.yaml"]) {
+      const dir = at(`shadow-${name}`);
+      mkdirSync(dir);
+      writeFileSync(join(dir, name), "services:\n  web:\n    image: nginx\n");
+      for (const extra of [[], ["--force"], ["--dry-run"]]) {
+        const r = await cli(["generate", "--name", "shadow", "--services", "redis", "--dir", dir, "--json", ...extra], { env });
+        expect(r.code).toBe(1);
+        expect(jsonError(r.stdout)).toMatchObject({ code: "EDITED_FILES", message: expect.stringContaining(`holds ${name}, which docker compose reads in place of the docker-compose.yml`) });
+        expect(readdirSync(dir)).toEqual([name]);
+      }
+    }
+  });
+
   test("a --from file whose project name is a path cannot point generate at another bundle", async () => {
     const victim = at("victim");
     expectOk(await cli(["generate", "--name", "victim", "--services", "redis", "--dir", victim], { env }));
