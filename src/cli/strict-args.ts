@@ -6,7 +6,8 @@ import { usageError } from "../errors.ts";
 
 const BOOLEAN_VALUES = new Set(["true", "false"]);
 
-/** Throws USAGE_ERROR (exit 2) for an unknown option, a missing value or a surplus argument. */
+/** Throws USAGE_ERROR (exit 2) for an unknown option, a missing value, an option given twice
+ *  with two values, or a surplus argument. */
 export function checkArgs(command: string, args: ArgsDef | undefined, words: string[]): void {
   const defs = Object.entries(args ?? {}) as [string, ArgDef][];
   // Every command takes --json, even one with nothing to print as JSON (it is then a no-op).
@@ -23,6 +24,7 @@ export function checkArgs(command: string, args: ArgsDef | undefined, words: str
   const given: string[] = [];
   // citty lets `--no-gpu` win over `--gpu` whatever their order: a contradiction is refused instead.
   const switches = new Map<string, [flag: string, on: boolean]>();
+  const values = new Map<string, string>();
   for (let i = 0; i < words.length; i++) {
     const word = words[i];
     if (word === "--") {
@@ -54,6 +56,13 @@ export function checkArgs(command: string, args: ArgsDef | undefined, words: str
     const value = eq >= 0 ? word.slice(eq + 1) : words[i + 1];
     if (value === undefined || value === "" || (eq < 0 && value.startsWith("--"))) throw usageError(`--${name} needs a value. ${help}`);
     if (eq < 0) i++;
+    // citty keeps the last of two: `--services redis --services qdrant` dropped redis unseen, and
+    // two --dir picked the stack to act on by their order.
+    const before = values.get(name);
+    if (before !== undefined && before !== value) {
+      throw usageError(`--${name} is given twice ("${before}" and "${value}"): give it once${name === "services" || name === "skill-packs" ? `, the ids comma-separated (--${name} ${before},${value})` : ""}. ${help}`);
+    }
+    values.set(name, value);
   }
   if (given.length > positionals) throw usageError(`Unexpected argument "${given[positionals]}" for stackgen ${command}. ${help}`);
 }

@@ -27,6 +27,20 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     }
   });
 
+  test("an option given twice with two values is refused: the last one no longer wins unseen", async () => {
+    const twice = await cli(["generate", "--name", "rp", "--services", "redis", "--services", "qdrant", "--dir", at("twice"), "--json"], { env });
+    expect(twice.code).toBe(2);
+    expect(jsonError(twice.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining('--services is given twice ("redis" and "qdrant"): give it once, the ids comma-separated (--services redis,qdrant)') });
+    expect(existsSync(at("twice"))).toBe(false);
+    for (const args of [["validate", "--preset", "minimal", "--preset=devops"], ["status", "--dir", at("a"), "--dir", at("b")]]) {
+      const r = await cli([...args, "--json"], { env });
+      expect(r.code).toBe(2);
+      expect(jsonError(r.stdout).message).toContain("is given twice");
+    }
+    // The same value twice says nothing new and is taken.
+    expectOk(await cli(["validate", "--services", "redis", "--services=redis", "--json"], { env }));
+  });
+
   test("an option without its value, or followed by another option, is refused rather than swallowing it", async () => {
     const cwd = at("values");
     mkdirSync(cwd);
