@@ -112,6 +112,8 @@ export async function run(argv: string[]): Promise<number> {
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
     const err = e instanceof StackgenError ? e : citty2error(e);
+    // Set before the error is printed: a reader gone by then (EPIPE) ends the process with it.
+    process.exitCode = err.exitCode;
     if (json) printJson({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } });
     log.error(err.message);
     for (const d of err.details ?? []) log.error(`  ${d.field}: ${d.message}`);

@@ -10,7 +10,8 @@ const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 let deferring = 0;
 
 /** A reader that stops early (`stackgen services --json | head`) closes the pipe under us: that
- *  ends a command quietly, as it does for other Unix tools, instead of with a stack trace. A
+ *  ends a command quietly, as it does for other Unix tools, instead of with a stack trace, and
+ *  with the exit code of a failure already decided (the error being printed). A
  *  server that lost its log pipe exits 1, so that whatever supervises it notices. But while a
  *  command has the stack stopped, a terminal that went away (SIGHUP, then EIO on every write)
  *  must not end it before it has put the stack back: its messages are lost instead. */
@@ -19,7 +20,8 @@ export function endOnLostOutput(serving: boolean): void {
     stream.on("error", (error: NodeJS.ErrnoException) => {
       if (deferring > 0) return;
       if (error.code !== "EPIPE" && stream === process.stdout) process.stderr.write(`[error] cannot write the output: ${error.message}\n`);
-      process.exit(error.code === "EPIPE" && !serving ? 0 : 1);
+      // A failure already decided keeps its code (a script with pipefail must see it).
+      process.exit(error.code === "EPIPE" && !serving ? (typeof process.exitCode === "number" ? process.exitCode : 0) : 1);
     });
   }
 }

@@ -119,6 +119,12 @@ describe("basics", () => {
     const r = await run(["bash", "-c", `"${process.execPath}" "${main}" services --json 2>"${tmp}/epipe.err" | head -c 20 >/dev/null; echo "\${PIPESTATUS[0]}"`], { env });
     expect(r.stdout.trim()).toBe("0");
     expect(readFileSync(join(tmp, "epipe.err"), "utf8")).toBe("");
+    // A failure keeps its exit code when its error meets a closed pipe: a script with pipefail
+    // must not read success. Both a reader that never reads and one that reads a byte.
+    for (const reader of ["true", "head -c 1 >/dev/null"]) {
+      const failed = await run(["bash", "-c", `"${process.execPath}" "${main}" validate --services nope --json 2>/dev/null | ${reader}; echo "\${PIPESTATUS[0]}"`], { env });
+      expect({ reader, code: failed.stdout.trim() }).toEqual({ reader, code: "2" });
+    }
   });
 
   test("a server whose log pipe closes exits 1, so a supervisor notices", async () => {
