@@ -688,7 +688,7 @@ describe("input fields take effect", () => {
 
   test("a job sidecar runs once, before its service and the siblings that name it: it hands a new volume to a non-root image's user", () => {
     const jobs = getCatalog().services.flatMap((s) => (s.sidecars ?? []).filter((sc) => sc.runsOnce).map((sc) => [s, sc] as const));
-    expect(jobs.map(([s, sc]) => `${s.id}-${sc.name}`).sort()).toEqual(["coolify-volume-owner", "dify-storage-owner", "pentestagent-loot-owner"]);
+    expect(jobs.map(([s, sc]) => `${s.id}-${sc.name}`).sort()).toEqual(["coolify-volume-owner", "dify-storage-owner", "flowise-data-owner", "pentestagent-loot-owner"]);
     for (const [s, sc] of jobs) {
       const all = composeOf(gen({ services: [s.id], platform: s.platforms[0] }).files).services;
       const job = `${s.id}-${sc.name}`;

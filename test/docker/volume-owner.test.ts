@@ -12,6 +12,7 @@ const e2e = await dockerTest();
 const CASES = [
   { service: "coolify", job: "coolify-volume-owner", uid: "9999" },
   { service: "dify", job: "dify-storage-owner", uid: "1001" },
+  { service: "flowise", job: "flowise-data-owner", uid: "1000" },
 ] as const;
 
 describe("volume-owner jobs", () => {
