@@ -21,6 +21,7 @@ import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
 import type { FileDiff } from "./bundle-diff.ts";
+import { shellWord } from "../core/paths.ts";
 
 export default defineCommand({
   meta: { name: "generate", description: "Generate a stack bundle (docker-compose.yml, .env, proxy, monitoring, skills, README)" },
@@ -188,9 +189,9 @@ export default defineCommand({
       // A .env already there wins over an export's values, changed or not.
       ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromPath}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
-      ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${dir} --from ${join(dir, "stackgen.json")} --secrets.`)] : []),
+      ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${shellWord(dir)} --from ${shellWord(join(dir, "stackgen.json"))} --secrets.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
-      `Next: cd ${dir} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length && oldProject === input.projectName ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
+      `Next: cd ${shellWord(dir)} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length && oldProject === input.projectName ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));
   },
 });

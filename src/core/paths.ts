@@ -3,5 +3,10 @@
 import { sep } from "node:path";
 
 /** `path` is `root` itself or lies below it. Both must be absolute and normalised (resolved, or
- *  real paths where symlinks matter): the test is on the text, without touching the disk. */
-export const isWithin = (root: string, path: string): boolean => path === root || path.startsWith(root + sep);
+ *  real paths where symlinks matter): the test is on the text, without touching the disk. The
+ *  file system's root already ends in the separator. */
+export const isWithin = (root: string, path: string): boolean => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+
+/** `text` as one shell word, for commands printed for the user to paste: a folder named
+ *  `My Stack` or `$(…)` must stay one argument and never run as code. Plain words stay bare. */
+export const shellWord = (text: string): string => (/^[A-Za-z0-9_\/.,:@%+=-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`);

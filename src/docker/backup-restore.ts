@@ -4,7 +4,7 @@
 import { accessSync, closeSync, constants, existsSync, fchmodSync, openSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { failure, interruptedError, StackgenError } from "../errors.ts";
-import { isWithin } from "../core/paths.ts";
+import { isWithin, shellWord } from "../core/paths.ts";
 import { isPrivate } from "../core/file-modes.ts";
 import {
   backupFileName,
@@ -194,7 +194,7 @@ export async function refuseProjectElsewhere(engine: Engine, project: string, di
   if (homes.length > 0) {
     throw new StackgenError(
       "BACKUP_FOREIGN",
-      `Project "${project}" already has containers on this engine, running from ${homes.join(", ")}: restoring it into ${dir} would take them over. Restore with --dir ${homes[0]}, or remove that stack first. Nothing was changed.`,
+      `Project "${project}" already has containers on this engine, running from ${homes.join(", ")}: restoring it into ${dir} would take them over. Restore with --dir ${shellWord(homes[0]!)}, or remove that stack first. Nothing was changed.`,
       400,
     );
   }
@@ -500,7 +500,7 @@ export async function restoreBackup(
     } catch (e) {
       return failure(
         "RESTORE_FAILED",
-        `${what}, and putting the previous state back failed too (${(e as Error).message}). That state is in ${safety.file}: stackgen backup restore ${safety.file} --dir ${stack.dir} --yes`,
+        `${what}, and putting the previous state back failed too (${(e as Error).message}). That state is in ${safety.file}: stackgen backup restore ${shellWord(safety.file)} --dir ${shellWord(stack.dir)} --yes`,
       );
     } finally {
       if (unpacked) rmSync(unpacked, { recursive: true, force: true });

@@ -18,6 +18,7 @@ import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo }
 import { formatBytes } from "./format.ts";
 import { REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
+import { shellWord } from "../core/paths.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 export interface DoctorCheck {
@@ -279,7 +280,7 @@ function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): D
   // Secrets of a bundle made without them: compose refuses to start at all (`${VAR:?...}`).
   const required = requiredByCompose(stack.documents, envText);
   if (required.length) {
-    return { id: "values", status: "fail", message: `empty in .env, and compose refuses to start without them: ${required.join(", ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${stack.dir} --from ${join(stack.dir, "stackgen.json")} --secrets` };
+    return { id: "values", status: "fail", message: `empty in .env, and compose refuses to start without them: ${required.join(", ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${shellWord(stack.dir)} --from ${shellWord(join(stack.dir, "stackgen.json"))} --secrets` };
   }
   if (!services.some((s) => s.variables?.some((v) => v.beforeStart))) return undefined;
   if (empty.length === 0) return { id: "values", status: "ok", message: "every value to fill in before the first start is set in .env" };

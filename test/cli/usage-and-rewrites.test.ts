@@ -340,6 +340,16 @@ describe("regenerating into an existing bundle", () => {
     }
   });
 
+  test("the printed next step pastes as it reads: a folder with a space or a $ is quoted; --dir / is not taken for outside itself", async () => {
+    const dir = at("My $(stack)");
+    const r = await cli(["generate", "--name", "spaced", "--services", "redis", "--dir", dir], { env });
+    expectOk(r);
+    expect(r.stdout).toContain(`Next: cd '${dir}' && docker compose up -d`);
+    const root = await cli(["generate", "--name", "rooted", "--services", "redis", "--dir", "/", "--dry-run", "--json"], { env });
+    expectOk(root);
+    expect(JSON.parse(root.stdout).dir).toBe("/");
+  });
+
   test("a --from file whose project name is a path cannot point generate at another bundle", async () => {
     const victim = at("victim");
     expectOk(await cli(["generate", "--name", "victim", "--services", "redis", "--dir", victim], { env }));

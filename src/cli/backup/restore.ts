@@ -13,6 +13,7 @@ import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
 import { INTERRUPTED_EXIT, StackgenError } from "../../errors.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
 import { log, printJson, printText, progress } from "../output.ts";
+import { shellWord } from "../../core/paths.ts";
 
 function rmEmptyDir(dir: string): void {
   try {
@@ -113,7 +114,7 @@ export default defineCommand({
       const onQuit = () => {
         rmSync(work, { recursive: true, force: true });
         return safetyBackup
-          ? `the volumes may be half restored and the stack stopped. Do not start it as it is: the state before the restore is in ${safetyBackup}, and \`stackgen backup restore ${safetyBackup} --dir ${target.dir} --yes\` puts it back.`
+          ? `the volumes may be half restored and the stack stopped. Do not start it as it is: the state before the restore is in ${safetyBackup}, and \`stackgen backup restore ${shellWord(safetyBackup)} --dir ${shellWord(target.dir)} --yes\` puts it back.`
           : undefined;
       };
       result = await withDeferredInterrupts("the restore", async (signal) => {
