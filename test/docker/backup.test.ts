@@ -50,6 +50,9 @@ volumes:
     await stack.exec("store", "sh", "-c", "echo one > /data/a.txt && mkdir -p /data/d && echo two > /data/d/b.txt && ln -s a.txt /data/l && ln -s /data/d/b.txt /data/abs && echo m > /more/m.txt");
     // What a Linux file system may hold and a backup must give back: a backslash in a name, a device node.
     await stack.exec("store", "sh", "-c", "printf odd > '/data/back\\slash' && mknod /data/null c 1 3");
+    // A database's folder as its non-root server keeps it (PostgreSQL refuses to start on a data
+    // folder of another owner or mode): owners and modes must survive the round trip.
+    await stack.exec("store", "sh", "-c", "mkdir /data/pg && echo x > /data/pg/f && chown 999:70 /data/pg/f && chmod 600 /data/pg/f && chown 70:70 /data/pg && chmod 700 /data/pg");
   }, 120_000);
   afterAll(() => stack.cleanup(), 60_000);
 
@@ -106,7 +109,7 @@ volumes:
   e2e(
     "restore brings back volume contents and config, after a safety backup",
     async () => {
-      await stack.exec("store", "sh", "-c", "echo changed > /data/a.txt && echo junk > /data/junk && rm -rf /more/m.txt");
+      await stack.exec("store", "sh", "-c", "echo changed > /data/a.txt && echo junk > /data/junk && rm -rf /more/m.txt && chown -R 0:0 /data/pg && chmod -R 777 /data/pg");
       stack.write(".env", "SETTING=edited\n");
       const refused = await cli(["backup", "restore", first, "--dir", stack.dir]);
       expect(refused.code).toBe(2);
@@ -128,6 +131,7 @@ volumes:
       expect(await stack.exec("store", "cat", "/data/back\\slash")).toBe("odd");
       expect((await stack.exec("store", "stat", "-c", "%F %t,%T", "/data/null")).trim()).toBe("character special file 1,3");
       expect((await stack.exec("store", "sh", "-c", "ls /data")).split("\n")).not.toContain("junk");
+      expect((await stack.exec("store", "stat", "-c", "%u:%g %a", "/data/pg", "/data/pg/f")).trim().split("\n")).toEqual(["70:70 700", "999:70 600"]);
       expect(readFileSync(join(stack.dir, ".env"), "utf8")).toBe("SETTING=original\n");
       expect((await stack.container("store")).State.Health.Status).toBe("healthy");
     },
