@@ -2,6 +2,7 @@
 // `stackgen --version` and `stackgen serve` start without parsing the others.
 import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
 import { StackgenError, usageError } from "../errors.ts";
+import { didYouMean } from "../core/suggest.ts";
 import { checkArgs } from "./strict-args.ts";
 import { VERSION, COMMIT } from "../version.ts";
 import { log, printJson, printText, stdoutStyled } from "./output.ts";
@@ -85,7 +86,7 @@ export async function run(argv: string[]): Promise<number> {
       const word = words[path.length];
       const subcommands = await subcommandsOf(cmd);
       if (word !== undefined && !word.startsWith("-") && subcommands) {
-        throw usageError(path.length === 0 ? `Unknown command "${word}". Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}; expected one of ${Object.keys(subcommands).join(", ")}.`);
+        throw usageError(path.length === 0 ? `Unknown command "${word}"${didYouMean(word, Object.keys(subcommands))}. Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}; expected one of ${Object.keys(subcommands).join(", ")}.`);
       }
       // citty names a command after its parent only (`backup create`): give it the whole path.
       const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
@@ -97,7 +98,7 @@ export async function run(argv: string[]): Promise<number> {
       return 0;
     }
     const [cmd, path] = await resolveCommand(argv);
-    if (cmd === main) throw new StackgenError("USAGE_ERROR", `Unknown command "${argv[0]}". Run stackgen --help.`, 400);
+    if (cmd === main) throw new StackgenError("USAGE_ERROR", `Unknown command "${argv[0]}"${didYouMean(argv[0]!, Object.keys((await subcommandsOf(main)) ?? {}))}. Run stackgen --help.`, 400);
     const name = path.join(" ");
     const subcommands = await subcommandsOf(cmd);
     if (subcommands && !cmd.run) {

@@ -3,6 +3,7 @@
 // `--json`. The words after the command are checked against its declared args before it runs.
 import type { ArgsDef, ArgDef } from "citty";
 import { usageError } from "../errors.ts";
+import { didYouMean } from "../core/suggest.ts";
 
 const BOOLEAN_VALUES = new Set(["true", "false"]);
 
@@ -38,7 +39,7 @@ export function checkArgs(command: string, args: ArgsDef | undefined, words: str
     const eq = word.indexOf("=");
     const flag = eq < 0 ? word : word.slice(0, eq);
     const known = options.get(flag);
-    if (!known) throw usageError(`Unknown option ${flag} for stackgen ${command}. ${help}`);
+    if (!known) throw usageError(`Unknown option ${flag} for stackgen ${command}${didYouMean(flag, options.keys(), false)}. ${help}`);
     const [name, def] = known;
     if (def.type === "boolean") {
       const negated = flag.startsWith("--no-") && flag !== `--${name}`;

@@ -1,5 +1,6 @@
 // Turns a request body (already shape-checked) into a normalized selection: config migration,
 // preset expansion, pack aliases, and every unknown id reported with the field that holds it.
+import { didYouMean } from "./suggest.ts";
 import type { Catalog } from "../catalog/index.ts";
 import { MAX_IDS, type GenerateRequest, type ValidateRequest } from "../schema/api.ts";
 import type { Platform } from "../schema/catalog.ts";
@@ -37,17 +38,18 @@ export function unknownIdIssues(body: unknown, catalog: Catalog): FieldIssue[] {
   const issues: FieldIssue[] = [];
   if (typeof body !== "object" || body === null) return issues;
   const { preset, services, skillPacks } = body as Record<string, unknown>;
-  if (typeof preset === "string" && !catalog.presetsById.has(preset)) issues.push({ field: "preset", message: `Unknown preset id "${preset}"` });
-  const each = (list: unknown, field: string, known: (id: string) => boolean, kind: string) => {
+  if (typeof preset === "string" && !catalog.presetsById.has(preset)) issues.push({ field: "preset", message: `Unknown preset id "${preset}"${didYouMean(preset, catalog.presetsById.keys())}` });
+  const each = (list: unknown, field: string, known: (id: string) => boolean, kind: string, hint: (id: string) => string) => {
     // A longer list is refused by the shape check as a whole; naming each of its ids would make
     // the answer as large as the body.
     if (!Array.isArray(list) || list.length > MAX_IDS) return;
     list.forEach((id, i) => {
-      if (typeof id === "string" && !known(id)) issues.push({ field: `${field}.${i}`, message: `Unknown ${kind} id "${id}"` });
+      if (typeof id === "string" && !known(id)) issues.push({ field: `${field}.${i}`, message: `Unknown ${kind} id "${id}"${hint(id)}` });
     });
   };
-  each(services, "services", (id) => catalog.servicesById.has(id), "service");
-  each(skillPacks, "skillPacks", (id) => catalog.packsById.has(PACK_ALIASES[id] ?? id), "skill pack");
+  // A pack's id among the services (or the reverse) is the likeliest mix-up: said as such.
+  each(services, "services", (id) => catalog.servicesById.has(id), "service", (id) => (catalog.packsById.has(id) ? ` ("${id}" is a skill pack)` : didYouMean(id, catalog.servicesById.keys())));
+  each(skillPacks, "skillPacks", (id) => catalog.packsById.has(PACK_ALIASES[id] ?? id), "skill pack", (id) => (catalog.servicesById.has(id) ? ` ("${id}" is a service)` : didYouMean(id, catalog.packsById.keys())));
   return issues;
 }
 

@@ -20,11 +20,14 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
   test("an unknown option, even a near miss of --dry-run, stops the command before it writes", async () => {
     const r = await cli(["generate", "--name", "typo", "--services", "redis", "--dir", at("typo"), "--dryrun", "--json"], { env });
     expect(r.code).toBe(2);
-    expect(jsonError(r.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("--dryrun") });
+    expect(jsonError(r.stdout)).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("Unknown option --dryrun for stackgen generate (did you mean --dry-run?)") });
     expect(existsSync(at("typo"))).toBe(false);
     for (const args of [["services", "--bogus"], ["validate", "--services", "redis", "--verbose"], ["skills", "-x"]]) {
       expect((await cli(args, { env })).code).toBe(2);
     }
+    // A mistyped command or preset says what was meant.
+    expect(jsonError((await cli(["genrate", "--json"], { env })).stdout).message).toContain('Unknown command "genrate" (did you mean "generate"?)');
+    expect(jsonError((await cli(["presets", "devop", "--json"], { env })).stdout).message).toContain('Preset "devop" not found (did you mean "devops"?)');
   });
 
   test("an option given twice with two values is refused: the last one no longer wins unseen", async () => {
