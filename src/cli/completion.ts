@@ -63,7 +63,7 @@ export async function completionScript(shell: string): Promise<string> {
   };
   /** A command's first positional argument. */
   const backupSubcommands = Object.keys(commandsFlags).filter((k) => k.startsWith("backup ")).map((k) => k.slice(7)).join(" ");
-  const positional: Record<string, string> = { backup: backupSubcommands, completion: "bash zsh fish", presets };
+  const positional: Record<string, string> = { backup: backupSubcommands, completion: "bash zsh fish", presets, services: lists["--services"]! };
   const commands = [...new Set(Object.keys(commandsFlags).map((k) => k.split(" ")[0]!))].join(" ");
   const rows = (f: (key: string, words: string) => string, table: Record<string, string>) => Object.entries(table).map(([k, w]) => f(k, w)).join("\n");
   const offered = new Set([...FILE_FLAGS, ...DIR_FLAGS, ...Object.keys(values), ...Object.keys(lists)]);

@@ -4,6 +4,7 @@ import { createHash, createHmac } from "node:crypto";
 import { chmodSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { getCatalog } from "../../src/catalog/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { PROVIDER_NAMES } from "../../src/deploy/index.ts";
 import { BUN, cli, expectOk, freePort, hasTool, MAIN, run } from "../support/tools.ts";
@@ -224,6 +225,23 @@ describe("basics", () => {
     expect((await cli(["presets", "nope"], { env })).code).toBe(2);
   });
 
+  test("services <id> shows one service as GET /v1/services/{id} gives it, and in words what it needs, publishes and keeps", async () => {
+    const json = JSON.parse((await cli(["services", "dify", "--json"], { env })).stdout);
+    expect(json).toEqual({ service: getCatalog().servicesById.get("dify") });
+    const text = await cli(["services", "coolify"], { env });
+    expectOk(text);
+    expect(text.stdout).toStartWith("Coolify (coolify): ");
+    expect(text.stdout).toContain("Ports:        8000->8080 (web) Dashboard and REST API");
+    expect(text.stdout).toContain("Needs:        postgresql: Coolify stores servers");
+    expect(text.stdout).toContain("coolify-volume-owner (busybox:1.37.0, runs once before it starts)");
+    expect(text.stdout).toContain("coolify-ssh -> /var/www/html/storage/app/ssh");
+    expect(text.stdout).toContain("COOLIFY_DB_PASSWORD (generated secret): ");
+    expect(text.stdout).toContain("COOLIFY_API_TOKEN (optional, yours to fill in): ");
+    const unknown = await cli(["services", "postgres", "--json"], { env });
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stdout).error).toMatchObject({ code: "NOT_FOUND", message: 'Service "postgres" not found (did you mean "postgresql"?); stackgen services lists them' });
+  });
+
   test("completion scripts for bash, zsh and fish parse in their shells", async () => {
     for (const shell of ["bash", "zsh", "fish"]) {
       const r = await cli(["completion", shell], { env });
@@ -290,6 +308,8 @@ describe("basics", () => {
       ["generate --name backup --", ["--from", "--dir"], ["--hot", "--keep"]],
       ["deploy --dir backup --", ["--provider", "--url"], ["--hot"]],
       ["presets minimal ", [], ["devops"]],
+      ["services postg", ["postgresql"], ["myfile.json"]],
+      ["services ", ["redis", "coolify"], ["myfile.json"]],
       ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
     ];
     // A negation the help names is offered (--no-gpu turns off a preset's GPU support).
