@@ -16,7 +16,7 @@ import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
-import { loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
+import { COMPOSE_FILE_NAMES, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { planBundle, writePlan } from "./write-bundle.ts";
@@ -291,7 +291,7 @@ function keptPortsIn(dir: string): Record<string, number> | undefined {
 
 /** The project name an existing bundle in `dir` records in its stackgen.json (`config`), if any. */
 /** Compose file names docker compose looks for before docker-compose.yml, in its order. */
-const COMPOSE_FILES_READ_FIRST = ["compose.yaml", "compose.yml", "docker-compose.yaml"];
+const COMPOSE_FILES_READ_FIRST = COMPOSE_FILE_NAMES.slice(0, COMPOSE_FILE_NAMES.indexOf("docker-compose.yml"));
 
 /**
  * Where a run reads its input and writes its bundle, for the two ways of regenerating a bundle:

@@ -304,8 +304,19 @@ function orphanCheck(stack: Stack, containers: ContainerSummary[]): DoctorCheck 
   };
 }
 
+/** A bundle beside compose.yaml (or compose.yml): docker compose, and so `up`, reads that file
+ *  and not the bundle's docker-compose.yml. */
+function shadowedBundleCheck(stack: Stack): DoctorCheck | undefined {
+  const bundleFile = join(stack.dir, "docker-compose.yml");
+  if (!stack.config || !existsSync(bundleFile) || stack.composeFiles.includes(bundleFile)) return undefined;
+  const read = stack.composeFiles.map((f) => basename(f)).join(", ");
+  return { id: "compose-file", status: "fail", message: `docker compose reads ${read} in ${stack.dir}, not the bundle's docker-compose.yml: \`docker compose up\` there starts that file's services; move it out of the folder` };
+}
+
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
+  const shadowed = shadowedBundleCheck(stack);
+  if (shadowed) checks.push(shadowed);
   const { config } = stack;
   // Compose merges a later file's ports and devices into the earlier ones': check every file.
   const files = stack.documents;

@@ -197,6 +197,18 @@ services:
     expect(after.checks.some((c) => c.id === "values" && c.status !== "ok")).toBe(false);
   });
 
+  test("a bundle beside a compose.yaml, which docker compose reads in its place, fails", async () => {
+    const dir = join(tmp, "shadowed");
+    expect((await cli(["generate", "--services", "redis", "--dir", dir], { env })).code).toBe(0);
+    const clear = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(clear.checks.some((c) => c.id === "compose-file")).toBe(false);
+    writeFileSync(join(dir, "compose.yaml"), "services:\n  web:\n    image: nginx\n");
+    const r = await cli(["doctor", "--dir", dir, "--json"], { env });
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as { checks: Check[] };
+    expect(report.checks.find((c) => c.id === "compose-file")).toEqual({ id: "compose-file", status: "fail", message: expect.stringContaining(`docker compose reads compose.yaml in ${dir}, not the bundle's docker-compose.yml`) });
+  });
+
   test("a directory that is not a stack is bad input (exit 2)", async () => {
     const r = await cli(["doctor", "--dir", tmp, "--json"], { env });
     expect(r.code).toBe(2);

@@ -330,7 +330,7 @@ describe("regenerating into an existing bundle", () => {
   });
 
   test("a folder holding compose.yaml (which docker compose reads first) is refused, --force or not: up would not start the bundle", async () => {
-    for (const name of ["compose.yaml", "compose.yml", "docker-compose.yaml"]) {
+    for (const name of ["compose.yaml", "compose.yml"]) {
       const dir = at(`shadow-${name}`);
       mkdirSync(dir);
       writeFileSync(join(dir, name), "services:\n  web:\n    image: nginx\n");
