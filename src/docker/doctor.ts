@@ -307,10 +307,10 @@ function orphanCheck(stack: Stack, containers: ContainerSummary[]): DoctorCheck 
 /** A bundle beside compose.yaml (or compose.yml): docker compose, and so `up`, reads that file
  *  and not the bundle's docker-compose.yml. */
 function shadowedBundleCheck(stack: Stack): DoctorCheck | undefined {
-  const bundleFile = join(stack.dir, "docker-compose.yml");
-  if (!stack.config || !existsSync(bundleFile) || stack.composeFiles.includes(bundleFile)) return undefined;
-  const read = stack.composeFiles.map((f) => basename(f)).join(", ");
-  return { id: "compose-file", status: "fail", message: `docker compose reads ${read} in ${stack.dir}, not the bundle's docker-compose.yml: \`docker compose up\` there starts that file's services; move it out of the folder` };
+  // Files named by COMPOSE_FILE are the user's choice; only compose's own lookup can shadow.
+  const read = stack.composeFiles[0]!;
+  if (!stack.config || !existsSync(join(stack.dir, "docker-compose.yml")) || !["compose.yaml", "compose.yml"].some((name) => read === join(stack.dir, name))) return undefined;
+  return { id: "compose-file", status: "fail", message: `docker compose reads ${basename(read)} in ${stack.dir}, not the bundle's docker-compose.yml: \`docker compose up\` there starts that file's services; move it out of the folder` };
 }
 
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
