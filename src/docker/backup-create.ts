@@ -26,7 +26,7 @@ import type { Compose, ComposeModel } from "./compose.ts";
 import type { ContainerSummary, Engine } from "./engine.ts";
 import { byteProgress } from "./format.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
+import { awaitedJobs, dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
 import type { Stack } from "./stack.ts";
 
 export interface CreateOptions {
@@ -264,12 +264,20 @@ export function quitBackupNote(compose: Compose, inFlight: BackupInFlight): stri
  *  engine shows them (a failed start may have started some), and the command that starts them. */
 export async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void, model?: ComposeModel): Promise<string | undefined> {
   const dependsOn = model ? dependenciesByService(model) : {};
-  // `compose start` starts what the services depend on too: a job that has finished (an init or
-  // migration job) would run again after every backup. Such jobs are left as they are.
-  const jobs = await finishedJobs(engine, compose.stack.project, [...dependenciesOf(services, dependsOn)].filter((name) => !services.includes(name))).catch(() => []);
-  say(`Starting ${services.join(", ")} again${jobs.length ? ` (the finished ${jobs.length === 1 ? "job" : "jobs"} ${jobs.join(", ")} not run again)` : ""}`);
+  // Only what the backup stopped starts again. `compose start` starts what the services depend
+  // on too: a finished job (init, migration, volume owner) would run again after every backup,
+  // a failed one fail the start, one whose container was pruned make it refuse ("missing
+  // dependency"), and a service the user had stopped would come back. Those are left as they were.
+  const notRunning = [...dependenciesOf(services, dependsOn)].filter((name) => !services.includes(name));
+  const jobs = await finishedJobs(engine, compose.stack.project, notRunning).catch((): string[] => []);
+  const others = notRunning.filter((name) => !jobs.includes(name));
+  const left = [
+    jobs.length ? `the finished ${jobs.length === 1 ? "job" : "jobs"} ${jobs.join(", ")} not run again` : "",
+    others.length ? `${others.join(", ")}, not running before, left so` : "",
+  ].filter(Boolean).join("; ");
+  say(`Starting ${services.join(", ")} again${left ? ` (${left})` : ""}`);
   try {
-    if (jobs.length === 0) await compose.start(services);
+    if (notRunning.length === 0) await compose.start(services);
     else await startLeaving(engine, compose, services, dependsOn);
     return undefined;
   } catch (e) {
@@ -277,17 +285,21 @@ export async function startAgain(engine: Engine, compose: Compose, services: str
     const stopped = await servicesNotRunning(engine, compose.stack.project, services).catch(() => services);
     if (stopped.length === 0) return undefined;
     const one = stopped.length === 1;
-    return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${composeCommand(compose, "start", stopped)}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
+    // `start` would refuse the same way; `restart --no-deps` starts them alone.
+    const command = composeCommand(compose, notRunning.length ? "restart --no-deps" : "start", stopped);
+    return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${command}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
   }
 }
 
-/** Services whose every container ran to completion (exited 0), among `names`. */
+/** The one-shot jobs among `names` that ran to completion: awaited by another service
+ *  (service_completed_successfully) and every container exited 0. */
 async function finishedJobs(engine: Engine, project: string, names: string[]): Promise<string[]> {
   if (names.length === 0) return [];
   const containers = await engine.listProjectContainers(project);
+  const jobs = awaitedJobs(containers);
   return names.filter((name) => {
     const own = containers.filter((c) => c.Labels["com.docker.compose.service"] === name);
-    return own.length > 0 && own.every(ranToCompletion);
+    return jobs.has(name) && own.length > 0 && own.every(ranToCompletion);
   });
 }
 

@@ -37,6 +37,20 @@ export function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Re
 /** A container that ended as a job does: exited with code 0 (an init or migration job). */
 export const ranToCompletion = (c: ContainerSummary) => c.State === "exited" && /^Exited \(0\)/.test(c.Status);
 
+/** The services another container waits for to complete (`service_completed_successfully`):
+ *  one-shot jobs, as compose records them on each dependent in its depends_on label
+ *  (`name:condition:restart`, comma-separated). A service stopped with exit 0 is not one. */
+export function awaitedJobs(containers: readonly ContainerSummary[]): Set<string> {
+  const jobs = new Set<string>();
+  for (const c of containers) {
+    for (const entry of (c.Labels["com.docker.compose.depends_on"] ?? "").split(",")) {
+      const [name, condition] = entry.split(":");
+      if (name && condition === "service_completed_successfully") jobs.add(name);
+    }
+  }
+  return jobs;
+}
+
 /** Each service's dependencies, as the compose files give them. */
 export const dependenciesByService = (model: ComposeModel): Record<string, string[]> => Object.fromEntries(model.services.map((s) => [s.name, s.dependsOn]));
 

@@ -1055,7 +1055,7 @@ ${sleeper}    volumes: ["data:/data"]
   init:
     image: ${BASE_IMAGE}
     restart: "no"
-    command: ["sh", "-c", "echo ran >> /data/initlog"]
+    command: ["sh", "-c", "test ! -f /data/poison || exit 1; echo ran >> /data/initlog"]
     volumes: ["data:/data"]
   app:
 ${sleeper}    depends_on:
@@ -1077,6 +1077,31 @@ volumes:
       // Stopped for the copy and started again, after db was healthy.
       expect(app.State.StartedAt).not.toBe(appBefore);
       expect(Date.parse(app.State.StartedAt)).toBeGreaterThanOrEqual(Date.parse(db.State.StartedAt));
+    },
+    120_000,
+  );
+
+  e2e(
+    "a job whose container was pruned, or that failed since, does not keep the app down: the backup is written and the app runs again",
+    async () => {
+      // `docker container prune` removes the finished job's container: compose start then refused
+      // ("app is missing dependency init") and left the app stopped, with no backup.
+      await docker("rm", (await stack.container("init")).Id);
+      const pruned = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(pruned.code, pruned.stderr).toBe(0);
+      expect(pruned.stderr).toContain("(init, not running before, left so)");
+      expect((await stack.container("app")).State.Running).toBe(true);
+      // A job run again since, failing: compose start ran it once more and failed the same way.
+      await stack.exec("db", "touch", "/data/poison");
+      expect((await stack.compose("up", "-d", "--force-recreate", "--no-deps", "init")).code).toBe(0);
+      for (let i = 0; i < 40 && (await stack.container("init")).State.Status !== "exited"; i++) await Bun.sleep(250);
+      expect((await stack.container("init")).State.ExitCode).toBe(1);
+      const failed = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(failed.code, failed.stderr).toBe(0);
+      expect((await stack.container("app")).State.Running).toBe(true);
+      expect((await stack.container("db")).State.Running).toBe(true);
+      const runs = (await stack.exec("db", "cat", "/data/initlog")).trim().split("\n").length;
+      expect(runs).toBe(1);
     },
     120_000,
   );

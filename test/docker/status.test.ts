@@ -18,6 +18,7 @@ services:
     image: ${BASE_IMAGE}
     init: true
     command: ["sleep", "3600"]
+    depends_on: {job: {condition: service_completed_successfully}}
     ports: ["127.0.0.1::80"]
     healthcheck: {test: ["CMD", "true"], interval: 1s, timeout: 2s, retries: 2}
   sick:
@@ -64,12 +65,13 @@ services:
       expect(byName.sick).toMatchObject({ state: "running", status: "unhealthy" });
       expect(byName.gone).toMatchObject({ state: "exited", uptime: "", exitCode: 3, status: "none" });
       expect(byName.gone.statusText).toMatch(/Exited \(3\)/);
-      // A one-shot job that ended with 0 is done, not down; one that failed is not.
+      // A one-shot job (ok waits for it to complete) that ended with 0 is done, not down; a
+      // service that failed, or that merely has no restart policy, is not.
       expect(byName.job).toMatchObject({ state: "exited", exitCode: 0, finished: true });
       expect(byName.gone.finished).toBeUndefined();
       expect(byName.ok.finished).toBeUndefined();
       for (const s of report.services) expect(Object.keys(s)).not.toContain("health");
-      expect(report.summary).toEqual({ total: 4, running: 2, stopped: 2, healthy: 1, unhealthy: 1 });
+      expect(report.summary).toEqual({ total: 4, running: 2, stopped: 2, healthy: 1, unhealthy: 1, finished: 1 });
 
       const text = await cli(["status", "--dir", stack.dir]);
       expect(text.code).toBe(0);
