@@ -19,7 +19,7 @@ import type { CatalogService } from "../schema/catalog.ts";
 import { COMPOSE_FILE_NAMES, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
-import { planBundle, writePlan } from "./write-bundle.ts";
+import { EDIT_KEPT_SUFFIX, planBundle, writePlan } from "./write-bundle.ts";
 import type { FileDiff } from "./bundle-diff.ts";
 import { shellWord } from "../core/paths.ts";
 
@@ -165,7 +165,7 @@ export default defineCommand({
     if (refusal) throw refusal;
     await writePlan(dir, plan);
     const replaced = plan.filter((f) => f.action === "overwrite-edited").map((f) => f.path);
-    if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Their previous text is not kept.`);
+    if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Your text of each is kept beside it, in ${replaced.map((p) => `${p}${EDIT_KEPT_SUFFIX}`).join(", ")}, to carry over what you still need.`);
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
     const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
     if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);

@@ -244,6 +244,14 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
       // Caddyfile) sees the new text at its next reload. A name hard-linked to another file gets a
       // file of its own instead (as restore does): the secrets are never written into the other one.
       if ((old?.nlink ?? 1) > 1) await unlink(target);
+      // --force replaces an edit; the edit is kept beside it, to carry over by hand.
+      if (f.action === "overwrite-edited" && before !== undefined) {
+        const kept = `${target}${EDIT_KEPT_SUFFIX}`;
+        const keptBefore = await readFile(kept).catch(() => undefined);
+        undo.push(keptBefore === undefined ? async () => { await unlink(kept).catch(() => {}); } : async () => { await writeFile(kept, keptBefore); });
+        if ((await lstat(kept).catch(() => undefined))?.isSymbolicLink()) await unlink(kept); // never written through a planted link
+        await writeFile(kept, before, { mode: old!.mode & 0o777 });
+      }
       await writeFile(target, f.content, { mode });
       await chmod(target, mode);
     }
@@ -257,6 +265,9 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
       : `Could not write ${current} in ${root} (${code}). The files written before it were put back: the bundle is as it was.`, 500, undefined, NOT_WRITABLE.includes(code) ? 2 : 1);
   }
 }
+
+/** Suffix of the copy of an edited file that --force replaced (`Caddyfile.edited`). */
+export const EDIT_KEPT_SUFFIX = ".edited";
 
 /** Folders left empty by a removed file (`skills/n8n/`) go too, up to the bundle's root. */
 async function removeEmptyParents(root: string, dir: string): Promise<void> {

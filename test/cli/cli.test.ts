@@ -605,8 +605,20 @@ describe("generate", () => {
     }
     const forced = await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir, "--force"], { env });
     expectOk(forced);
-    expect(forced.stderr).toContain("Replaced files you had changed (--force): docker-compose.yml.");
+    expect(forced.stderr).toContain("Replaced files you had changed (--force): docker-compose.yml. Your text of each is kept beside it, in docker-compose.yml.edited");
     expect(readFileSync(compose, "utf8")).not.toContain("# my edit");
+    // The edit is not lost: the replaced text is kept beside it, with the file's mode.
+    expect(readFileSync(`${compose}.edited`, "utf8")).toEndWith("# my edit\n");
+    expect(statSync(`${compose}.edited`).mode & 0o777).toBe(statSync(compose).mode & 0o777);
+    // A planted link in its place is replaced, never written through.
+    const elsewhere = join(tmp, "g3-elsewhere");
+    writeFileSync(elsewhere, "untouched\n");
+    rmSync(`${compose}.edited`);
+    symlinkSync(elsewhere, `${compose}.edited`);
+    writeFileSync(compose, readFileSync(compose, "utf8") + "# again\n");
+    expectOk(await cli(["generate", "--name", "g3", "--services", "redis", "--dir", dir, "--force"], { env }));
+    expect(readFileSync(elsewhere, "utf8")).toBe("untouched\n");
+    expect(readFileSync(`${compose}.edited`, "utf8")).toEndWith("# again\n");
   });
 
   test("unedited generated files are updated on regeneration", async () => {
