@@ -1,5 +1,6 @@
 // Waiting for services to come up: running and, when they have a health check, healthy.
 import { EngineError, type Engine } from "./engine.ts";
+import { awaitedJobs } from "./layers.ts";
 
 export interface ServiceReadiness {
   service: string;
@@ -36,7 +37,7 @@ const CRASH_LOOP_RESTARTS = 3;
  * start, "running" says nothing about a process that crashes a second later and is restarted by
  * its policy over and over.
  */
-export function readiness(service: string, states: ContainerState[], settleMs = 0, now = Date.now(), mayFinish = true): ServiceReadiness {
+export function readiness(service: string, states: ContainerState[], settleMs = 0, now = Date.now(), mayFinish = true, mustFinish = false): ServiceReadiness {
   if (states.length === 0) return { service, ok: false, reason: "no container", final: false };
   for (const s of states) {
     if ((s.RestartCount ?? 0) >= CRASH_LOOP_RESTARTS) {
@@ -45,6 +46,9 @@ export function readiness(service: string, states: ContainerState[], settleMs = 
       return { service, ok: false, reason: `restarted ${s.RestartCount} times${code}`, final: true };
     }
     if (s.Status === "running") {
+      // A one-shot job is ready once it has done its work, not while it runs (a dependent's
+      // compose up would otherwise sit on it outside every timeout and progress line).
+      if (mustFinish && mayFinish) return { service, ok: false, reason: "running (a one-shot job, ready once it has finished)", final: false };
       const health = s.Health?.Status;
       if (health === "unhealthy") return { service, ok: false, reason: "unhealthy", final: true };
       if (health === "starting") return { service, ok: false, reason: "health check still starting", final: false };
@@ -62,7 +66,8 @@ export function readiness(service: string, states: ContainerState[], settleMs = 
 }
 
 async function probe(engine: Engine, project: string, service: string, settleMs: number, mayFinish: boolean): Promise<ServiceReadiness> {
-  const containers = (await engine.listProjectContainers(project)).filter((c) => c.Labels["com.docker.compose.service"] === service);
+  const all = await engine.listProjectContainers(project);
+  const containers = all.filter((c) => c.Labels["com.docker.compose.service"] === service);
   const states = await Promise.all(containers.map(async (c) => {
     try {
       const inspected = await engine.inspectContainer(c.Id);
@@ -74,7 +79,7 @@ async function probe(engine: Engine, project: string, service: string, settleMs:
       throw e;
     }
   }));
-  return readiness(service, states.filter((state) => state !== undefined), settleMs, Date.now(), mayFinish);
+  return readiness(service, states.filter((state) => state !== undefined), settleMs, Date.now(), mayFinish, awaitedJobs(all).has(service));
 }
 
 /** How long a service without a health check must stay up to count as started: long enough for

@@ -13,7 +13,7 @@ import { normaliseModel, takesUpPull, type Compose } from "../../src/docker/comp
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
-import { dependencyLayers } from "../../src/docker/layers.ts";
+import { awaitedJobs, dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
@@ -133,6 +133,20 @@ describe("status helpers", () => {
     // Caught running again, the engine reports exit code 0: no code is better than a wrong one.
     expect(readiness("a", [{ Status: "running", ExitCode: 0, StartedAt: started(1), RestartCount: 3 }], 5000, now).reason).toBe("restarted 3 times");
     expect(readiness("a", [{ Status: "restarting", ExitCode: 1, RestartCount: 4 }], 5000, now).reason).toBe("restarted 4 times (last exit code 1)");
+    // A one-shot job another service waits for is ready once finished, however long it has run.
+    expect(readiness("job", [{ Status: "running", ExitCode: 0, StartedAt: started(60) }], 5000, now, true, true)).toMatchObject({ ok: false, final: false, reason: "running (a one-shot job, ready once it has finished)" });
+    expect(readiness("job", [{ Status: "exited", ExitCode: 0 }], 5000, now, true, true).ok).toBe(true);
+    expect(readiness("job", [{ Status: "exited", ExitCode: 1 }], 5000, now, true, true)).toMatchObject({ ok: false, final: true });
+  });
+
+  test("a job is what another container waits for to complete, as compose labels it", () => {
+    const container = (service: string, dependsOn?: string) => ({ Id: service, Names: [], Image: "", ImageID: "", State: "running", Status: "", Ports: [], Labels: { "com.docker.compose.service": service, ...(dependsOn === undefined ? {} : { "com.docker.compose.depends_on": dependsOn }) } });
+    expect(awaitedJobs([
+      container("app", "init:service_completed_successfully:false,db:service_healthy:false"),
+      container("worker", "db:service_started:true"),
+      container("db"),
+      container("init", ""),
+    ])).toEqual(new Set(["init"]));
   });
 
   test("a container removed between the engine's list and its inspection is skipped, not a failed wait", async () => {
