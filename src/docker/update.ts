@@ -10,7 +10,7 @@ import { composeAsItRuns, composeCommand, createBackup, oversizedConfig } from "
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
+import { awaitedJobs, dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
@@ -489,6 +489,18 @@ async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: 
   return started.code === 0 ? started : compose.run(["up", "--detach", ...upArgs]);
 }
 
+/** A one-shot job a running service waits for (service_completed_successfully) whose container
+ *  ended with an error: the first such, with its exit code and the running services that need it. */
+function failedJobNeeded(containers: ContainerSummary[], running: ReadonlySet<string>, dependsOn: Record<string, string[]>): { job: string; code: number; dependents: string[] } | undefined {
+  const needed = dependenciesOf(running, dependsOn);
+  for (const job of [...awaitedJobs(containers)].sort()) {
+    if (!needed.has(job) || running.has(job)) continue;
+    const code = containers.filter((c) => c.Labels["com.docker.compose.service"] === job).map((c) => Number(/^Exited \((\d+)\)/.exec(c.Status)?.[1] ?? 0)).find((n) => n !== 0);
+    if (code !== undefined) return { job, code, dependents: [...running].filter((name) => dependenciesOf([name], dependsOn).has(job)).sort() };
+  }
+  return undefined;
+}
+
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
@@ -496,6 +508,13 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   const dependsOn = dependenciesByService(model);
   const layers = startLayers(dependsOn, running);
   if (plan.outsideModel.length) opts.progress(outsideModelNote(plan.outsideModel));
+  // Refused before anything is pulled or stopped: the update could only fail on it, and roll back.
+  const failedJob = failedJobNeeded(containers, running, dependsOn);
+  if (failedJob) {
+    const { job, code, dependents } = failedJob;
+    const one = dependents.length === 1;
+    throw failure("JOB_FAILED", `${job}, a one-shot job that ${dependents.join(", ")} ${one ? "waits" : "wait"} for, exited with code ${code} before the update: compose would run it again to start ${one ? "that service" : "them"}, and while it fails ${one ? "it" : "they"} would stay down, whatever the new images. Nothing was pulled or stopped. \`${composeCommand(compose, "logs", [job])}\` in ${stack.dir} shows why; once it runs to completion, update again.`);
+  }
   const before = await currentImages(engine, containers, model);
   // --backup takes its backup once the stack is stopped: what would refuse it is found now.
   const oversized = opts.backup ? oversizedConfig(stack.dir) : undefined;
