@@ -132,7 +132,8 @@ export function isEmptyStackDir(dir: string): boolean {
 
 export function loadStack(dirArg: string | undefined, env: Record<string, string | undefined> = process.env): Stack {
   const dir = resolve(dirArg && dirArg !== "" ? dirArg : ".");
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw badInput(`${dir} is not a directory.`);
+  if (!existsSync(dir)) throw badInput(`${dir} does not exist.`);
+  if (!statSync(dir).isDirectory()) throw badInput(`${dir} is not a directory.`);
   const settings = composeSettings(dir, env);
   const configPath = join(dir, "stackgen.json");
   const hasConfig = existsSync(configPath);

@@ -64,7 +64,7 @@ describe("a --dir that does not exist", () => {
     for (const args of [["status"], ["update"], ["backup", "create"], ["backup", "list"]]) {
       const r = await cli([...args, "--dir", missing, "--json"], { env });
       expect(r.code, `${args.join(" ")}: ${r.stdout}`).toBe(2);
-      expect(jsonError(r.stdout).code, args.join(" ")).toBe("STACK_NOT_FOUND");
+      expect(jsonError(r.stdout), args.join(" ")).toEqual({ code: "STACK_NOT_FOUND", message: `${missing} does not exist.` });
     }
     expect(existsSync(missing)).toBe(false);
     // An empty directory is a new machine: no stack yet and no backups, not an error.
