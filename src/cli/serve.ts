@@ -5,11 +5,12 @@ import { defineCommand } from "citty";
 import { failure, usageError } from "../errors.ts";
 import { log } from "./output.ts";
 
-function portOf(name: string, flag: string | undefined, env: string | undefined, fallback: number): number {
+function portOf(name: string, flag: string | undefined, env: string | undefined, fallback: number, envName: string): number {
   const raw = flag ?? env;
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`${name} must be a port number (0-65535), got "${raw}"`);
+  // Named as the user gave it: a bad value in the environment is not a bad flag.
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`${flag !== undefined ? name : `${envName} (from the environment)`} must be a port number (0-65535), got "${raw}"`);
   return n;
 }
 
@@ -25,8 +26,8 @@ export default defineCommand({
     const { readGuardConfig } = await import("../api/guard/config.ts");
     // Keys, limits, CORS, Redis, logging: read once; a bad value is a usage error (exit 2).
     const guardConfig = readGuardConfig(process.env);
-    const port = portOf("--port", args.port, process.env.PORT, 3456);
-    const uiPort = portOf("--ui-port", args["ui-port"], process.env.UI_PORT, 3654);
+    const port = portOf("--port", args.port, process.env.PORT, 3456, "PORT");
+    const uiPort = portOf("--ui-port", args["ui-port"], process.env.UI_PORT, 3654, "UI_PORT");
     const host = args.host ?? process.env.HOST ?? "0.0.0.0";
     await checkHost(host);
     const servers = listening(() => startServers({ port, uiPort, host, guardConfig }), host);

@@ -14,6 +14,15 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const env = { ...process.env, NO_COLOR: "1" };
 
 describe("basics", () => {
+  test("a bad port is named where it came from: the flag, or the environment variable", async () => {
+    const fromEnv = await cli(["serve", "--json"], { env: { ...env, PORT: "abc" } });
+    expect(fromEnv.code).toBe(2);
+    expect(JSON.parse(fromEnv.stdout).error.message).toBe('PORT (from the environment) must be a port number (0-65535), got "abc"');
+    const fromFlag = await cli(["serve", "--ui-port", "99999", "--json"], { env });
+    expect(fromFlag.code).toBe(2);
+    expect(JSON.parse(fromFlag.stdout).error.message).toBe('--ui-port must be a port number (0-65535), got "99999"');
+  });
+
   test("a second server on the ports of a running one fails to start, rather than sharing its requests", async () => {
     const [port, uiPort] = [await freePort(), await freePort()];
     const env = { ...process.env, PORT: String(port), UI_PORT: String(uiPort), HOST: "0.0.0.0", LOG_LEVEL: "error" };
