@@ -18,7 +18,7 @@ import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { COMPOSE_FILE_NAMES, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
-import { readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
+import { domainWithoutProxy, readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { EDIT_KEPT_SUFFIX, planBundle, writePlan } from "./write-bundle.ts";
 import type { FileDiff } from "./bundle-diff.ts";
 import { shellWord } from "../core/paths.ts";
@@ -169,7 +169,7 @@ export default defineCommand({
     for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
     const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
     if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);
-    if (input.domain && !includesProxy(stack.services)) log.warn(`--domain ${input.domain} has no effect without a reverse proxy: nothing serves <id>.${input.domain}. Add --proxy caddy (or traefik) to have it.`);
+    if (input.domain && !includesProxy(stack.services)) log.warn(domainWithoutProxy(input.domain));
     // Gaps the user must know before relying on the stack (Meet needs a domain to work at all).
     const limited = stack.services.filter((s) => s.knownLimits).map((s) => s.name);
     if (limited.length) log.warn(`Known limits of ${limited.join(", ")}: read "Known limits" in ${join(dir, "README.md")} before you rely on ${limited.length === 1 ? "it" : "them"}.`);

@@ -19,6 +19,10 @@ export const selectionArgs = {
 const list = (v: unknown) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter(Boolean) : undefined);
 
 /** Body fields from flags; only flags the user gave are set, so a file or preset can fill the rest. */
+/** What generate and validate say of a domain no proxy serves. */
+export const domainWithoutProxy = (domain: string) =>
+  `--domain ${domain} has no effect without a reverse proxy: nothing serves <id>.${domain}. Add --proxy caddy (or traefik) to have it.`;
+
 export function selectionFromArgs(args: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (args.preset !== undefined) body.preset = args.preset;

@@ -1,15 +1,19 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { validateSelection } from "../core/validate.ts";
-import { printJson, printText, green, red, yellow } from "./output.ts";
-import { readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
+import { log, printJson, printText, green, red, yellow } from "./output.ts";
+import { domainWithoutProxy, readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 
 export default defineCommand({
   meta: { name: "validate", description: "Check a selection: dependencies, conflicts, ports, platform, memory" },
   args: { ...selectionArgs, file: { type: "string", description: "JSON file with the request body (or a stackgen.json)" } },
   async run({ args }) {
     const body = { ...(args.file ? await readInputFile(args.file) : {}), ...selectionFromArgs(args) };
-    const result = validateSelection(body, getCatalog());
+    const catalog = getCatalog();
+    const result = validateSelection(body, catalog);
+    // As generate says it: the API's answer has no field for it, so it goes to stderr.
+    const domain = typeof body.domain === "string" ? body.domain : undefined;
+    if (domain && !result.resolvedServices.some((id) => catalog.servicesById.get(id)?.category === "proxy")) log.warn(domainWithoutProxy(domain));
     if (args.json) printJson(result);
     else {
       const lines = [

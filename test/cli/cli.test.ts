@@ -14,6 +14,18 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const env = { ...process.env, NO_COLOR: "1" };
 
 describe("basics", () => {
+  test("validate says, as generate does, that a domain without a proxy has no effect", async () => {
+    const alone = await cli(["validate", "--services", "redis", "--domain", "example.com", "--json"], { env });
+    expectOk(alone);
+    expect(JSON.parse(alone.stdout).valid).toBe(true);
+    expect(alone.stderr).toContain("--domain example.com has no effect without a reverse proxy");
+    for (const proxied of [["--services", "redis", "--proxy", "caddy"], ["--services", "redis,traefik"]]) {
+      const r = await cli(["validate", "--domain", "example.com", ...proxied], { env });
+      expectOk(r);
+      expect(r.stderr).not.toContain("has no effect");
+    }
+  });
+
   test("a bad port is named where it came from: the flag, or the environment variable", async () => {
     const fromEnv = await cli(["serve", "--json"], { env: { ...env, PORT: "abc" } });
     expect(fromEnv.code).toBe(2);
