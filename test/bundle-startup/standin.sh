@@ -1,9 +1,10 @@
 #!/bin/sh
 # Stand-in for every real image in the bundle start-up test (test/bundle-startup).
-# Usage: standin.sh <project> <service> [file <path> <sha256>]... [volume <dir>]... [ready-after <seconds>]
+# Usage: standin.sh <project> <service> [file <path> <sha256>]... [volume <dir>]... [ready-after <seconds>] [then-exit]
 # Exits 1 with the reason on stderr when a bind-mounted bundle file is missing or differs from the
 # bundle; otherwise records its environment and a marker in each named volume, creates /tmp/ready
-# (what the test's health check looks for) after a delay, and idles until stopped.
+# (what the test's health check looks for) after a delay, and idles until stopped; with then-exit
+# (a one-shot job) it exits 0 after the delay instead.
 set -u
 project="$1"
 service="$2"
@@ -13,6 +14,7 @@ fail() {
   exit 1
 }
 delay=2
+exit_when_done=""
 volumes=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,6 +36,10 @@ while [ $# -gt 0 ]; do
       delay="$2"
       shift 2
       ;;
+    then-exit)
+      exit_when_done=1
+      shift
+      ;;
     *) fail "unknown argument $1" ;;
   esac
 done
@@ -44,6 +50,7 @@ for dir in $volumes; do
 done
 echo "standin[$service]: checks passed, ready in ${delay}s"
 sleep "$delay"
+[ -z "$exit_when_done" ] || exit 0
 touch /tmp/ready || fail "cannot create /tmp/ready"
 trap 'exit 0' TERM INT
 while :; do

@@ -56,6 +56,8 @@ export interface ServicePlan {
   containerPorts: string[];
   /** Dependencies by condition. */
   dependsOn: Record<string, string>;
+  /** A one-shot job (another service waits for it to complete): its stand-in exits 0 when done. */
+  job: boolean;
 }
 
 /** Split a short-syntax volume entry ("src:dst[:mode]") or read a long-syntax one. */
@@ -92,6 +94,7 @@ const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).dig
  * path the bundle does not contain (a generator bug: docker would mount an empty directory).
  */
 export function planServices(compose: ComposeDoc, files: Record<string, string>): ServicePlan[] {
+  const jobs = new Set(Object.values(compose.services).flatMap((svc) => Object.entries(dependencies(svc)).filter(([, c]) => c === "service_completed_successfully").map(([d]) => d)));
   return Object.entries(compose.services).map(([name, svc]) => {
     const binds: BindMount[] = [];
     const volumes: VolumeMount[] = [];
@@ -112,7 +115,7 @@ export function planServices(compose: ComposeDoc, files: Record<string, string>)
         checks.push({ path, sha256: sha256(files[f]) });
       }
     }
-    return { name, binds, volumes, files: checks, containerPorts: (svc.ports ?? []).map(containerPort), dependsOn: dependencies(svc) };
+    return { name, binds, volumes, files: checks, containerPorts: (svc.ports ?? []).map(containerPort), dependsOn: dependencies(svc), job: jobs.has(name) };
   });
 }
 
@@ -125,6 +128,7 @@ export function standinArgs(project: string, plan: ServicePlan): string[] {
     ...plan.volumes.filter((v) => !v.readOnly).flatMap((v) => ["volume", v.target]),
     "ready-after",
     String(READY_AFTER_SECONDS),
+    ...(plan.job ? ["then-exit"] : []),
   ];
 }
 
@@ -133,7 +137,7 @@ const flow = (value: unknown) => JSON.stringify(value).replace(/\$/g, "$$$$");
 
 /**
  * The override: per service a local stand-in image, its script as entrypoint, a health check the
- * stand-in answers, no restarts (a failing check should fail `up --wait` at once, not loop) and
+ * stand-in answers (a one-shot job's stand-in exits 0 instead), no restarts (a failing check should fail `up --wait` at once, not loop) and
  * the published ports moved to free loopback ports. Everything else (environment, volumes,
  * networks, depends_on, init) comes from the generated file unchanged.
  */
@@ -147,7 +151,8 @@ export function standinOverride(project: string, image: string, plans: ServicePl
       '    restart: "no"',
       `    entrypoint: !override ${flow(["/bin/sh", "/standin.sh"])}`,
       `    command: !override ${flow(standinArgs(project, plan))}`,
-      `    healthcheck: !override ${flow({ test: ["CMD", "test", "-f", "/tmp/ready"], interval: "1s", timeout: "2s", retries: 3, start_period: "60s" })}`,
+      // A job is waited for by its exit, as compose waits for the real one: no health check.
+      `    healthcheck: !override ${flow(plan.job ? { disable: true } : { test: ["CMD", "test", "-f", "/tmp/ready"], interval: "1s", timeout: "2s", retries: 3, start_period: "60s" })}`,
     );
     if (plan.containerPorts.length > 0) lines.push(`    ports: !override ${flow(plan.containerPorts.map((p) => `127.0.0.1::${p}`))}`);
   }

@@ -49,6 +49,8 @@ const CASES: BundleCase[] = [
   { label: "creator preset", body: { preset: "creator" }, mustHave: ["core", "caddy", "remotion", "minio"] },
   { label: "full-stack preset (no GPU here)", body: { preset: "full-stack", gpu: false }, mustHave: ["core", "caddy", "n8n", "grafana", "ollama", "minio"] },
   { label: "videoconf preset", body: { preset: "videoconf", domain: "meet.example.com" }, mustHave: ["core", "caddy", "livekit", "lasuite-meet-backend", "lasuite-meet-frontend"] },
+  // One-shot jobs: each app starts only once its volume-owner job has exited 0.
+  { label: "one-shot jobs before their services (Dify, Flowise)", body: { services: ["dify", "flowise"] }, mustHave: ["core", "dify", "dify-storage-owner", "dify-api", "dify-beat", "flowise", "flowise-data-owner", "postgresql", "redis"] },
 ];
 
 /** Values that must agree across services and with .env: [service, variable] pairs per .env key. */
@@ -187,16 +189,21 @@ describe("generated bundles start on a real engine", () => {
           expect(up.stderr).not.toMatch(/variable is not set|WARN/);
           const events = await watch.stop();
 
-          // 4a. Every service running and healthy, one container each.
+          // 4a. Every service running and healthy, one container each; a job exited with 0.
           const ps = parsePs((await composeWithStandins(dir, ["ps", "-a", "--format", "json"], 30_000)).stdout);
           expect(ps.map((r) => r.Service).sort()).toEqual([...services].sort());
-          for (const row of ps) expect({ service: row.Service, state: row.State, health: row.Health }).toEqual({ service: row.Service, state: "running", health: "healthy" });
+          const jobs = new Set(plans.filter((p) => p.job).map((p) => p.name));
+          for (const row of ps) {
+            const want = jobs.has(row.Service) ? { state: "exited", health: "" } : { state: "running", health: "healthy" };
+            expect({ service: row.Service, state: row.State, health: row.Health }).toEqual({ service: row.Service, ...want });
+          }
           const inspected: any[] = JSON.parse(await dockerOk(["inspect", ...ps.map((r) => r.ID)]));
           const containerOf = Object.fromEntries(inspected.map((i) => [i.Config.Labels["com.docker.compose.service"], i]));
 
           // 4b. Dependency order: a dependent starts only after its dependency is healthy / started.
           const startedAt = (s: string) => nanosOf(containerOf[s].State.StartedAt);
-          for (const s of services) {
+          for (const s of jobs) expect({ job: s, exitCode: containerOf[s].State.ExitCode }).toEqual({ job: s, exitCode: 0 });
+          for (const s of services.filter((name) => !jobs.has(name))) {
             const healthy = firstEventNanos(events, s, "health_status: healthy");
             expect({ service: s, healthyEvent: healthy !== undefined }).toEqual({ service: s, healthyEvent: true });
             // The stand-in only turns healthy after its delay: proves the health check is the stand-in's.
@@ -205,8 +212,9 @@ describe("generated bundles start on a real engine", () => {
           let healthyEdges = 0;
           for (const plan of plans) {
             for (const [dep, condition] of Object.entries(plan.dependsOn)) {
-              expect(["service_healthy", "service_started"]).toContain(condition);
-              const ready = condition === "service_healthy" ? firstEventNanos(events, dep, "health_status: healthy") : startedAt(dep);
+              expect(["service_healthy", "service_started", "service_completed_successfully"]).toContain(condition);
+              const ready = condition === "service_healthy" ? firstEventNanos(events, dep, "health_status: healthy")
+                : condition === "service_completed_successfully" ? nanosOf(containerOf[dep].State.FinishedAt) : startedAt(dep);
               const edge = `${plan.name} (${condition} on ${dep})`;
               expect({ edge, startsAfter: startedAt(plan.name) > (ready as bigint) }).toEqual({ edge, startsAfter: true });
               if (condition === "service_healthy") healthyEdges++;
@@ -253,7 +261,8 @@ describe("generated bundles start on a real engine", () => {
 
           // 4f. Environment: what compose resolved from .env is what each container sees.
           const envOf: Record<string, Record<string, string>> = {};
-          for (const s of services) {
+          // A job has ended: its environment is the one it left in its volumes (4c).
+          for (const s of services.filter((name) => !jobs.has(name))) {
             envOf[s] = parseEnvOutput(await dockerOk(["exec", containerOf[s].Id, "cat", "/proc/1/environ"], 30_000));
             expect(envOf[s]).toMatchObject(expectedEnvironment(compose.services[s], dotEnv));
           }
