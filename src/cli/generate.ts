@@ -299,11 +299,16 @@ const COMPOSE_FILES_READ_FIRST = COMPOSE_FILE_NAMES.slice(0, COMPOSE_FILE_NAMES.
  * folder of its name, whose fresh secrets would start the same compose project on the same
  * volumes), and `--dir <bundle>` without a selection reads the bundle's own stackgen.json.
  */
-function sourceAndTarget(args: { dir?: string; from?: string; services?: string; preset?: string; "skill-packs"?: string }): { outDir?: string; fromPath?: string } {
+function sourceAndTarget(args: { dir?: string; from?: string; name?: string; services?: string; preset?: string; "skill-packs"?: string }): { outDir?: string; fromPath?: string } {
   let { dir: outDir, from: fromPath } = args;
+  // Only a bundle's own record (the hashes of the files it wrote), and only under its own name: a
+  // --name starts a copy in a folder of that name, as it did, and a stackgen.json of the user's
+  // beside a compose file of theirs is no bundle.
   if (outDir === undefined && fromPath !== undefined && basename(fromPath) === "stackgen.json") {
     const folder = dirname(resolve(fromPath));
-    if (existsSync(join(folder, "docker-compose.yml"))) {
+    const record = readConfig(folder);
+    const own = record !== undefined && typeof record.files === "object" && record.files !== null && existsSync(join(folder, "docker-compose.yml"));
+    if (own && (args.name === undefined || args.name === record.projectName)) {
       outDir = folder;
       log.info(`Writing into the bundle ${fromPath} belongs to, ${folder}; --dir writes a copy elsewhere.`);
     }

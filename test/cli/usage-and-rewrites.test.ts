@@ -318,10 +318,25 @@ describe("regenerating into an existing bundle", () => {
     const recorded = JSON.parse(readFileSync(join(dir, "stackgen.json"), "utf8"));
     expect(recorded.services).toEqual(expect.arrayContaining(["redis", "caddy"]));
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("REDIS_PASSWORD")).toBe(password);
-    // A --from file elsewhere, or a folder without a bundle, keeps the old meaning.
+    // --dir elsewhere, or a --name of its own, makes a copy in that folder; the bundle stays as it was.
     const elsewhere = at("inplace-copy");
     expectOk(await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", elsewhere], { env }));
     expect(parseEnvValues(readFileSync(join(elsewhere, ".env"), "utf8")).get("REDIS_PASSWORD")).not.toBe(password);
+    const record = readFileSync(join(dir, "stackgen.json"), "utf8");
+    const renamed = await cli(["generate", "--from", join(dir, "stackgen.json"), "--name", "inplace-staging"], { env, cwd: tmp });
+    expectOk(renamed);
+    expect(readFileSync(join(at("inplace-staging"), "stackgen.json"), "utf8")).toContain('"projectName": "inplace-staging"');
+    expect(readFileSync(join(dir, "stackgen.json"), "utf8")).toBe(record);
+    // A stackgen.json of the user's own beside a compose file of theirs is no bundle: not written into.
+    const foreign = at("inplace-foreign");
+    mkdirSync(foreign);
+    writeFileSync(join(foreign, "docker-compose.yml"), "services:\n  mine:\n    image: busybox\n");
+    writeFileSync(join(foreign, "stackgen.json"), JSON.stringify({ projectName: "inplace-mine", services: ["redis"] }));
+    const fromForeign = await cli(["generate", "--from", join(foreign, "stackgen.json")], { env, cwd: tmp });
+    expectOk(fromForeign);
+    expect(fromForeign.stderr).not.toContain("Writing into the bundle");
+    expect(existsSync(join(at("inplace-mine"), "docker-compose.yml"))).toBe(true);
+    expect(readFileSync(join(foreign, "docker-compose.yml"), "utf8")).toContain("mine:");
     const empty = at("inplace-empty");
     mkdirSync(empty);
     const none = await cli(["generate", "--dir", empty, "--json"], { env });
