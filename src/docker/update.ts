@@ -491,12 +491,16 @@ async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: 
 
 /** A one-shot job a running service waits for (service_completed_successfully) whose container
  *  ended with an error: the first such, with its exit code and the running services that need it. */
-function failedJobNeeded(containers: ContainerSummary[], running: ReadonlySet<string>, dependsOn: Record<string, string[]>): { job: string; code: number; dependents: string[] } | undefined {
+function failedJobNeeded(containers: ContainerSummary[], running: ReadonlySet<string>, dependsOn: Record<string, string[]>, changed: ReadonlySet<string>): { job: string; code: number; dependents: string[] } | undefined {
   const needed = dependenciesOf(running, dependsOn);
   for (const job of [...awaitedJobs(containers)].sort()) {
-    if (!needed.has(job) || running.has(job)) continue;
+    // A new image of the job may be its fix: the update runs it, and rolls back if it fails again.
+    if (!needed.has(job) || running.has(job) || changed.has(job)) continue;
     const code = containers.filter((c) => c.Labels["com.docker.compose.service"] === job).map((c) => Number(/^Exited \((\d+)\)/.exec(c.Status)?.[1] ?? 0)).find((n) => n !== 0);
-    if (code !== undefined) return { job, code, dependents: [...running].filter((name) => dependenciesOf([name], dependsOn).has(job)).sort() };
+    if (code === undefined) continue;
+    // The running services that name it, else those that need it through a service not running.
+    const direct = [...running].filter((name) => dependsOn[name]?.includes(job));
+    return { job, code, dependents: (direct.length ? direct : [...running].filter((name) => dependenciesOf([name], dependsOn).has(job))).sort() };
   }
   return undefined;
 }
@@ -508,13 +512,6 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   const dependsOn = dependenciesByService(model);
   const layers = startLayers(dependsOn, running);
   if (plan.outsideModel.length) opts.progress(outsideModelNote(plan.outsideModel));
-  // Refused before anything is pulled or stopped: the update could only fail on it, and roll back.
-  const failedJob = failedJobNeeded(containers, running, dependsOn);
-  if (failedJob) {
-    const { job, code, dependents } = failedJob;
-    const one = dependents.length === 1;
-    throw failure("JOB_FAILED", `${job}, a one-shot job that ${dependents.join(", ")} ${one ? "waits" : "wait"} for, exited with code ${code} before the update: compose would run it again to start ${one ? "that service" : "them"}, and while it fails ${one ? "it" : "they"} would stay down, whatever the new images. Nothing was pulled or stopped. \`${composeCommand(compose, "logs", [job])}\` in ${stack.dir} shows why; once it runs to completion, update again.`);
-  }
   const before = await currentImages(engine, containers, model);
   // --backup takes its backup once the stack is stopped: what would refuse it is found now.
   const oversized = opts.backup ? oversizedConfig(stack.dir) : undefined;
@@ -586,6 +583,16 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       const names = changed.map((c) => c.service);
       opts.progress(`Only services that are not running have new images (${names.join(", ")}); nothing restarted. \`${composeCommand(compose, "up -d", names)}\` in ${stack.dir} starts ${names.length === 1 ? "it" : "them"} on the new ${names.length === 1 ? "image" : "images"} (\`docker compose start\` would run the old containers)`);
       return result;
+    }
+    // A job that had failed before, on an image that did not change: compose would run it again to
+    // start the services waiting for it, fail, and roll back an update it did not cause. Refused
+    // while nothing is stopped yet (the pulled tags are put back).
+    const failedJob = failedJobNeeded(containers, running, dependsOn, new Set(changed.map((c) => c.service)));
+    if (failedJob) {
+      await retag(engine, changed);
+      const { job, code, dependents } = failedJob;
+      const one = dependents.length === 1;
+      throw failure("JOB_FAILED", `${job}, a one-shot job that ${dependents.join(", ")} ${one ? "waits" : "wait"} for, exited with code ${code} before the update: compose would run it again to start ${one ? "that service" : "them"}, and while it fails ${one ? "it" : "they"} would stay down. Nothing was stopped, and the images were left as they were. \`${composeCommand(compose, "logs", [job])}\` in ${stack.dir} shows why; once it runs to completion, update again.`);
     }
     if (stopped.length) {
       const newer = stopped.filter((name) => changed.some((c) => c.service === name));
