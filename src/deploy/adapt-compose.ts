@@ -14,6 +14,7 @@ import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, typ
 import { usageError } from "../errors.ts";
 import type { Catalog } from "../catalog/index.ts";
 import type { Port as CatalogPort } from "../schema/catalog.ts";
+import type { ProviderName } from "./types.ts";
 
 export interface AdaptResult {
   yaml: string;
@@ -26,11 +27,12 @@ export interface AdaptResult {
 export type BundleFiles = Record<string, string>;
 
 /** `catalog`: what it says of the services stackgen generated (which of their ports are HTTP). */
-export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catalog?: Catalog): AdaptResult {
+export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catalog?: Catalog, provider?: ProviderName): AdaptResult {
   const doc = parseCompose(composeYaml);
   const services = doc.get("services");
   const changes: string[] = [];
   if (!isMap(services)) return { yaml: composeYaml, compose: doc.toJS(), changes };
+  if (provider === "coolify") changes.push(...excludeJobsFromHealth(services));
 
   const dropped = dropBundleProxy(services, doc);
   changes.push(...dropped.changes);
@@ -63,6 +65,28 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catal
     changes.push(...inlineBindMounts(doc, service, name, known, configNames));
   }
   return { yaml: doc.toString({ lineWidth: 0 }), compose: doc.toJS(), changes };
+}
+
+/** One-shot jobs (a service another waits for with service_completed_successfully) end exited,
+ *  which Coolify counts as the whole stack degraded for good; its own key `exclude_from_hc` leaves
+ *  them out of its health. Coolify only: plain compose (Dokploy) refuses the key. */
+function excludeJobsFromHealth(services: YAMLMap): string[] {
+  const jobs = new Set<string>();
+  for (const pair of services.items) {
+    const deps = isMap(pair.value) ? (pair.value as YAMLMap).get("depends_on") : undefined;
+    if (!isMap(deps)) continue;
+    for (const dep of deps.items) {
+      if (isMap(dep.value) && (dep.value as YAMLMap).get("condition") === "service_completed_successfully") jobs.add(String(isScalar(dep.key) ? dep.key.value : dep.key));
+    }
+  }
+  const changes: string[] = [];
+  for (const name of [...jobs].sort()) {
+    const service = services.get(name);
+    if (!isMap(service) || service.get("exclude_from_hc") === true) continue;
+    service.set("exclude_from_hc", true);
+    changes.push(`service "${name}": exclude_from_hc set, Coolify's key for a one-shot job: it ends exited once done, which Coolify would show as the stack degraded`);
+  }
+  return changes;
 }
 
 /** Relative bind-mount sources of every service, normalised (what the CLI must read from the bundle). */

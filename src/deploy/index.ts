@@ -117,7 +117,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   await checkInstanceAddress(baseUrl);
   // The catalog only for a stack stackgen generated: loading it takes a while (seconds from source).
   const catalog = opts.composeYaml.includes("dev.stackgen.service") ? (await import("../catalog/index.ts")).getCatalog() : undefined;
-  const { yaml, compose, changes } = adaptCompose(opts.composeYaml, opts.files ?? {}, catalog);
+  const { yaml, compose, changes } = adaptCompose(opts.composeYaml, opts.files ?? {}, catalog, provider.name);
   const { text: envText, settings, badNames, filled, unset } = envForPlatform(opts.envText);
   if (filled.length) changes.push(`.env: ${filled.join(", ")} sent with the \${…} references in ${filled.length === 1 ? "its value" : "their values"} filled in from .env, as compose fills them here: the platform takes values as written`);
   if (unset.length) changes.push(`.env: ${unset.join(", ")} ${unset.length === 1 ? "refers" : "refer"} to a variable .env does not set (compose here takes it from the shell): sent as written, so set it in .env if the stack needs it`);

@@ -55,6 +55,19 @@ describe("adaptCompose", () => {
     expect(changes).toEqual(['service "app": removed container_name "myapp" (the platform names the containers; a fixed name clashes with another copy of the stack on its server)']);
   });
 
+  test("on Coolify a one-shot job is left out of its health (exclude_from_hc), so a finished job does not mark the stack degraded; elsewhere the key is never added", () => {
+    const text = generateBundle({ projectName: "jobs", services: ["flowise"] }, getCatalog()).files["docker-compose.yml"]!;
+    const services = (yaml: unknown) => (yaml as { services: Record<string, Record<string, unknown>> }).services;
+    const coolify = adaptCompose(text, {}, getCatalog(), "coolify");
+    expect(services(coolify.compose)["flowise-data-owner"]!.exclude_from_hc).toBe(true);
+    expect(Object.entries(services(coolify.compose)).filter(([, s]) => s.exclude_from_hc).map(([name]) => name)).toEqual(["flowise-data-owner"]);
+    expect(coolify.changes).toContain('service "flowise-data-owner": exclude_from_hc set, Coolify\'s key for a one-shot job: it ends exited once done, which Coolify would show as the stack degraded');
+    // Plain compose (Dokploy) refuses the key.
+    for (const other of [adaptCompose(text, {}, getCatalog(), "dokploy"), adaptCompose(text, {}, getCatalog())]) {
+      expect(Object.values(services(other.compose)).some((s) => "exclude_from_hc" in s)).toBe(false);
+    }
+  });
+
   test("bundle file mounts become inline configs with $ escaped; named volumes stay", () => {
     const { yaml: out, changes } = adaptCompose(COMPOSE, FILES);
     const doc = parseYaml(out);
