@@ -1,4 +1,5 @@
 // stackgen update: pull all images, restart in dependency order, roll back when health fails.
+import { shellWord } from "../core/paths.ts";
 import { defineCommand } from "citty";
 import { withStackLock } from "../docker/stack-lock.ts";
 import { dirArg, ensureStackRunning, jsonArg, openCompose, openStack, timeoutMs } from "../docker/cli-support.ts";
@@ -31,7 +32,7 @@ export function rollbackMessage(r: NonNullable<UpdateResult["rolledBack"]>, back
   const data = !r.newImagesStarted
     ? " The new images never started, so the data is as it was."
     : backup
-      ? ` If the new version changed the data, \`stackgen backup restore ${backup}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
+      ? ` If the new version changed the data, \`stackgen backup restore ${shellWord(backup)}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
       : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.";
   return `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.${data}${stillNamedNote(r.stillNamed)}${notRunningNote(r.notRunning, r.stillNamed)}`;
 }

@@ -247,9 +247,11 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
       // --force replaces an edit; the edit is kept beside it, to carry over by hand.
       if (f.action === "overwrite-edited" && before !== undefined) {
         const kept = `${target}${EDIT_KEPT_SUFFIX}`;
-        const keptBefore = await readFile(kept).catch(() => undefined);
+        const keptStat = await lstat(kept).catch(() => undefined);
+        const keptBefore = keptStat?.isFile() ? await readFile(kept) : undefined;
         undo.push(keptBefore === undefined ? async () => { await unlink(kept).catch(() => {}); } : async () => { await writeFile(kept, keptBefore); });
-        if ((await lstat(kept).catch(() => undefined))?.isSymbolicLink()) await unlink(kept); // never written through a planted link
+        // Made anew: never written through a planted link (symbolic or hard), and with the file's mode.
+        if (keptStat) await unlink(kept);
         await writeFile(kept, before, { mode: old!.mode & 0o777 });
       }
       await writeFile(target, f.content, { mode });

@@ -640,6 +640,15 @@ describe("generate", () => {
     expectOk(await cli(["generate", "--name", "g3", "--services", "redis", "--dir", dir, "--force"], { env }));
     expect(readFileSync(elsewhere, "utf8")).toBe("untouched\n");
     expect(readFileSync(`${compose}.edited`, "utf8")).toEndWith("# again\n");
+    // A hard link in its place is not written through either, and the copy gets the file's mode.
+    rmSync(`${compose}.edited`);
+    linkSync(elsewhere, `${compose}.edited`);
+    chmodSync(elsewhere, 0o600);
+    writeFileSync(compose, readFileSync(compose, "utf8") + "# third\n");
+    expectOk(await cli(["generate", "--name", "g3", "--services", "redis,n8n", "--dir", dir, "--force"], { env }));
+    expect(readFileSync(elsewhere, "utf8")).toBe("untouched\n");
+    expect(readFileSync(`${compose}.edited`, "utf8")).toEndWith("# third\n");
+    expect(statSync(`${compose}.edited`).mode & 0o777).toBe(statSync(compose).mode & 0o777);
   });
 
   test("unedited generated files are updated on regeneration", async () => {
