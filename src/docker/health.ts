@@ -1,5 +1,5 @@
 // Waiting for services to come up: running and, when they have a health check, healthy.
-import { EngineError, type Engine } from "./engine.ts";
+import { EngineError, type ContainerSummary, type Engine } from "./engine.ts";
 import { awaitedJobs } from "./layers.ts";
 
 export interface ServiceReadiness {
@@ -65,8 +65,8 @@ export function readiness(service: string, states: ContainerState[], settleMs = 
   return { service, ok: true, reason: "", final: false };
 }
 
-async function probe(engine: Engine, project: string, service: string, settleMs: number, mayFinish: boolean): Promise<ServiceReadiness> {
-  const all = await engine.listProjectContainers(project);
+/** One service's readiness, from the project's containers as listed for this round. */
+async function probe(engine: Engine, all: ContainerSummary[], jobs: ReadonlySet<string>, service: string, settleMs: number, mayFinish: boolean): Promise<ServiceReadiness> {
   const containers = all.filter((c) => c.Labels["com.docker.compose.service"] === service);
   const states = await Promise.all(containers.map(async (c) => {
     try {
@@ -79,7 +79,7 @@ async function probe(engine: Engine, project: string, service: string, settleMs:
       throw e;
     }
   }));
-  return readiness(service, states.filter((state) => state !== undefined), settleMs, Date.now(), mayFinish, awaitedJobs(all).has(service));
+  return readiness(service, states.filter((state) => state !== undefined), settleMs, Date.now(), mayFinish, jobs.has(service));
 }
 
 /** How long a service without a health check must stay up to count as started: long enough for
@@ -105,7 +105,10 @@ export async function waitReady(engine: Engine, project: string, services: strin
   const settleMs = Math.min(SETTLE_MS, timeoutMs / 2);
   let lastReport = 0;
   for (;;) {
-    const results = await Promise.all(services.map((s) => probe(engine, project, s, settleMs, !mustStayUp?.has(s))));
+    // One list per round, for every service and for which of them are jobs.
+    const all = await engine.listProjectContainers(project);
+    const jobs = awaitedJobs(all);
+    const results = await Promise.all(services.map((s) => probe(engine, all, jobs, s, settleMs, !mustStayUp?.has(s))));
     const failed = results.filter((r) => r.final);
     if (failed.length > 0) return failed;
     const pending = results.filter((r) => !r.ok);
