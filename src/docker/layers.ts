@@ -34,8 +34,15 @@ export function dependenciesOf(running: Iterable<string>, dependsOn: Readonly<Re
   return out;
 }
 
+/** The exit code of a container that has exited, as the engine's list gives it ("Exited (3) 2
+ *  minutes ago"); none for one that has not. */
+export const exitCodeOf = (c: ContainerSummary): number | undefined => {
+  const code = c.State === "exited" ? /^Exited \((\d+)\)/.exec(c.Status)?.[1] : undefined;
+  return code === undefined ? undefined : Number(code);
+};
+
 /** A container that ended as a job does: exited with code 0 (an init or migration job). */
-export const ranToCompletion = (c: ContainerSummary) => c.State === "exited" && /^Exited \(0\)/.test(c.Status);
+export const ranToCompletion = (c: ContainerSummary) => exitCodeOf(c) === 0;
 
 /** The services another container waits for to complete (`service_completed_successfully`):
  *  one-shot jobs, as compose records them on each dependent in its depends_on label

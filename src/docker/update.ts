@@ -10,7 +10,7 @@ import { composeAsItRuns, composeCommand, createBackup, oversizedConfig } from "
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { awaitedJobs, dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
+import { awaitedJobs, dependenciesByService, dependenciesOf, exitCodeOf, ranToCompletion, startLayers } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
@@ -496,7 +496,7 @@ function failedJobNeeded(containers: ContainerSummary[], running: ReadonlySet<st
   for (const job of [...awaitedJobs(containers)].sort()) {
     // A new image of the job may be its fix: the update runs it, and rolls back if it fails again.
     if (!needed.has(job) || running.has(job) || changed.has(job)) continue;
-    const code = containers.filter((c) => c.Labels["com.docker.compose.service"] === job).map((c) => Number(/^Exited \((\d+)\)/.exec(c.Status)?.[1] ?? 0)).find((n) => n !== 0);
+    const code = containers.filter((c) => c.Labels["com.docker.compose.service"] === job).map(exitCodeOf).find((n) => n !== undefined && n !== 0);
     if (code === undefined) continue;
     // The running services that name it, else those that need it through a service not running.
     const direct = [...running].filter((name) => dependsOn[name]?.includes(job));
