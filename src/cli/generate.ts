@@ -16,7 +16,8 @@ import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
-import { COMPOSE_FILE_NAMES, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
+import { serviceVolumes } from "../core/listings.ts";
+import { COMPOSE_FILES_READ_FIRST, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { domainWithoutProxy, readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { EDIT_KEPT_SUFFIX, planBundle, writePlan } from "./write-bundle.ts";
@@ -257,7 +258,7 @@ function leftBehind(removed: string[], plan: { path: string; action: string }[],
   const catalog = getCatalog();
   const volumes = removed.flatMap((id) => {
     const service = catalog.servicesById.get(id);
-    return service ? [...service.volumes, ...(service.sidecars ?? []).flatMap((sc) => sc.volumes ?? [])].map((v) => v.source).filter((s) => !s.startsWith("/")).map((s) => `${project}_${s}`) : [];
+    return service ? serviceVolumes(service).map((v) => v.source).filter((s) => !s.startsWith("/")).map((s) => `${project}_${s}`) : [];
   });
   const kept = plan.filter((f) => f.action === "leave-edited").map((f) => f.path);
   return [
@@ -289,10 +290,6 @@ function keptPortsIn(dir: string): Record<string, number> | undefined {
   }
 }
 
-/** The project name an existing bundle in `dir` records in its stackgen.json (`config`), if any. */
-/** Compose file names docker compose looks for before docker-compose.yml, in its order. */
-const COMPOSE_FILES_READ_FIRST = COMPOSE_FILE_NAMES.slice(0, COMPOSE_FILE_NAMES.indexOf("docker-compose.yml"));
-
 /**
  * Where a run reads its input and writes its bundle, for the two ways of regenerating a bundle:
  * `--from <bundle>/stackgen.json` without --dir writes into that bundle (not a nested copy in a
@@ -321,6 +318,7 @@ function sourceAndTarget(args: { dir?: string; from?: string; name?: string; ser
   return { outDir, fromPath };
 }
 
+/** The project name an existing bundle in `dir` records in its stackgen.json (`config`), if any. */
 function bundleProjectName(dir: string, config: Record<string, unknown> | undefined): string | undefined {
   const name = config?.projectName;
   if (typeof name === "string" && name !== "") return name;

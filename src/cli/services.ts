@@ -4,7 +4,7 @@ import { CATEGORY_IDS, MATURITY_IDS } from "../schema/catalog.ts";
 import { notFound, validationError } from "../errors.ts";
 import { didYouMean } from "../core/suggest.ts";
 import type { CatalogService } from "../schema/catalog.ts";
-import { categorySummary } from "../core/listings.ts";
+import { categorySummary, serviceVolumes } from "../core/listings.ts";
 import { plural, printJson, printText, dim } from "./output.ts";
 
 export default defineCommand({
@@ -42,7 +42,6 @@ function describeService(s: CatalogService): string {
   const ports = s.ports.map((p) => `${p.host}->${p.container}${p.protocol === "udp" ? "/udp" : ""}${p.local ? " (127.0.0.1)" : ""}${p.web ? " (web)" : ""} ${p.description}`);
   const needs = s.dependencies.map((d) => `${d}${s.dependencyReasons?.[d] ? `: ${s.dependencyReasons[d]}` : ""}`);
   const variables = (s.variables ?? []).map((v) => `${v.name}${v.secret ? " (generated secret)" : v.beforeStart ? " (you fill it in before the first start)" : v.default === undefined ? " (optional, yours to fill in)" : ""}: ${v.description}`);
-  const volumes = [...s.volumes, ...(s.sidecars ?? []).flatMap((sc) => sc.volumes ?? [])].filter((v, i, all) => all.findIndex((w) => w.source === v.source) === i);
   const list = (label: string, items: string[]) => (items.length ? [line(label, items[0]!), ...items.slice(1).map((i) => " ".repeat(14) + i)] : [line(label, "none")]);
   return [
     `${s.name} (${s.id}): ${s.description}`,
@@ -55,7 +54,7 @@ function describeService(s: CatalogService): string {
     ...list("Needs", needs),
     ...list("Conflicts", s.conflicts),
     ...list("Containers", [s.id, ...(s.sidecars ?? []).map((sc) => `${s.id}-${sc.name} (${sc.image}${sc.runsOnce ? ", runs once before it starts" : ""})`)]),
-    ...list("Volumes", volumes.map((v) => `${v.source} -> ${v.target}`)),
+    ...list("Volumes", serviceVolumes(s).map((v) => `${v.source} -> ${v.target}`)),
     ...list("Variables", variables),
     ...(s.firstStart ? [line("First start", s.firstStart)] : []),
     ...(s.knownLimits ? [line("Known limits", s.knownLimits)] : []),

@@ -1,6 +1,7 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { validateSelection } from "../core/validate.ts";
+import { includesProxy } from "../core/generate/context.ts";
 import { log, printJson, printText, green, red, yellow } from "./output.ts";
 import { domainWithoutProxy, readInputFile, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 
@@ -13,7 +14,7 @@ export default defineCommand({
     const result = validateSelection(body, catalog);
     // As generate says it: the API's answer has no field for it, so it goes to stderr.
     const domain = typeof body.domain === "string" ? body.domain : undefined;
-    if (domain && !result.resolvedServices.some((id) => catalog.servicesById.get(id)?.category === "proxy")) log.warn(domainWithoutProxy(domain));
+    if (domain && !includesProxy(result.resolvedServices.flatMap((id) => catalog.servicesById.get(id) ?? []))) log.warn(domainWithoutProxy(domain));
     if (args.json) printJson(result);
     else {
       const lines = [

@@ -1,6 +1,6 @@
 // Listing views shared by the API and the CLI.
 import type { Catalog } from "../catalog/index.ts";
-import { CATEGORY_IDS, type CatalogService, type SkillPack } from "../schema/catalog.ts";
+import { CATEGORY_IDS, type CatalogService, type SkillPack, type Volume } from "../schema/catalog.ts";
 
 /** Category counts of `services`; all 20 categories when `all`, else only those present. */
 export function categorySummary(catalog: Catalog, services: CatalogService[], all: boolean) {
@@ -16,4 +16,11 @@ export function scorePacks(packs: SkillPack[], ids: string[]) {
     .map((p) => ({ ...p, compatibilityScore: Math.round((p.services.filter((s) => wanted.has(s)).length / p.services.length) * 100) / 100 }))
     .filter((p) => p.compatibilityScore > 0)
     .sort((a, b) => b.compatibilityScore - a.compatibilityScore || a.id.localeCompare(b.id));
+}
+
+/** Every volume an entry mounts, its sidecars' included, each source once (a job and its app
+ *  share theirs). */
+export function serviceVolumes(s: CatalogService): Volume[] {
+  const all = [...s.volumes, ...(s.sidecars ?? []).flatMap((sc) => sc.volumes ?? [])];
+  return all.filter((v, i) => all.findIndex((w) => w.source === v.source) === i);
 }

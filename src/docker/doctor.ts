@@ -16,7 +16,7 @@ import { requiredByCompose } from "../core/required-variables.ts";
 import { detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
 import { formatBytes } from "./format.ts";
-import { REPLACES } from "./stack.ts";
+import { COMPOSE_FILES_READ_FIRST, REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
 import { shellWord } from "../core/paths.ts";
 
@@ -309,7 +309,7 @@ function orphanCheck(stack: Stack, containers: ContainerSummary[]): DoctorCheck 
 function shadowedBundleCheck(stack: Stack): DoctorCheck | undefined {
   // Files named by COMPOSE_FILE are the user's choice; only compose's own lookup can shadow.
   const read = stack.composeFiles[0]!;
-  if (!stack.config || !existsSync(join(stack.dir, "docker-compose.yml")) || !["compose.yaml", "compose.yml"].some((name) => read === join(stack.dir, name))) return undefined;
+  if (!stack.config || !existsSync(join(stack.dir, "docker-compose.yml")) || !COMPOSE_FILES_READ_FIRST.some((name) => read === join(stack.dir, name))) return undefined;
   return { id: "compose-file", status: "fail", message: `docker compose reads ${basename(read)} in ${stack.dir}, not the bundle's docker-compose.yml: \`docker compose up\` there starts that file's services; move it out of the folder` };
 }
 

@@ -21,6 +21,8 @@ export interface Stack {
 
 /** Compose v2's own preference order when a directory holds several (checked against `docker compose config`). */
 export const COMPOSE_FILE_NAMES = ["compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"];
+/** The names compose looks for before a bundle's docker-compose.yml: one of them beside it is read in its place. */
+export const COMPOSE_FILES_READ_FIRST = COMPOSE_FILE_NAMES.slice(0, COMPOSE_FILE_NAMES.indexOf("docker-compose.yml"));
 /** Override files compose loads on top by default, first found wins, whichever compose file was picked.
  *  Day-2 commands must pass it too: naming only the compose file would recreate containers without
  *  the user's own changes (a port, a bind mount holding their data) on the first update or restore. */
