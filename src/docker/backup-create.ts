@@ -250,13 +250,16 @@ export const backupInFlight = (): BackupInFlight => ({ stopped: [], paused: [], 
 /** What a second Ctrl-C says when it ends a backup at once: what is left stopped or paused (a hot
  *  backup stops nothing: "may be left stopped" would send the user to fix what is not broken). Its
  *  unfinished files are removed first, as the backup would have. */
-export function quitBackupNote(compose: Compose, inFlight: BackupInFlight): string {
+export function quitBackupNote(compose: Compose, inFlight: BackupInFlight, model?: ComposeModel): string {
   for (const path of inFlight.unfinished) rmSync(path, { recursive: true, force: true });
   const { stopped, paused } = inFlight;
   if (paused.length > 0) return `no backup was written; ${leftPausedNote(compose, paused)}`;
   if (stopped.length === 0) return "no backup was written; nothing was left stopped or paused.";
   const one = stopped.length === 1;
-  return `no backup was written; ${stopped.join(", ")} may be left stopped; \`${composeCommand(compose, "start", stopped)}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
+  // As startAgain: `start` would also start (or, pruned, refuse over) what was not running before,
+  // a finished job among them; `restart --no-deps` starts the stopped ones alone, in dependency order.
+  const alone = [...dependenciesOf(stopped, model ? dependenciesByService(model) : {})].some((name) => !stopped.includes(name));
+  return `no backup was written; ${stopped.join(", ")} may be left stopped; \`${composeCommand(compose, alone ? "restart --no-deps" : "start", stopped)}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
 }
 
 /** Starts again the services a backup or restore stopped. When that fails, returns (never

@@ -9,7 +9,7 @@ import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
 import { configTargetProblems, loadVerifiedBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-restore.ts";
-import { normaliseModel, takesUpPull, type Compose } from "../../src/docker/compose.ts";
+import { normaliseModel, takesUpPull, type Compose, type ComposeModel } from "../../src/docker/compose.ts";
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
@@ -350,6 +350,13 @@ describe("image references", () => {
         `no backup was written; app, db may be left stopped; \`docker compose --profile tools start app db\` in ${dir} starts them.`,
       );
       expect(files().filter((f) => existsSync(f))).toEqual([]);
+      // app waits for a one-shot job that was not running: `start` would run it again, or refuse
+      // if it was pruned; the note starts the stopped ones alone, as the backup itself would.
+      const model = { services: [{ name: "app", dependsOn: ["db", "owner"] }, { name: "db", dependsOn: [] }, { name: "owner", dependsOn: [] }] } as unknown as ComposeModel;
+      expect(quitBackupNote(compose, { stopped: ["db", "app"], paused: [], unfinished: [] }, model)).toBe(
+        `no backup was written; db, app may be left stopped; \`docker compose --profile tools restart --no-deps db app\` in ${dir} starts them.`,
+      );
+      expect(quitBackupNote(compose, { stopped: ["db", "app", "owner"], paused: [], unfinished: [] }, model)).toContain("`docker compose --profile tools start db app owner`");
       expect(quitBackupNote(compose, { stopped: [], paused: ["db"], unfinished: [] })).toBe(
         `no backup was written; db is left paused, answering nothing; \`docker compose --profile tools unpause db\` in ${dir} unpauses it.`,
       );

@@ -37,7 +37,7 @@ export default defineCommand({
         withStackLock(stack.dir, "backup create", () =>
           createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, pauseDatabases: args.pause, inFlight, progress, signal }),
         ),
-      () => quitBackupNote(compose, inFlight),
+      () => quitBackupNote(compose, inFlight, model),
     );
     if (args.json) printJson(result);
     else printText(renderCreated(result));
