@@ -11,13 +11,16 @@ export interface ErrorReply {
   body: { error: { code: string; message: string; details?: { field: string; message: string }[] } };
 }
 
-/** The body of an error answer at `path`: the SPEC shape, or the flat one /v1/skills keeps (SPEC §7). */
 /** The route a path names: the router answers `/v1/generate/` as `/v1/generate`, so its errors
  *  must read the same. */
 const routeOf = (path: string) => path.replace(/\/+$/, "");
 
+/** The body of an error answer at `path`: the SPEC shape, or the flat one /v1/skills keeps (SPEC §7).
+ *  That route's one 400 code is INVALID_SERVICE_ID: its one parameter is the service ids, so a
+ *  repeated or malformed `services` is answered with it too. */
 export function errorBodyFor(path: string, error: ErrorReply["body"]["error"]) {
-  return routeOf(path) === "/v1/skills" ? { error: error.message, code: error.code } : { error };
+  if (routeOf(path) !== "/v1/skills") return { error };
+  return { error: error.message, code: error.code === "VALIDATION_ERROR" ? "INVALID_SERVICE_ID" : error.code };
 }
 
 const MESSAGES: Record<string, string> = { "/v1/generate": GENERATE_MESSAGE, "/v1/deploy": DEPLOY_MESSAGE };

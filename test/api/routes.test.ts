@@ -89,10 +89,10 @@ describe("read endpoints", () => {
       expect(b.error.message).toBe(method === "POST" ? "Invalid generation input" : "Invalid query parameters");
       expect(b.error.details, path).toEqual(fields.map((field) => ({ field, message: "Given more than once" })));
     }
-    // /v1/skills keeps its flat error body (SPEC §7): the message names the parameter.
+    // /v1/skills keeps its flat error body and its one 400 code (SPEC §7): the message names the parameter.
     const skills = await call("GET", "/v1/skills?services=redis&services=n8n");
     expect(skills.status).toBe(400);
-    expect(await json(skills)).toEqual({ error: expect.stringContaining("services: given more than once"), code: "VALIDATION_ERROR" });
+    expect(await json(skills)).toEqual({ error: expect.stringContaining("services: given more than once"), code: "INVALID_SERVICE_ID" });
     // Parameters the routes do not read may repeat, and each read one may be given once.
     for (const path of ["/v1/services?category=database&x=1&x=2", "/v1/skills?services=redis,n8n", "/v1/services?category=database&maturity=stable"]) {
       expect((await call("GET", path)).status, path).toBe(200);
@@ -186,7 +186,8 @@ describe("read endpoints", () => {
     expect((await call("GET", `/v1/skills?services=${ids(200)}`)).status).toBe(200);
     const r = await call("GET", `/v1/skills?services=${ids(201)}`);
     expect(r.status).toBe(400);
-    expect(await json(r)).toEqual({ error: expect.stringContaining("at most 200 ids"), code: "VALIDATION_ERROR" });
+    // SPEC §7 gives this route one 400 code.
+    expect(await json(r)).toEqual({ error: expect.stringContaining("at most 200 ids"), code: "INVALID_SERVICE_ID" });
   });
 
   test("openapi.json is OpenAPI 3 covering every route; docs work offline", async () => {

@@ -57,7 +57,7 @@ export const catalogRoutes = (catalog: Catalog) =>
       if (ids.length > MAX_IDS) {
         // The same limit as an id array in a body (CONTRACT §3), in the route's flat shape.
         set.status = 400;
-        return { error: `Query parameter services: at most ${MAX_IDS} ids, ${ids.length} given`, code: "VALIDATION_ERROR" };
+        return { error: `Query parameter services: at most ${MAX_IDS} ids, ${ids.length} given`, code: "INVALID_SERVICE_ID" };
       }
       const unknown = ids.filter((id) => !catalog.servicesById.has(id));
       if (unknown.length) {
