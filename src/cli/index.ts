@@ -1,7 +1,7 @@
 // The command tree. Each command lives in its own file and is loaded only when it runs, so
 // `stackgen --version` and `stackgen serve` start without parsing the others.
 import { defineCommand, renderUsage, runCommand, type ArgsDef, type CommandDef } from "citty";
-import { StackgenError, usageError } from "../errors.ts";
+import { failure, StackgenError, usageError } from "../errors.ts";
 import { didYouMean } from "../core/suggest.ts";
 import { checkArgs } from "./strict-args.ts";
 import { VERSION, COMMIT } from "../version.ts";
@@ -109,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
         : `Unknown command "${word}" for stackgen ${name}; expected one of ${choices}.`);
     }
     checkArgs(name, cmd.args as ArgsDef | undefined, argv.slice(path.length));
+    checkCurrentDirectory();
     await runCommand(main, { rawArgs: argv });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (e) {
@@ -120,6 +121,17 @@ export async function run(argv: string[]): Promise<number> {
     for (const d of err.details ?? []) log.error(`  ${d.field}: ${d.message}`);
     if (!(e instanceof StackgenError) && process.env.STACKGEN_DEBUG) console.error(e);
     return err.exitCode;
+  }
+}
+
+/** A current directory removed under the shell: Bun's path.resolve then falls back to the
+ *  executable's folder, so `generate --name x` wrote its bundle beside the binary (or inside
+ *  node_modules). Every command reads or writes relative paths, so none runs there. */
+function checkCurrentDirectory(): void {
+  try {
+    process.cwd();
+  } catch (e) {
+    throw failure("NO_CURRENT_DIRECTORY", `The current directory no longer exists (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): cd into an existing one and run the command again. Nothing was done.`);
   }
 }
 

@@ -1,13 +1,13 @@
 // Bad command lines end with exit 2 before anything runs, and regenerating into a directory
 // refuses or repairs exactly as a real run would: subprocesses and files on disk.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { generateBundle } from "../../src/core/generate/index.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
-import { BUN, cli, expectOk, MAIN } from "../support/tools.ts";
+import { BUN, cli, expectOk, MAIN, run } from "../support/tools.ts";
 import { renderUpdate, rollbackMessage } from "../../src/cli/update.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-usage-"));
@@ -201,6 +201,23 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
       }
       expect(readdirSync(at(name))).toEqual(["stackgen.json"]);
       expect(readFileSync(join(at(name), "stackgen.json"), "utf8")).toBe(text);
+    }
+  });
+});
+
+describe("a current directory removed under the shell", () => {
+  test("is refused before anything is written: Bun resolved relative paths against the executable's folder", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-gone-"));
+    const name = `gone-${process.pid}`;
+    const beside = join(dirname(realpathSync(BUN)), name);
+    try {
+      const r = await run(["sh", "-c", 'cd "$1" && rmdir "$1" && exec "$2" "$3" generate --name "$4" --services redis --json', "sh", dir, BUN, MAIN, name]);
+      expect(r.code).toBe(1);
+      expect(jsonError(r.stdout)).toMatchObject({ code: "NO_CURRENT_DIRECTORY", message: expect.stringContaining("Nothing was done") });
+      expect(existsSync(beside)).toBe(false);
+    } finally {
+      rmSync(beside, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
