@@ -466,12 +466,12 @@ export async function restoreBackup(
     current = compose.reloaded(loadStack(stack.dir));
     if (only === undefined) {
       say("Starting the stack");
-      await current.up();
+      await current.up(opts.timeoutMs);
     } else {
       await current.create();
       if (only.length > 0) {
         say(`Starting ${only.join(", ")}`);
-        await current.start(only);
+        await current.start(only, opts.timeoutMs);
       }
     }
   };

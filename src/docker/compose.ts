@@ -48,6 +48,8 @@ export interface RunResult {
   code: number;
   stdout: string;
   stderr: string;
+  /** Stopped because it ran past its `deadlineMs`. */
+  overran?: boolean;
 }
 
 export class Compose {
@@ -87,8 +89,10 @@ export class Compose {
   }
 
   /** Run a compose subcommand; output is captured (stderr is echoed when `echo` is set). `stopOn`
-   *  ends it early when aborted: for work that is safe to cut (a pull), never for a start. */
-  async run(args: string[], opts: { echo?: boolean; stopOn?: AbortSignal } = {}): Promise<RunResult> {
+   *  ends it early when aborted: for work that is safe to cut (a pull), never for a start.
+   *  `deadlineMs` ends it after that long: for an `up` whose caller puts things back when it fails
+   *  (compose waits for a one-shot job with no limit of its own). */
+  async run(args: string[], opts: { echo?: boolean; stopOn?: AbortSignal; deadlineMs?: number } = {}): Promise<RunResult> {
     const proc = Bun.spawn([...this.baseArgs(), ...args], {
       cwd: this.stack.dir,
       stdin: "ignore",
@@ -100,15 +104,23 @@ export class Compose {
     });
     const stop = () => proc.kill("SIGINT");
     opts.stopOn?.addEventListener("abort", stop, { once: true });
+    let overran = false;
+    // SIGINT lets compose cancel cleanly; one that does not end within 10 s more is killed.
+    const timers = opts.deadlineMs === undefined ? [] : [
+      setTimeout(() => { overran = true; stop(); }, opts.deadlineMs),
+      setTimeout(() => proc.kill("SIGKILL"), opts.deadlineMs + 10_000),
+    ];
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    for (const timer of timers) clearTimeout(timer);
     opts.stopOn?.removeEventListener("abort", stop);
     if (opts.echo && stderr.trim()) process.stderr.write(stderr.endsWith("\n") ? stderr : stderr + "\n");
-    return { code, stdout, stderr };
+    return { code, stdout, stderr, ...(overran ? { overran } : {}) };
   }
 
   /** Run and throw a one-line failure when compose exits non-zero. */
-  async must(args: string[], what: string): Promise<RunResult> {
-    const result = await this.run(args);
+  async must(args: string[], what: string, deadlineMs?: number): Promise<RunResult> {
+    const result = await this.run(args, { deadlineMs });
+    if (result.overran) throw failure("COMPOSE_FAILED", `${what} did not finish within ${deadlineMs! / 1000}s (a one-shot job still running?), so it was stopped`);
     if (result.code !== 0) throw failure("COMPOSE_FAILED", `${what} failed: ${lastLine(result.stderr) || `exit code ${result.code}`}`);
     return result;
   }
@@ -133,8 +145,8 @@ export class Compose {
     return first.code === 0 ? first : this.must(["stop", ...services], "docker compose stop");
   }
 
-  start(services: string[] = []): Promise<RunResult> {
-    return this.must(["start", ...services], "docker compose start");
+  start(services: string[] = [], deadlineMs?: number): Promise<RunResult> {
+    return this.must(["start", ...services], "docker compose start", deadlineMs);
   }
 
   /** Create the containers without starting any. */
@@ -142,8 +154,9 @@ export class Compose {
     return this.must(["up", "--no-start"], "docker compose up --no-start");
   }
 
-  up(): Promise<RunResult> {
-    return this.must(["up", "--detach"], "docker compose up");
+  /** Start the whole stack; `deadlineMs` bounds compose's own wait for the jobs it runs first. */
+  up(deadlineMs?: number): Promise<RunResult> {
+    return this.must(["up", "--detach"], "docker compose up", deadlineMs);
   }
 
   /** Remove the containers (volumes are kept). */

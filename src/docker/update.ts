@@ -445,10 +445,14 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     const needs = [...dependenciesOf(layer, dependsOn)];
     const jobs = needs.filter((name) => jobsRun.has(name));
     const leave = jobs.length > 0 && needs.every((name) => layers.slice(0, i).some((l) => l.includes(name))) && (await finished(engine, stack.project, jobs));
-    const up = leave ? await upLeavingDependencies(compose, upArgs, layer) : await compose.run(["up", "--detach", ...upArgs]);
+    // Bounded: compose waits for a job it runs again (a dependency of the layer) with no limit.
+    const deadlineMs = opts.timeoutMs;
+    const up = leave ? await upLeavingDependencies(compose, upArgs, layer, deadlineMs) : await compose.run(["up", "--detach", ...upArgs], { deadlineMs });
     for (const name of layer) if (!mustStayUp.has(name)) jobsRun.add(name);
     if (up.code !== 0) {
-      const failed = `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
+      const failed = up.overran
+        ? `starting ${layer.join(", ")} did not finish within ${deadlineMs / 1000}s, so it was stopped (compose was still waiting, for a one-shot job it ran first?)`
+        : `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
       if (mode.kind === "forward") return signal?.aborted ? `interrupted (${failed})` : failed;
       problems.push(failed);
       continue;
@@ -482,11 +486,11 @@ async function finished(engine: Engine, project: string, services: readonly stri
  *  Not `up --no-deps`: compose hashes a container made that way without its dependencies, and the
  *  user's next plain `docker compose up -d` would make it again. A compose without `restart
  *  --no-deps` (v1, early v2) gets the plain `up`, which runs the jobs once more. */
-async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: string[]) {
+async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: string[], deadlineMs: number) {
   const created = await compose.run(["up", "--no-start", ...upArgs]);
   if (created.code !== 0) return created;
   const started = await compose.run(["restart", "--no-deps", ...layer]);
-  return started.code === 0 ? started : compose.run(["up", "--detach", ...upArgs]);
+  return started.code === 0 ? started : compose.run(["up", "--detach", ...upArgs], { deadlineMs });
 }
 
 /** A one-shot job a running service waits for (service_completed_successfully) whose container

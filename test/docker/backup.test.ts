@@ -1107,6 +1107,49 @@ volumes:
   );
 });
 
+describe("restore of a stack whose job hangs on the restored data", () => {
+  const { stack, scratch } = stackAndScratch("bh");
+
+  e2e(
+    "--timeout bounds compose's wait for the job: the restore fails and the state before it is put back and runs",
+    async () => {
+      const sleeper = `    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\n`;
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  init:
+    image: ${BASE_IMAGE}
+    init: true
+    restart: "no"
+    command: ["sh", "-c", "if [ -f /data/hang ]; then sleep 3600; fi"]
+    volumes: ["data:/data"]
+  app:
+${sleeper}    depends_on:
+      init: {condition: service_completed_successfully}
+volumes:
+  data: {}
+`);
+      await stack.up();
+      // Data on which the job hangs (a migration that never ends) goes into the backup.
+      await stack.exec("app", "sh", "-c", "touch /data/hang; echo backed-up > /data/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      await stack.exec("app", "sh", "-c", "rm /data/hang; echo current > /data/f");
+      // compose up waited on the job with no limit: the restore never ended.
+      const started = Date.now();
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--timeout", "6", "--json"]);
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(r.code, r.stderr).toBe(1);
+      const error = JSON.parse(r.stdout).error;
+      expect(error.code).toBe("RESTORE_FAILED");
+      expect(error.message).toContain("did not finish within 6s");
+      expect(error.message).toContain("put back as it was before the restore and started again");
+      expect((await stack.container("app")).State.Running).toBe(true);
+      expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("current");
+    },
+    120_000,
+  );
+});
+
 describe("restore into the stack's own directory after it was lost", () => {
   const { stack, scratch } = stackAndScratch("bl");
 

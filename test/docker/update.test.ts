@@ -691,6 +691,49 @@ describe("update of a stack with a job that ran to completion", () => {
   );
 });
 
+describe("update of a service whose job hangs when compose runs it again", () => {
+  const stack = TestStack.unique("uh");
+  const appRef = stack.ref("app");
+  const jobRef = stack.ref("job");
+  startedStack(stack, `services:
+  migrate:
+    image: ${jobRef}
+    init: true
+    restart: "no"
+    command: ["sh", "-c", "if [ -f /data/hang ]; then sleep 3600; fi"]
+    volumes: ["data:/data"]
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["data:/data"]
+    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}
+    depends_on: {migrate: {condition: service_completed_successfully}}
+volumes:
+  data: {}
+`, { [appRef]: ["RUN touch /ok"], [jobRef]: ["RUN echo job > /version"] }, async () => {
+    expect((await stack.compose("up", "-d", "--wait", "app")).code).toBe(0);
+  });
+
+  e2e(
+    "--timeout bounds compose's wait for the job: the update and its rollback end, saying so, instead of waiting with it",
+    async () => {
+      // The job, finished, now hangs on the data (a migration that never ends). The update's own
+      // wait for it ends at --timeout; the rollback's `up` of app runs it again first, and compose
+      // waited on it with no limit, so the rollback never ended.
+      await stack.exec("app", "touch", "/data/hang");
+      await stack.pushNewVersion(appRef, ["RUN touch /ok && echo v2 > /version"]);
+      const started = Date.now();
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "5"]);
+      expect(Date.now() - started).toBeLessThan(100_000);
+      expect(r.code, r.stderr).toBe(1);
+      expect(JSON.parse(r.stdout).rolledBack).toMatchObject({ services: ["app"], recovered: false, newImagesStarted: false });
+      expect(r.stderr).toContain("starting app did not finish within 5s, so it was stopped");
+    },
+    150_000,
+  );
+});
+
 describe("update of a stack with a job that services in several layers depend on", () => {
   const stack = TestStack.unique("un");
   const appRef = stack.ref("app");

@@ -30,7 +30,7 @@ export default defineCommand({
     dir: dirArg,
     yes: { type: "boolean", description: "Do not ask for confirmation", default: false },
     json: jsonArg,
-    timeout: { type: "string", description: "Seconds to wait for the stack to become healthy", default: "300" },
+    timeout: { type: "string", description: "Seconds the stack may take to start (compose waits for its one-shot jobs) and again to become healthy", default: "300" },
   },
   async run({ args }) {
     const wait = timeoutMs(args.timeout);
