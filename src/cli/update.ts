@@ -44,7 +44,7 @@ export default defineCommand({
     "dry-run": { type: "boolean", description: "Ask the registries for new digests and change nothing", default: false },
     backup: { type: "boolean", description: "Back up volumes and config (stack stopped) before the new images start", default: false },
     json: jsonArg,
-    timeout: { type: "string", description: "Seconds to wait for each layer to become healthy", default: "300" },
+    timeout: { type: "string", description: "Seconds each layer may take to start (compose waits for the one-shot jobs it runs) and again to become healthy", default: "300" },
   },
   async run({ args }) {
     const wait = timeoutMs(args.timeout);
