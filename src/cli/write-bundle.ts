@@ -199,7 +199,7 @@ const WRITES = new Set<FileAction>(["create", "update", "keep-values", "overwrit
  *  otherwise count as the user's edit at the next run). */
 export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void> {
   const root = resolve(dir);
-  await mkdir(root, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+  await makeFolders(root).catch((e: NodeJS.ErrnoException) => {
     // A folder that cannot be made there (a read-only or virtual file system, no permission).
     if (["ENOENT", "EACCES", "EPERM", "EROFS", "ENAMETOOLONG"].includes(e.code ?? "")) throw usageError(`Cannot make the folder ${root} (${e.code}); choose another --dir. Nothing was written.`);
     throw e;
@@ -225,13 +225,13 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
         const beforeMode = (await stat(target)).mode & 0o777;
         await unlink(target);
         undo.push(async () => {
-          await mkdir(dirname(target), { recursive: true });
+          await makeFolders(dirname(target));
           await writeFile(target, before, { mode: beforeMode });
         });
         await removeEmptyParents(root, dirname(target));
         continue;
       }
-      await mkdir(dirname(target), { recursive: true });
+      await makeFolders(dirname(target));
       // A directory on the way may be a symlink planted to redirect the write.
       refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
       const mode = fileMode(f.path);
@@ -265,6 +265,19 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
     throw new StackgenError("WRITE_FAILED", failed.length
       ? `Could not write ${current} in ${root} (${code}), and ${failed.length} of the files written before it could not be put back: compare the folder with its stackgen.json before you use it.`
       : `Could not write ${current} in ${root} (${code}). The files written before it were put back: the bundle is as it was.`, 500, undefined, NOT_WRITABLE.includes(code) ? 2 : 1);
+  }
+}
+
+/** Makes `dir` and the folders above it that are missing, each 0755 whatever the umask, as files
+ *  get 0644: containers running as other users (postgres, node, grafana) read the config files
+ *  bind-mounted from them, and under umask 077 a new folder (`postgres/init`) was theirs to read
+ *  no more. Folders that exist keep their mode. */
+async function makeFolders(dir: string): Promise<void> {
+  const first = await mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  for (let d = dir; d.length >= first.length; d = dirname(d)) {
+    await chmod(d, 0o755);
+    if (d === first) break;
   }
 }
 

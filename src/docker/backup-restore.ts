@@ -1,7 +1,7 @@
 // `stackgen backup restore`: the checks made before anything changes (the archive, its project,
 // the volumes and folders it writes), then the safety backup, the replaced volumes and config,
 // and the stack started again and waited for.
-import { accessSync, closeSync, constants, existsSync, fchmodSync, openSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, fchmodSync, openSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { failure, interruptedError, StackgenError } from "../errors.ts";
 import { isWithin, shellWord } from "../core/paths.ts";
@@ -283,8 +283,11 @@ export function writeConfigFiles(stackDir: string, files: VerifiedBackup["files"
       target = join(target, part);
       if (i === parts.length - 1) break;
       const st = lstatSync(target, { throwIfNoEntry: false });
-      if (!st) mkdirSync(target);
-      else if (st.isSymbolicLink()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder ${parts.slice(0, i + 1).join("/")} is a symbolic link.`);
+      // 0755 whatever the umask, as generate makes them: other users' containers read the files.
+      if (!st) {
+        mkdirSync(target);
+        chmodSync(target, 0o755);
+      } else if (st.isSymbolicLink()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: its folder ${parts.slice(0, i + 1).join("/")} is a symbolic link.`);
       else if (!st.isDirectory()) throw failure("RESTORE_FAILED", `Refusing to write ${f.path}: ${parts.slice(0, i + 1).join("/")} is not a folder.`);
     }
     const existing = lstatSync(target, { throwIfNoEntry: false });

@@ -18,6 +18,19 @@ const tree = (dir: string): string[] => [dir, ...readdirSync(dir, { recursive: t
 const fileContents = (dir: string) => Object.fromEntries(tree(dir).filter((p) => statSync(p).isFile()).map((p) => [p, readFileSync(p, "utf8")]));
 
 describe("writing a bundle", () => {
+  test("folders it makes are 0755 whatever the umask, as its files are 0644; folders that exist keep their mode", async () => {
+    const dir = join(tmp, "umask", "bundle");
+    mkdirSync(join(tmp, "umask"), { mode: 0o711 });
+    chmodSync(join(tmp, "umask"), 0o711);
+    // Under umask 077 postgres/init was 0700: the postgres user could not read its init scripts.
+    const r = await run(["sh", "-c", 'umask 077 && exec "$@"', "sh", BUN, MAIN, "generate", "--name", "um", "--services", "n8n", "--dir", dir], { env });
+    expectOk(r);
+    const folders = tree(dir).filter((p) => statSync(p).isDirectory());
+    expect(folders).toContain(join(dir, "postgres", "init"));
+    for (const folder of folders) expect([folder, statSync(folder).mode & 0o777]).toEqual([folder, 0o755]);
+    expect(statSync(join(dir, "docker-compose.yml")).mode & 0o777).toBe(0o644);
+    expect(statSync(join(tmp, "umask")).mode & 0o777).toBe(0o711);
+  });
   test("a write that fails halfway puts back the files written before it", async () => {
     const dir = join(tmp, "halfway");
     mkdirSync(dir);

@@ -852,6 +852,16 @@ describe("backup archive verification", () => {
     writeConfigFiles(stackDir, modes.map(([path, mode]) => ({ path, data, mode })));
     for (const [path, , expected] of modes) expect([path, statSync(join(stackDir, path)).mode & 0o777]).toEqual([path, expected]);
   });
+  test("folders restored under a strict umask are 0755: other users' containers read the files in them", () => {
+    const stackDir = mkdtempSync(join(dir, "umask-"));
+    const before = process.umask(0o077);
+    try {
+      writeConfigFiles(stackDir, [{ path: "postgres/init/01.sql", data: new TextEncoder().encode("x"), mode: 0o644 }]);
+    } finally {
+      process.umask(before);
+    }
+    expect(["postgres", "postgres/init"].map((p) => statSync(join(stackDir, p)).mode & 0o777)).toEqual([0o755, 0o755]);
+  });
   test("file names sort by time", () => {
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"))).toBe("p-20240102T030405678Z.tar.gz");
     expect(backupFileName("p", new Date("2024-01-02T03:04:05.678Z"), "pre-restore")).toBe("p-pre-restore-20240102T030405678Z.tar.gz");
