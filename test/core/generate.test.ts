@@ -443,6 +443,15 @@ describe("input fields take effect", () => {
     expect(plain).not.toContain("Values only you can supply");
   });
 
+  test("the README names every container of the compose file: each helper with the service it belongs to, a job as one", () => {
+    const g = gen({ services: ["dify", "immich", "redis"] });
+    const readme = g.files["README.md"]!;
+    const compose = parseYaml(g.files["docker-compose.yml"]!) as { services: Record<string, unknown> };
+    for (const name of Object.keys(compose.services)) expect(readme, name).toContain(`\`${name}\``);
+    expect(readme).toContain("- `dify` (Dify): `dify-sandbox`, `dify-storage-owner` (a one-shot job: it exits with code 0 once done, before the app starts), `dify-api`");
+    expect(readme).toContain("- `immich` (Immich): `immich-postgres`, `immich-machine-learning`");
+    expect(gen({ services: ["redis"] }).files["README.md"]).not.toContain("more than one container");
+  });
   test("the bundle README names the known limits of the entries in it (Meet needs a domain)", () => {
     const readme = gen({ preset: "videoconf" }).files["README.md"]!;
     const limits = readme.slice(readme.indexOf("## Known limits"));

@@ -2,7 +2,7 @@
 // start, update and back up the stack.
 import { allServices, has, hasPrivateDomain, hasProxy, httpsMissingFor, proxiedUrl, publishedOnLoopback, publishedPorts, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
 import { CORE_CONFIG } from "./core-gateway.ts";
-import { memoryLimitMB } from "./compose.ts";
+import { memoryLimitMB, sidecarName } from "./compose.ts";
 
 export function readmeFile(ctx: GenContext): FileMap {
   const web = new Map(webServices(ctx).map((w) => [w.id, w]));
@@ -16,6 +16,10 @@ export function readmeFile(ctx: GenContext): FileMap {
     const cap = ctx.memoryLimits && !native ? `, at most ${memoryLimitMB(s.estimatedMemoryMB)} MB` : "";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB${cap} |`;
   });
+  // Containers `docker compose ps` and `stackgen status` list besides the services: named here so a
+  // failing `dify-api`, or a job's `exited (0)`, leads back to its app.
+  const helpers = allServices(ctx).filter((s) => s.sidecars?.length && !ctx.nativeIds.has(s.id)).map((s) =>
+    `- \`${s.id}\` (${s.name}): ${s.sidecars!.map((sc) => `\`${sidecarName(s, sc)}\`${sc.runsOnce ? " (a one-shot job: it exits with code 0 once done, before the app starts)" : ""}`).join(", ")}`);
   const warnings = ctx.stack.warnings.map((w) => `- **${w.code}**: ${w.message}`);
   const knownLimits = ctx.stack.services.filter((s) => s.knownLimits).map((s) => `- **${s.name}**: ${s.knownLimits}`);
   // Apps that give their admin account to the first visitor, or start with a default login.
@@ -47,7 +51,7 @@ ${rows.join("\n")}
 
 Ports marked 127.0.0.1 are reachable from this machine only${tunnelHint(ctx, web)}.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
 
-${httpsNote(ctx)}${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
+${helpers.length ? `Some services run in more than one container; \`docker compose ps\` and \`stackgen status\` list these too, and \`docker compose logs <name>\` shows each one's log:\n\n${helpers.join("\n")}\n\n` : ""}${httpsNote(ctx)}${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
 
 ${start}
 
