@@ -17,7 +17,7 @@ import { StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { serviceVolumes } from "../core/listings.ts";
-import { COMPOSE_FILES_READ_FIRST, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
+import { COMPOSE_FILES_READ_FIRST, composeSettings, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
 import { domainWithoutProxy, readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { EDIT_KEPT_SUFFIX, planBundle, writePlan } from "./write-bundle.ts";
@@ -114,7 +114,9 @@ export default defineCommand({
     const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata, ...(diffs ? { diffs } : {}) };
     // docker compose reads these before docker-compose.yml: with one of the user's in the folder,
     // `docker compose up` there would start that file's services, not the bundle. --force cannot help.
-    const shadowing = COMPOSE_FILES_READ_FIRST.filter((f) => existsSync(join(dir, f)));
+    // Not when the folder's .env names the files (COMPOSE_FILE): compose then reads those, as doctor
+    // sees it. Only the folder's own setting counts: this shell's may not be the next one's.
+    const shadowing = composeSettings(dir, {}).files ? [] : COMPOSE_FILES_READ_FIRST.filter((f) => existsSync(join(dir, f)));
     if (shadowing.length) {
       throw new StackgenError("EDITED_FILES", `${dir} holds ${shadowing.join(" and ")}, which docker compose reads in place of the docker-compose.yml a bundle has: \`docker compose up\` there would not start this stack. Move ${shadowing.length === 1 ? "it" : "them"} out of the folder or choose another --dir; ${args["dry-run"] ? "a real run would write nothing" : "nothing was written"}.`, 500,
         shadowing.map((field) => ({ field, message: "read by docker compose in place of docker-compose.yml" })), 1);

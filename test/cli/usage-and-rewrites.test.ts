@@ -373,6 +373,15 @@ describe("regenerating into an existing bundle", () => {
         expect(readdirSync(dir)).toEqual([name]);
       }
     }
+    // A folder whose .env names the compose files: compose reads those, compose.yaml is no shadow.
+    const pinned = at("shadow-pinned");
+    mkdirSync(pinned);
+    writeFileSync(join(pinned, "compose.yaml"), "services:\n  web:\n    image: nginx\n");
+    writeFileSync(join(pinned, ".env"), "COMPOSE_FILE=docker-compose.yml\n");
+    const r = await cli(["generate", "--name", "pinned", "--services", "redis", "--dir", pinned, "--json"], { env });
+    expectOk(r);
+    expect(readdirSync(pinned)).toContain("docker-compose.yml");
+    expect(parseEnvValues(readFileSync(join(pinned, ".env"), "utf8")).get("COMPOSE_FILE")).toBe("docker-compose.yml");
   });
 
   test("the printed next step pastes as it reads: a folder with a space or a $ is quoted; --dir / is not taken for outside itself", async () => {
