@@ -1,7 +1,6 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
-import { notFound } from "../errors.ts";
-import { didYouMean } from "../core/suggest.ts";
+import { unknownCatalogId } from "../core/suggest.ts";
 import { printJson, printText } from "./output.ts";
 
 export default defineCommand({
@@ -14,7 +13,7 @@ export default defineCommand({
     const catalog = getCatalog();
     if (args.id) {
       const preset = catalog.presetsById.get(args.id);
-      if (!preset) throw Object.assign(notFound(`Preset "${args.id}" not found${didYouMean(args.id, catalog.presetsById.keys())}; stackgen presets lists them`), { exitCode: 2 });
+      if (!preset) throw unknownCatalogId("Preset", args.id, catalog.presetsById.keys());
       const services = preset.services.map((id) => catalog.servicesById.get(id)!);
       if (args.json) return printJson({ preset, services });
       return printText([

@@ -1,8 +1,8 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS, MATURITY_IDS } from "../schema/catalog.ts";
-import { notFound, validationError } from "../errors.ts";
-import { didYouMean } from "../core/suggest.ts";
+import { validationError } from "../errors.ts";
+import { unknownCatalogId } from "../core/suggest.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { categorySummary, serviceVolumes } from "../core/listings.ts";
 import { plural, printJson, printText, dim } from "./output.ts";
@@ -20,7 +20,7 @@ export default defineCommand({
     if (args.id) {
       const service = catalog.servicesById.get(args.id);
       // GET /v1/services/{id}'s answer; an unknown id is the user's input (exit 2).
-      if (!service) throw Object.assign(notFound(`Service "${args.id}" not found${didYouMean(args.id, catalog.servicesById.keys())}; stackgen services lists them`), { exitCode: 2 });
+      if (!service) throw unknownCatalogId("Service", args.id, catalog.servicesById.keys());
       return args.json ? printJson({ service }) : printText(describeService(service));
     }
     // The API's code for the same query (GET /v1/services?category=...), still bad input (exit 2).

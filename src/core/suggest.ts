@@ -1,5 +1,6 @@
 // "Did you mean" for ids, commands and options a user mistyped (postgres for postgresql).
 import { distance } from "fastest-levenshtein";
+import { notFound, type StackgenError } from "../errors.ts";
 
 /** The candidate closest to `word` when it is close enough to be what was meant: at most a third
  *  of the word's letters off (two for short words), or the word cut short (postgres). */
@@ -20,3 +21,8 @@ export function didYouMean(word: string, candidates: Iterable<string>, quote = t
   const match = closestMatch(word, candidates);
   return match === undefined ? "" : ` (did you mean ${quote ? `"${match}"` : match}?)`;
 }
+
+/** A catalog id the user gave that the catalog does not hold (`stackgen presets <id>`): the API's
+ *  NOT_FOUND, as bad input (exit 2), with the near match and the command that lists them. */
+export const unknownCatalogId = (kind: "Preset" | "Service", id: string, known: Iterable<string>): StackgenError =>
+  notFound(`${kind} "${id}" not found${didYouMean(id, known)}; stackgen ${kind.toLowerCase()}s lists them`);
