@@ -10,6 +10,7 @@ import { startServers } from "../../src/api/server.ts";
 import { readGuardConfig } from "../../src/api/guard/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { signJwt } from "../../src/core/generate/secrets.ts";
+import { generatedSecretNames } from "../../src/core/generate/env.ts";
 import { formatMB, plural } from "../../src/web/explain.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -978,6 +979,49 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(values.get("SUPABASE_JWT_SECRET")).toBe(mine);
     expect(values.get("SUPABASE_ANON_KEY")).toBe(signJwt(mine, { role: "anon", iss: "supabase" }));
     expect(values.get("SUPABASE_SERVICE_ROLE_KEY")).toBe(signJwt(mine, { role: "service_role", iss: "supabase" }));
+  }, TEST_TIMEOUT_MS);
+
+  test("an import's secrets stay through later changes of choices: in the preview, the ZIP and a deploy", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "kept-later", services: ["n8n"] });
+    const secrets = [...generatedSecretNames(exported.files[".env"])];
+    const exportedValues = parseEnvValues(exported.files[".env"]);
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "kept.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(exported)) });
+    await page.waitForSelector("#files-message:has-text('Imported kept.json')");
+    // A service added since the import: every imported secret stays (the running stack's data is
+    // under them), the newcomer gets its own. They were all made anew, and nothing said so.
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('keeps the secrets imported from kept.json')");
+    await page.click("#preview button[data-path='.env']");
+    await page.click("#reveal-button");
+    const previewed = parseEnvValues((await page.textContent("#file-content"))!);
+    expect(secrets.length).toBeGreaterThan(2);
+    for (const name of secrets) expect([name, previewed.get(name)]).toEqual([name, exportedValues.get(name)]);
+    expect(previewed.get("REDIS_PASSWORD")?.length).toBeGreaterThanOrEqual(32);
+    // Another change, then the ZIP without a preview: the same secrets, the newcomer's included.
+    await page.fill("#opt-domain", "kept.example.test");
+    await settled(page);
+    const [zip] = await Promise.all([page.waitForEvent("download"), page.click("#zip-button")]);
+    await page.waitForSelector("#files-message:has-text('with the secrets imported from kept.json')");
+    const zipped = parseEnvValues(strFromU8(unzipSync(new Uint8Array(readFileSync((await zip.path())!)))["kept-later/.env"]));
+    for (const name of [...secrets, "REDIS_PASSWORD"]) expect([name, zipped.get(name)]).toEqual([name, previewed.get(name)]);
+    // And a deploy of a later change, with no preview of it: the platform gets them too.
+    const { CoolifyFake } = await import("../deploy/fakes/coolify-fake.ts");
+    const fake = await new CoolifyFake().start();
+    cleanups.push(() => fake.stop());
+    await page.fill("#opt-domain", "");
+    await settled(page);
+    await page.fill("#deploy-url", fake.url);
+    await page.fill("#deploy-key", fake.token);
+    const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
+    await page.click("#deploy-button");
+    const deployed = parseEnvValues((await sent).postDataJSON().complete.files[".env"]);
+    await page.waitForSelector("#dashboard-link");
+    await page.waitForSelector("#deploy-button:enabled");
+    for (const name of [...secrets, "REDIS_PASSWORD"]) expect([name, deployed.get(name)]).toEqual([name, previewed.get(name)]);
+    expect(await page.locator("#deploy-secrets-note").count()).toBe(0);
   }, TEST_TIMEOUT_MS);
 
   test("keyboard import, an out-of-date preview's files, the one reverse proxy, long words and links with stray spaces", async () => {

@@ -9,7 +9,7 @@ import { publishedPorts, type ServicePorts } from "../ports.ts";
 import { knownIds, type Store } from "../store.ts";
 import { announce } from "./catalog.ts";
 import { zipBundle } from "../../core/bundle.ts";
-import { mergeEnv, settingsTaken } from "../../core/env-merge.ts";
+import { mergeEnv, parseEnvValues, settingsTaken } from "../../core/env-merge.ts";
 import { generatedSecretNames } from "../../core/generate/env.ts";
 import { signedKeys } from "../signed-keys.ts";
 import { describeChanges, previewChanges, type FileChange, type PreviewChanges } from "../changes.ts";
@@ -33,6 +33,41 @@ export function mountFiles(store: Store): void {
   const area = byId("preview");
   let preview: Preview | undefined;
   let busy = false;
+
+  /** The secrets of the export imported last, by name (values as written): every later
+   *  generation on this page keeps them, as `stackgen generate` keeps a bundle's .env, since a
+   *  stack that runs has its data under them. Secrets of services added since join them. */
+  let keptSecrets: { from: string; values: Map<string, string> } | undefined;
+
+  /** `fresh` with its .env merged over `exportEnv` (an export's, or the kept secrets) as an import
+   *  takes it: this stack's variables only, a value of the wrong shape refused, API keys signed
+   *  again with a kept JWT secret. */
+  const mergeExported = async (exportEnv: string, fresh: api.CompleteDocument) => {
+    // Only this stack's own variables: an export may be someone else's, and other settings in
+    // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
+    // the export left empty (made without secrets) gets the new value.
+    const secretNames = generatedSecretNames(fresh.files[".env"]!);
+    // A value that reaches a config file as text (Caddy's e-mail) is taken only in its shape.
+    const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
+    const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
+    // API keys signed with a secret the export keeps are signed again with it (Supabase's).
+    const derived = await signedKeys(variables, [exportEnv, fresh.files[".env"]!]);
+    return { secretNames, env: mergeEnv(exportEnv, fresh.files[".env"]!, secretNames, derived, { keepExtra: false, patterns }) };
+  };
+
+  /** Keeps the imported secrets in a bundle generated since the import (its other settings follow
+   *  the choices made since, a new domain's addresses among them). */
+  const withKeptSecrets = async (doc: api.CompleteDocument): Promise<api.CompleteDocument> => {
+    if (!keptSecrets || doc.files[".env"] === undefined) return doc;
+    const kept = keptSecrets.values;
+    const names = generatedSecretNames(doc.files[".env"]);
+    const only = [...kept].filter(([name]) => names.has(name)).map(([name, value]) => `${name}=${value}\n`).join("");
+    const { env } = await mergeExported(only, doc);
+    for (const [name, value] of parseEnvValues(env.text)) if (names.has(name) && !kept.has(name)) kept.set(name, value);
+    return { ...doc, files: { ...doc.files, ".env": env.text } };
+  };
+  /** What a bundle generated now holds, said after a download. */
+  const secretsOf = (doc: api.CompleteDocument) => !hasSecrets(doc) ? "" : keptSecrets ? `, with the secrets imported from ${keptSecrets.from}` : ", with new secrets";
 
   const currentKey = () => JSON.stringify(generateBody(store.form));
   const blocker = () => store.outputBlocker("Choose a preset, a skill pack or a service first.");
@@ -101,11 +136,15 @@ export function mountFiles(store: Store): void {
     if (preview?.key === currentKey()) return preview.doc;
     const shown = preview !== undefined;
     const body = generateBody(store.form);
-    const doc = await api.generateComplete(body);
+    const doc = await withKeptSecrets(await api.generateComplete(body));
     useBundle(doc, JSON.stringify(body));
     // A preview on screen shows what was just downloaded or exported, never an older bundle.
     if (shown) renderPreview();
     return doc;
+  };
+
+  store.keepImportedSecrets = async () => {
+    if (keptSecrets) await completeDocument();
   };
 
   const renderPreview = () => {
@@ -169,7 +208,7 @@ export function mountFiles(store: Store): void {
   previewButton.addEventListener("click", () => run("Generating the preview", async () => {
     await completeDocument();
     renderPreview();
-    say(`Preview ready: ${Object.keys(preview!.doc.files).length} files.`);
+    say(`Preview ready: ${Object.keys(preview!.doc.files).length} files${keptSecrets && hasSecrets(preview!.doc) ? `; its .env keeps the secrets imported from ${keptSecrets.from}` : ""}.`);
   }));
 
   // The ZIP holds exactly the files previewed (same secrets), zipped here as the API would.
@@ -183,7 +222,7 @@ export function mountFiles(store: Store): void {
     markSaved(doc);
     // Said as it is: after a reload, a ZIP of the same choices has new secrets, not an import's.
     const what = reused ? (shown ? "the files of the preview" : "the same files as your last download")
-      : `files generated now${hasSecrets(doc) ? ", with new secrets" : ""}${shown ? " (the preview shows them)" : ""}`;
+      : `files generated now${secretsOf(doc)}${shown ? " (the preview shows them)" : ""}`;
     say(`Downloaded ${name}.zip (${Math.ceil(zip.size / 1024)} KB), ${what}.`);
   }));
 
@@ -244,28 +283,22 @@ export function mountFiles(store: Store): void {
         }
       }
       let env: ReturnType<typeof mergeEnv> | undefined;
-      // Only this stack's own variables: an export may be someone else's, and other settings in
-      // it (COMPOSE_PROJECT_NAME, COMPOSE_FILE) would steer compose to another project. A secret
-      // the export left empty (made without secrets) gets the new value.
-      const secretNames = fresh ? generatedSecretNames(fresh.files[".env"]!) : new Set<string>();
+      let secretNames = new Set<string>();
       if (bundle && fresh) {
-        // A value that reaches a config file as text (Caddy's e-mail) is taken only in its shape.
-        const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
-        const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
         try {
-          // API keys signed with a secret the export keeps are signed again with it (Supabase's).
-          const derived = await signedKeys(variables, [bundle.files[".env"]!, fresh.files[".env"]!]);
-          env = mergeEnv(bundle.files[".env"]!, fresh.files[".env"]!, secretNames, derived, { keepExtra: false, patterns });
+          ({ env, secretNames } = await mergeExported(bundle.files[".env"]!, fresh));
         } catch (e) {
           throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
         }
       }
       store.setForm(state);
+      // The secrets of this import, or none: an earlier import's are not this stack's.
+      keptSecrets = env ? { from: file.name, values: new Map([...parseEnvValues(env.text)].filter(([name]) => secretNames.has(name))) } : undefined;
       if (bundle && fresh && env) {
         useBundle({ ...fresh, files: { ...fresh.files, ".env": env.text } }, JSON.stringify(body));
         renderPreview();
         const differing = Object.keys(fresh.files).filter((path) => path !== ".env" && path !== "stackgen.json" && bundle.files[path] !== undefined && bundle.files[path] !== fresh!.files[path]);
-        parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP and a deploy use them until you change a choice.`);
+        parts.push(`The preview below keeps the secrets of its .env${env.added.length ? ` (${plural(env.added.length, "new variable")} generated)` : ""}; the other files are generated again from its choices. The ZIP, a deploy and every preview after a change of choices keep these secrets until the page is reloaded.`);
         if (env.filled.length) parts.push(`Secrets it left empty got new values: ${env.filled.join(", ")}.`);
         const taken = settingsTaken(env, fresh.files[".env"]!, secretNames);
         if (taken.length) parts.push(`Settings taken from it that differ from what this stackgen makes: ${taken.join(", ")}; check them in .env if the file is not your own.`);
