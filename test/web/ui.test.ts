@@ -1024,6 +1024,29 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#deploy-secrets-note").count()).toBe(0);
   }, TEST_TIMEOUT_MS);
 
+  test("an export whose choices make no files as they are is loaded to be fixed, its secrets kept for then", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "to-fix", services: ["redis"] });
+    // Two services that conflict: refused with "try again", which could never work.
+    const conflicting = { ...exported, input: { ...exported.input, services: ["redis", "valkey"] } };
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "conflict.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(conflicting)) });
+    await page.waitForSelector("#files-message:has-text('Imported conflict.json')");
+    const message = (await page.textContent("#files-message"))!;
+    expect(message).toContain("Its choices make no files as they are (");
+    expect(message).not.toContain("try again");
+    expect(await page.locator("#svc-valkey").isChecked()).toBe(true);
+    await settled(page);
+    await page.locator("#svc-valkey").uncheck();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('keeps the secrets imported from conflict.json')");
+    await page.click("#preview button[data-path='.env']");
+    await page.click("#reveal-button");
+    expect(parseEnvValues((await page.textContent("#file-content"))!).get("REDIS_PASSWORD")).toBe(parseEnvValues(exported.files[".env"]).get("REDIS_PASSWORD")!);
+    // The refused generation is the import's doing.
+    problems = problems.filter((p) => !p.includes("409"));
+  }, TEST_TIMEOUT_MS);
+
   test("keyboard import, an out-of-date preview's files, the one reverse proxy, long words and links with stray spaces", async () => {
     const page = await openPage();
     // Enter on Import JSON… opens the file chooser (clicks the file input), as on any button.

@@ -275,11 +275,17 @@ export function mountFiles(store: Store): void {
       const hadEnv = typeof (imported as { files?: Record<string, unknown> })?.files?.[".env"] === "string";
       const body = generateBody(state);
       let fresh: api.CompleteDocument | undefined;
+      /** Why its choices make no bundle as they are (a conflict, a name refused): they are loaded
+       *  all the same, marked in the form to fix, and its secrets wait for the next generation. */
+      let unusable: string | undefined;
       if (bundle) {
         try {
           fresh = await api.generateComplete(body);
         } catch (e) {
-          throw new Error(`Could not import ${file.name}: its files could not be generated again (${e instanceof api.ApiError ? e.describe() : (e as Error).message}). Nothing was changed; try again.`);
+          if (!(e instanceof api.ApiError && (e.status === 400 || e.status === 409))) {
+            throw new Error(`Could not import ${file.name}: its files could not be generated again (${e instanceof api.ApiError ? e.describe() : (e as Error).message}). Nothing was changed; try again.`);
+          }
+          unusable = e.describe();
         }
       }
       let env: ReturnType<typeof mergeEnv> | undefined;
@@ -291,9 +297,18 @@ export function mountFiles(store: Store): void {
           throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
         }
       }
+      // The secrets of this import, or none: an earlier import's are not this stack's. Choices
+      // that make no bundle yet keep the secrets its own .env marks as generated, for later.
+      const kept = env?.text ?? (unusable !== undefined ? bundle!.files[".env"]! : undefined);
+      const keptNames = env ? secretNames : kept !== undefined ? generatedSecretNames(kept) : new Set<string>();
+      let keptValues: Map<string, string> | undefined;
+      try {
+        keptValues = kept === undefined ? undefined : new Map([...parseEnvValues(kept)].filter(([name]) => keptNames.has(name)));
+      } catch (e) {
+        throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
+      }
       store.setForm(state);
-      // The secrets of this import, or none: an earlier import's are not this stack's.
-      keptSecrets = env ? { from: file.name, values: new Map([...parseEnvValues(env.text)].filter(([name]) => secretNames.has(name))) } : undefined;
+      keptSecrets = keptValues ? { from: file.name, values: keptValues } : undefined;
       if (bundle && fresh && env) {
         useBundle({ ...fresh, files: { ...fresh.files, ".env": env.text } }, JSON.stringify(body));
         renderPreview();
@@ -305,6 +320,8 @@ export function mountFiles(store: Store): void {
         if (env.extra.length) parts.push(`Not taken from its .env: ${env.extra.join(", ")} (not variables of this stack).`);
         if (env.refused.length) parts.push(`Not taken from its .env either: ${env.refused.join(", ")} (not the shape ${env.refused.length === 1 ? "that setting" : "those settings"} must have; the generated ${env.refused.length === 1 ? "value is" : "values are"} used).`);
         if (differing.length) parts.push(`Its ${differing.join(", ")} differed from what this stackgen makes of its choices (edited, or made by another version) and ${differing.length === 1 ? "was" : "were"} replaced.`);
+      } else if (unusable !== undefined) {
+        parts.push(`Its choices make no files as they are (${unusable}): change what the page marks, then preview. The secrets of its .env are kept for the files made then.`);
       } else if (hadEnv) {
         // The user must know: a running stack's data was written with the export's passwords.
         parts.push(`Its .env was not kept (${ignored.length ? "its choices changed on import" : "its files are not a bundle this stackgen can use"}), so the files will have new secrets: for a stack that already runs, keep its own .env.`);
