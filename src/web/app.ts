@@ -113,8 +113,10 @@ function openLink(store: Store): void {
   const preset = state.presetId === null ? undefined : store.catalog.presetsById.get(state.presetId);
   // Every choice the link sets beyond a fresh page's, so none applies unseen.
   const fresh = initialState();
+  // The project name too: it names the compose project, and the platform project a deploy with
+  // "Update existing" would overwrite.
   const picked = [
-    preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"),
+    state.projectName !== fresh.projectName && `project ${state.projectName}`, preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"),
     state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`, state.gpu && "GPU", state.platform && `platform ${state.platform}`,
     state.deployment !== fresh.deployment && `deployment ${state.deployment}`, state.coreVersion !== fresh.coreVersion && `core version ${state.coreVersion}`,
     state.memoryLimits && "memory caps", !state.generateSecrets && "no generated secrets",
