@@ -1157,7 +1157,12 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.click("#deploy-button");
     await page.waitForSelector("#deploy-result [role=alert]:has-text('must start with http')");
     expect(await page.locator("#deploy-steps li").count()).toBe(0);
+    // Said as the field's problem, on the field, not as a deployment that failed.
+    expect(await page.textContent("#deploy-result [role=alert]")).toStartWith("Not sent: ");
+    expect(await page.getAttribute("#deploy-url", "aria-invalid")).toBe("true");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("deploy-url");
     await page.fill("#deploy-url", fake.url);
+    expect(await page.getAttribute("#deploy-url", "aria-invalid")).toBeNull();
     // A key of spaces passes the field's `required`: refused here, before anything is sent.
     await page.fill("#deploy-key", "   ");
     let spacesSent = false;
@@ -1168,6 +1173,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     page.off("request", watch);
     expect(spacesSent).toBe(false);
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("deploy-key");
+    expect(await page.getAttribute("#deploy-key", "aria-invalid")).toBe("true");
     await page.fill("#deploy-key", "wrong-key");
 
     // The stackgen server's own key goes along as X-API-Key (this server knows none: refused).

@@ -86,17 +86,10 @@ export function mountDeploy(store: Store): void {
     clearOutcome();
     if (!form.reportValidity()) return;
     const instance = url.value.trim().replace(/\/+$/, "");
-    if (!/^https?:\/\//.test(instance)) {
-      showError(result, "The instance URL must start with http:// or https://.");
-      return;
-    }
+    if (!/^https?:\/\//.test(instance)) return refuseField(result, url, "The instance URL must start with http:// or https://.");
     // Spaces pass the field's `required`; the key the platform sees is the trimmed one.
     const key = apiKey.value.trim();
-    if (!key) {
-      showError(result, `Paste the API key of your ${provider.selectedOptions[0]?.text ?? provider.value} instance: the field holds only spaces.`);
-      apiKey.focus();
-      return;
-    }
+    if (!key) return refuseField(result, apiKey, `Paste the API key of your ${provider.selectedOptions[0]?.text ?? provider.value} instance: the field holds only spaces.`);
     if (remember.checked) {
       localStorage.setItem(REMEMBER_KEY, JSON.stringify({ provider: provider.value, url: instance, apiKey: key } satisfies Remembered));
     } else {
@@ -200,6 +193,19 @@ function showResult(target: HTMLElement, outcome: api.DeployResultEvent["result"
       : null,
     outcome.changes?.length ? h("details", {}, h("summary", {}, "Adjustments made for the platform"), h("ul", {}, ...outcome.changes.map((c) => h("li", {}, c)))) : null,
   ));
+}
+
+/** A field checked here before anything is sent: named as the field's problem (marked on it,
+ *  focused), not as a deployment that failed. Unmarked again as soon as it is edited. */
+function refuseField(target: HTMLElement, field: HTMLInputElement, message: string): void {
+  replaceChildren(target, h("p", { class: "alert error", role: "alert", id: "deploy-field-error" }, h("strong", {}, "Not sent: "), message));
+  field.setAttribute("aria-invalid", "true");
+  field.setAttribute("aria-describedby", "deploy-field-error");
+  field.addEventListener("input", () => {
+    field.removeAttribute("aria-invalid");
+    field.removeAttribute("aria-describedby");
+  }, { once: true });
+  field.focus();
 }
 
 function showError(target: HTMLElement, message: string): void {
