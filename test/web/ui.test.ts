@@ -218,7 +218,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await undo.click();
     expect(await checked()).toEqual([...mine].sort());
     expect(await packs()).toEqual(["local-ai"]);
-    expect(await useResearcher.getAttribute("aria-pressed")).toBe("false");
+    expect(await useResearcher.getAttribute("aria-current")).toBeNull();
+    expect(await useResearcher.getAttribute("aria-pressed")).toBeNull();
     expect(await page.locator("#preset-undo").isHidden()).toBe(true);
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Use ${researcher.name}`);
     await page.waitForSelector("#announcer:has-text('Restored your 3 services and 1 skill pack')");
@@ -270,14 +271,14 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.keyboard.press("Enter");
     await settled(page);
     await shoot(page, "builder", "#start");
-    expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-pressed")).toBe("true");
+    expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-current")).toBe("true");
     // The address bar names the preset while the selection is still its own: a reload (or the
     // link shared) shows it as chosen again.
     await page.waitForFunction(() => new URLSearchParams(location.search).get("preset") === "researcher");
     await page.reload();
     await page.waitForSelector("body[data-ready=true]");
     await settled(page);
-    expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-pressed")).toBe("true");
+    expect(await page.getByRole("button", { name: `Use ${researcher.name}` }).getAttribute("aria-current")).toBe("true");
     expect(await page.textContent("#link-note")).toContain(`preset ${researcher.name}`);
     const expected = await apiJson("/v1/validate", { services: researcher.services, skillPacks: researcher.skillPacks, proxy: researcher.proxy ?? undefined, gpu: researcher.gpu, platform: "linux/amd64" });
     expect((await resolved(page)).sort()).toEqual([...expected.resolvedServices].sort());
@@ -468,6 +469,9 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.locator("#svc-redis").check();
     expect(await page.locator("#preview-stale").isVisible()).toBe(true);
     await page.waitForSelector("#announcer:has-text('Your choices changed since this preview')");
+    // Framed, not faded: its text is still read, and dimmed it fell below contrast minimums.
+    const look = await page.locator("#preview .preview-grid").evaluate((el) => ({ opacity: getComputedStyle(el).opacity, outline: getComputedStyle(el).outlineStyle }));
+    expect(look).toEqual({ opacity: "1", outline: "dashed" });
   }, TEST_TIMEOUT_MS);
 
   test("a new preview marks the files that changed since the one before: new, changed, removed", async () => {

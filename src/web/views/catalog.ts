@@ -55,7 +55,6 @@ export function mountPresets(store: Store): void {
     const button: HTMLButtonElement = h("button", {
       type: "button",
       class: "button",
-      "aria-pressed": "false",
       "aria-describedby": `preset-${preset.id}-desc`,
       onclick: () => {
         const previous = handMadeSelection(store.form, preset, store.catalog.presetsById);
@@ -89,7 +88,10 @@ export function mountPresets(store: Store): void {
     for (const [id, button] of buttons) {
       const preset = store.catalog.presetsById.get(id);
       const active = preset !== undefined && matchesPreset(store.form, preset);
-      button.setAttribute("aria-pressed", String(active));
+      // The preset in use is the current one of the list (aria-current), not a toggle: pressing it
+      // again cannot take it off (aria-pressed announced a button that could be unpressed).
+      if (active) button.setAttribute("aria-current", "true");
+      else button.removeAttribute("aria-current");
       button.closest(".card")?.classList.toggle("active", active);
     }
   };
