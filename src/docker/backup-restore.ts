@@ -20,6 +20,7 @@ import {
 } from "./backup.ts";
 import { asSentence, createBackup, notInComposeNote, outsideTheBackup, oversizedConfig, runningServices, startAgain, type CreateResult } from "./backup-create.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
+import { dependenciesByService, dependencyLayers } from "./layers.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { byteProgress, formatBytes } from "./format.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
@@ -469,7 +470,13 @@ export async function restoreBackup(
     current = compose.reloaded(loadStack(stack.dir));
     if (only === undefined) {
       say("Starting the stack");
-      await current.up(opts.timeoutMs);
+      // Made first, without a limit (an image pulled may take long), then started within
+      // --timeout: compose waits for the one-shot jobs it runs first with no limit of its own.
+      await current.create();
+      // --timeout per layer of dependencies, as update waits: compose waits for each layer's
+      // health checks in turn before the next starts (a large database replaying its log).
+      const layers = dependencyLayers(dependenciesByService(await current.config().catch(() => model))).length;
+      await current.up(opts.timeoutMs * Math.max(1, layers));
     } else {
       await current.create();
       if (only.length > 0) {

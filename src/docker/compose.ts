@@ -102,17 +102,30 @@ export class Compose {
       // to stop (see cli/interrupt.ts), instead of killing a `compose up` halfway.
       detached: true,
     });
-    const stop = () => proc.kill("SIGINT");
+    // The whole group: `docker compose` runs the compose plugin as a child of its own, which an
+    // older docker CLI does not pass the signal to, and which holds the output pipes open.
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        process.kill(-proc.pid, name);
+      } catch {
+        proc.kill(name); // the group is gone already, or never was one
+      }
+    };
+    const stop = () => signal("SIGINT");
     opts.stopOn?.addEventListener("abort", stop, { once: true });
     let overran = false;
     // SIGINT lets compose cancel cleanly; one that does not end within 10 s more is killed.
     const timers = opts.deadlineMs === undefined ? [] : [
       setTimeout(() => { overran = true; stop(); }, opts.deadlineMs),
-      setTimeout(() => proc.kill("SIGKILL"), opts.deadlineMs + 10_000),
+      setTimeout(() => signal("SIGKILL"), opts.deadlineMs + 10_000),
     ];
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    for (const timer of timers) clearTimeout(timer);
-    opts.stopOn?.removeEventListener("abort", stop);
+    let stdout: string, stderr: string, code: number;
+    try {
+      [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+      opts.stopOn?.removeEventListener("abort", stop);
+    }
     if (opts.echo && stderr.trim()) process.stderr.write(stderr.endsWith("\n") ? stderr : stderr + "\n");
     return { code, stdout, stderr, ...(overran ? { overran } : {}) };
   }
@@ -120,7 +133,7 @@ export class Compose {
   /** Run and throw a one-line failure when compose exits non-zero. */
   async must(args: string[], what: string, deadlineMs?: number): Promise<RunResult> {
     const result = await this.run(args, { deadlineMs });
-    if (result.overran) throw failure("COMPOSE_FAILED", `${what} did not finish within ${deadlineMs! / 1000}s (a one-shot job still running?), so it was stopped`);
+    if (result.overran) throw failure("COMPOSE_FAILED", `${what} did not finish within ${deadlineMs! / 1000}s, so it was stopped: compose was still waiting for a one-shot job to end, or a service to become healthy, that another service waits for (--timeout gives it longer)`);
     if (result.code !== 0) throw failure("COMPOSE_FAILED", `${what} failed: ${lastLine(result.stderr) || `exit code ${result.code}`}`);
     return result;
   }

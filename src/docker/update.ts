@@ -451,7 +451,7 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     for (const name of layer) if (!mustStayUp.has(name)) jobsRun.add(name);
     if (up.code !== 0) {
       const failed = up.overran
-        ? `starting ${layer.join(", ")} did not finish within ${deadlineMs / 1000}s, so it was stopped (compose was still waiting, for a one-shot job it ran first?)`
+        ? `starting ${layer.join(", ")} did not finish within ${deadlineMs / 1000}s, so it was stopped: compose was still waiting for a one-shot job it ran first to end (--timeout gives it longer)`
         : `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
       if (mode.kind === "forward") return signal?.aborted ? `interrupted (${failed})` : failed;
       problems.push(failed);

@@ -9,13 +9,13 @@ import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
 import { configTargetProblems, loadVerifiedBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-restore.ts";
-import { normaliseModel, takesUpPull, type Compose, type ComposeModel } from "../../src/docker/compose.ts";
+import { Compose, normaliseModel, takesUpPull, type ComposeCli, type ComposeModel } from "../../src/docker/compose.ts";
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
 import { awaitedJobs, dependencyLayers } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
-import { loadStack, normaliseProjectName, projectNameOf } from "../../src/docker/stack.ts";
+import { loadStack, normaliseProjectName, projectNameOf, type Stack } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
 import { digestOf, pulledAs, quitUpdateNote, rollbackTag, splitTag } from "../../src/docker/update.ts";
@@ -973,6 +973,17 @@ describe("doctor's disk check", () => {
     expect(here.free).toBeGreaterThan(0);
     expect(here.device).toBe(statSync(tmpdir()).dev);
     expect(diskSpaceOf("engine", "/nonexistent/docker")).toBeUndefined();
+  });
+});
+
+describe("a compose run with a deadline", () => {
+  test("ends with the whole process group: a child holding the output (the compose plugin an older docker CLI does not signal) goes too", async () => {
+    // The shell stands in for `docker`, its sleep for the plugin it runs.
+    const compose = new Compose({ argv: ["sh", "-c", "sleep 30; :"], v2: false } as unknown as ComposeCli, { dir: tmpdir(), project: "p", composeFiles: [], documents: [] } as unknown as Stack);
+    const started = Date.now();
+    const r = await compose.run(["up", "--detach"], { deadlineMs: 300 });
+    expect(r.overran).toBe(true);
+    expect(Date.now() - started).toBeLessThan(8000);
   });
 });
 
