@@ -114,11 +114,18 @@ export default defineCommand({
     const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata, ...(diffs ? { diffs } : {}) };
     // docker compose reads these before docker-compose.yml: with one of the user's in the folder,
     // `docker compose up` there would start that file's services, not the bundle. --force cannot help.
-    // Not when the folder's .env names the files (COMPOSE_FILE): compose then reads those, as doctor
-    // sees it. Only the folder's own setting counts: this shell's may not be the next one's.
-    const shadowing = composeSettings(dir, {}).files ? [] : COMPOSE_FILES_READ_FIRST.filter((f) => existsSync(join(dir, f)));
+    // When the folder's .env names the files (COMPOSE_FILE), compose reads those instead: refused
+    // when they leave the bundle's out. Only the folder's own setting counts: this shell's may not
+    // be the next one's (the .env is kept, so it steers every later `up` there).
+    const nothingWritten = args["dry-run"] ? "a real run would write nothing" : "nothing was written";
+    const pinned = composeSettings(dir, {});
+    if (pinned.files && !pinned.files.includes(join(dir, "docker-compose.yml"))) {
+      throw new StackgenError("EDITED_FILES", `${pinned.filesFrom} names ${pinned.files.map((f) => shellWord(f)).join(", ")} for docker compose to read, not the docker-compose.yml a bundle has: \`docker compose up\` there would not start this stack. Remove the setting, or add docker-compose.yml to it; ${nothingWritten}.`, 500,
+        [{ field: "COMPOSE_FILE", message: "leaves out docker-compose.yml" }], 1);
+    }
+    const shadowing = pinned.files ? [] : COMPOSE_FILES_READ_FIRST.filter((f) => existsSync(join(dir, f)));
     if (shadowing.length) {
-      throw new StackgenError("EDITED_FILES", `${dir} holds ${shadowing.join(" and ")}, which docker compose reads in place of the docker-compose.yml a bundle has: \`docker compose up\` there would not start this stack. Move ${shadowing.length === 1 ? "it" : "them"} out of the folder or choose another --dir; ${args["dry-run"] ? "a real run would write nothing" : "nothing was written"}.`, 500,
+      throw new StackgenError("EDITED_FILES", `${dir} holds ${shadowing.join(" and ")}, which docker compose reads in place of the docker-compose.yml a bundle has: \`docker compose up\` there would not start this stack. Move ${shadowing.length === 1 ? "it" : "them"} out of the folder or choose another --dir; ${nothingWritten}.`, 500,
         shadowing.map((field) => ({ field, message: "read by docker compose in place of docker-compose.yml" })), 1);
     }
     // A dry run ends as the real run would: refused (exit 1) when it would refuse.

@@ -382,6 +382,15 @@ describe("regenerating into an existing bundle", () => {
     expectOk(r);
     expect(readdirSync(pinned)).toContain("docker-compose.yml");
     expect(parseEnvValues(readFileSync(join(pinned, ".env"), "utf8")).get("COMPOSE_FILE")).toBe("docker-compose.yml");
+    // One naming the user's file instead: up there would start that one, whatever is beside it.
+    const elsewhere = at("shadow-elsewhere");
+    mkdirSync(elsewhere);
+    writeFileSync(join(elsewhere, "compose.yaml"), "services:\n  web:\n    image: nginx\n");
+    writeFileSync(join(elsewhere, ".env"), "COMPOSE_FILE=compose.yaml\n");
+    const refused = await cli(["generate", "--name", "elsewhere", "--services", "redis", "--dir", elsewhere, "--json"], { env });
+    expect(refused.code).toBe(1);
+    expect(jsonError(refused.stdout)).toMatchObject({ code: "EDITED_FILES", message: expect.stringContaining(`COMPOSE_FILE in ${join(elsewhere, ".env")} names ${join(elsewhere, "compose.yaml")} for docker compose to read, not the docker-compose.yml`) });
+    expect(readdirSync(elsewhere).sort()).toEqual([".env", "compose.yaml"]);
   });
 
   test("the printed next step pastes as it reads: a folder with a space or a $ is quoted; --dir / is not taken for outside itself", async () => {
