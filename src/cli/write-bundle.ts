@@ -199,7 +199,7 @@ const WRITES = new Set<FileAction>(["create", "update", "keep-values", "overwrit
  *  otherwise count as the user's edit at the next run). */
 export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void> {
   const root = resolve(dir);
-  await makeFolders(root).catch((e: NodeJS.ErrnoException) => {
+  await makeFolders(root, root).catch((e: NodeJS.ErrnoException) => {
     // A folder that cannot be made there (a read-only or virtual file system, no permission).
     if (["ENOENT", "EACCES", "EPERM", "EROFS", "ENAMETOOLONG"].includes(e.code ?? "")) throw usageError(`Cannot make the folder ${root} (${e.code}); choose another --dir. Nothing was written.`);
     throw e;
@@ -225,13 +225,13 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
         const beforeMode = (await stat(target)).mode & 0o777;
         await unlink(target);
         undo.push(async () => {
-          await makeFolders(dirname(target));
+          await makeFolders(dirname(target), root);
           await writeFile(target, before, { mode: beforeMode });
         });
         await removeEmptyParents(root, dirname(target));
         continue;
       }
-      await makeFolders(dirname(target));
+      await makeFolders(dirname(target), root);
       // A directory on the way may be a symlink planted to redirect the write.
       refuseOutside(await realpath(dirname(target)), realRoot, f.path, root);
       const mode = fileMode(f.path);
@@ -268,15 +268,17 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
   }
 }
 
-/** Makes `dir` and the folders above it that are missing, each 0755 whatever the umask, as files
- *  get 0644: containers running as other users (postgres, node, grafana) read the config files
- *  bind-mounted from them, and under umask 077 a new folder (`postgres/init`) was theirs to read
- *  no more. Folders that exist keep their mode. */
-async function makeFolders(dir: string): Promise<void> {
+/** Makes `dir` and the folders above it that are missing; those of the bundle (`root` and below)
+ *  get 0755 whatever the umask, as files get 0644: containers running as other users (postgres,
+ *  node, grafana) read the config files bind-mounted from them, and under umask 077 a new folder
+ *  (`postgres/init`) was theirs to read no more. Folders that exist keep their mode, and so do
+ *  folders made above `root` (`--dir ~/private/x`) or reached through a link out of it. */
+async function makeFolders(dir: string, root: string): Promise<void> {
   const first = await mkdir(dir, { recursive: true });
   if (first === undefined) return;
+  const realRoot = await realpath(root);
   for (let d = dir; d.length >= first.length; d = dirname(d)) {
-    await chmod(d, 0o755);
+    if (isWithin(realRoot, await realpath(d))) await chmod(d, 0o755);
     if (d === first) break;
   }
 }

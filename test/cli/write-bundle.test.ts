@@ -30,6 +30,10 @@ describe("writing a bundle", () => {
     for (const folder of folders) expect([folder, statSync(folder).mode & 0o777]).toEqual([folder, 0o755]);
     expect(statSync(join(dir, "docker-compose.yml")).mode & 0o777).toBe(0o644);
     expect(statSync(join(tmp, "umask")).mode & 0o777).toBe(0o711);
+    // Folders made above --dir are the user's: they keep what the umask gives them.
+    const deep = join(tmp, "umask-above", "private", "bundle");
+    expectOk(await run(["sh", "-c", 'umask 077 && exec "$@"', "sh", BUN, MAIN, "generate", "--name", "um2", "--services", "redis", "--dir", deep], { env }));
+    expect([join(tmp, "umask-above"), join(tmp, "umask-above", "private"), deep].map((p) => statSync(p).mode & 0o777)).toEqual([0o700, 0o700, 0o755]);
   });
   test("a write that fails halfway puts back the files written before it", async () => {
     const dir = join(tmp, "halfway");
