@@ -1026,6 +1026,32 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#deploy-button:enabled");
     for (const name of [...secrets, "REDIS_PASSWORD"]) expect([name, deployed.get(name)]).toEqual([name, previewed.get(name)]);
     expect(await page.locator("#deploy-secrets-note").count()).toBe(0);
+
+    // A preview and a deploy of new choices at once share one generation: a service added now
+    // gets one secret, the same in both (two generations made two, and kept the later one).
+    await page.locator("#svc-minio").check();
+    await page.check("#deploy-update");
+    await settled(page);
+    let generations = 0;
+    await page.route("**/v1/generate*", async (route) => {
+      generations++;
+      await new Promise((done) => setTimeout(done, 300));
+      await route.continue();
+    });
+    const raced = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
+    await page.click("#preview-button");
+    await page.click("#deploy-button");
+    const racedEnv = parseEnvValues((await raced).postDataJSON().complete.files[".env"]);
+    await page.waitForSelector("#dashboard-link");
+    await page.waitForSelector("#deploy-button:enabled");
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    await page.unroute("**/v1/generate*");
+    expect(generations).toBe(1);
+    await page.click("#preview button[data-path='.env']");
+    if ((await page.textContent("#reveal-button")) === "Reveal secrets") await page.click("#reveal-button");
+    const shownEnv = parseEnvValues((await page.textContent("#file-content"))!);
+    expect(racedEnv.get("MINIO_ROOT_PASSWORD")?.length).toBeGreaterThanOrEqual(32);
+    expect(shownEnv.get("MINIO_ROOT_PASSWORD")).toBe(racedEnv.get("MINIO_ROOT_PASSWORD")!);
   }, TEST_TIMEOUT_MS);
 
   test("an export whose choices make no files as they are is loaded to be fixed, its secrets kept for then", async () => {

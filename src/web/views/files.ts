@@ -131,16 +131,30 @@ export function mountFiles(store: Store): void {
     store.bundle = { key, doc, saved: false };
   };
 
+  /** The generation under way, if any: a deploy and a preview of the same choices share it, so
+   *  both hold the same secrets (two would make two sets for a service added since an import). */
+  let pending: { key: string; doc: Promise<api.CompleteDocument> } | undefined;
+
   /** The complete document for the current form, reusing the preview when it is current. */
   const completeDocument = async (): Promise<api.CompleteDocument> => {
     if (preview?.key === currentKey()) return preview.doc;
-    const shown = preview !== undefined;
     const body = generateBody(store.form);
-    const doc = await withKeptSecrets(await api.generateComplete(body));
-    useBundle(doc, JSON.stringify(body));
-    // A preview on screen shows what was just downloaded or exported, never an older bundle.
-    if (shown) renderPreview();
-    return doc;
+    const key = JSON.stringify(body);
+    if (pending?.key === key) return pending.doc;
+    const shown = preview !== undefined;
+    const doc = (async () => {
+      const made = await withKeptSecrets(await api.generateComplete(body));
+      useBundle(made, key);
+      // A preview on screen shows what was just downloaded or exported, never an older bundle.
+      if (shown) renderPreview();
+      return made;
+    })();
+    pending = { key, doc };
+    try {
+      return await doc;
+    } finally {
+      if (pending?.doc === doc) pending = undefined;
+    }
   };
 
   store.keepImportedSecrets = async () => {
