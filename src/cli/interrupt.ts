@@ -26,6 +26,23 @@ export function endOnLostOutput(serving: boolean): void {
   }
 }
 
+/** Until `off()`, a signal ends the command at once, after `cleanup` (for work before anything
+ *  changes, such as checking an archive: its unpacked copy would stay on disk otherwise, since the
+ *  default action ends the process without any `finally`). */
+export function quitOnSignal(what: string, cleanup: () => void): { off(): void } {
+  const onSignal = (name: string) => {
+    try {
+      cleanup();
+    } catch {
+      // quitting anyway
+    }
+    log.error(`${name}: stopped while ${what}; nothing was changed.`);
+    process.exit(INTERRUPTED_EXIT);
+  };
+  for (const name of SIGNALS) process.on(name, onSignal);
+  return { off: () => { for (const name of SIGNALS) process.off(name, onSignal); } };
+}
+
 /** Runs `work` with the signals deferred; `work` gets a signal that is aborted on the first one.
  *  `onQuit` runs when a second Ctrl-C quits at once: it cleans up what it can and says how to
  *  recover, where "start it again" would be wrong (a half-done restore). */

@@ -8,11 +8,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { FORMAT_VERSION, verifyBackupFile, writeArchive } from "../../src/docker/backup.ts";
 import { configTargetProblems, writeConfigFiles } from "../../src/docker/backup-restore.ts";
 import { fileEntry, writeTar } from "../../src/docker/tar.ts";
-import { cli } from "../support/tools.ts";
+import { BUN, cli, MAIN } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-backup-input-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -196,6 +196,30 @@ describe("backup list and prune show archive names as text, never as terminal co
     expect(prune.code, prune.stderr).toBe(0);
     expect(prune.stdout).toContain("\\x1b]0;owned\\x07\\x1b[2J.tar.gz");
     expect(prune.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+  });
+});
+
+describe("Ctrl-C while restore checks the archive", () => {
+  test("quits with 130 and leaves nothing behind: not the unpacked copy, not the folders it made", async () => {
+    // Large enough that the check takes a moment: its unpacked copy is as large as the volumes.
+    const tar = writeTar([fileEntry("shop_data/big.bin", randomBytes(48 * 1024 * 1024))]);
+    const tarFile = join(tmp, "big-volume.tar");
+    writeFileSync(tarFile, tar);
+    const file = join(tmp, "big.tar.gz");
+    const volume = { name: "shop_data", key: "data", path: tarFile, size: tar.length, sha256: createHash("sha256").update(tar).digest("hex") };
+    await writeArchive(file, { project: "shop", hot: false, services: [], files: [{ path: "stackgen.json", data, mode: 0o644 }], volumes: [volume] });
+    const dir = join(tmp, "restored-here");
+    const child = Bun.spawn([BUN, MAIN, "backup", "restore", file, "--dir", dir, "--yes"], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const backups = join(dir, "backups");
+    const unpacking = () => existsSync(backups) && readdirSync(backups).some((name) => name.startsWith(".restore-"));
+    for (let i = 0; i < 2000 && !unpacking(); i++) await Bun.sleep(5);
+    expect(unpacking()).toBe(true);
+    child.kill("SIGINT");
+    const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()]);
+    expect(code).toBe(130);
+    expect(stderr).toContain("SIGINT: stopped while checking the backup; nothing was changed.");
+    // The unpacked copy stayed (200 MB for a 200 MB backup), found by no later command.
+    expect(existsSync(dir)).toBe(false);
   });
 });
 

@@ -11,7 +11,7 @@ import { isEmptyStackDir, loadStack, type Stack } from "../../docker/stack.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
 import { INTERRUPTED_EXIT, StackgenError } from "../../errors.ts";
-import { withDeferredInterrupts } from "../interrupt.ts";
+import { quitOnSignal, withDeferredInterrupts } from "../interrupt.ts";
 import { log, printJson, printText, progress } from "../output.ts";
 import { shellWord } from "../../core/paths.ts";
 
@@ -74,6 +74,14 @@ export default defineCommand({
     }
     let result;
     let interrupted = false;
+    // Ctrl-C while the archive is checked, or the question waits: the unpacked copy (as large as
+    // the backup's volumes) goes with what this run made, as a refusal would leave it.
+    const leaveNoTrace = () => {
+      rmSync(work, { recursive: true, force: true });
+      if (madeBackupsDir) rmEmptyDir(backupsDir);
+      if (madeDir) rmEmptyDir(dir);
+    };
+    const early = quitOnSignal("checking the backup", leaveNoTrace);
     try {
       const backup = await loadVerifiedBackup(file, stack?.project, work, progress);
       requireYesWithoutTerminal(args.yes, "Restore replaces the stack's volumes and config");
@@ -93,6 +101,8 @@ export default defineCommand({
           ? `The stack's config in ${dir} is refused (${broken.message}). Replace it and the volumes of "${backup.manifest.project}" with the backup from ${backup.manifest.createdAt}? The files there now are kept in an archive first.`
           : `Restore "${backup.manifest.project}" from the backup of ${backup.manifest.createdAt} into the empty directory ${dir}?`;
       await confirmOrAbort(args.yes, question, "Restore cancelled; nothing was changed.");
+      // From here on the restore changes things: its own handling of signals takes over below.
+      early.off();
       const openAsItRuns = async (s: Stack) => ({ stack: s, ...(await composeAsItRuns(engine, await openCompose(s))) });
       let ready;
       if (stack) ready = { stack, ...opened! };
@@ -136,11 +146,10 @@ export default defineCommand({
         );
       }
     } finally {
-      rmSync(work, { recursive: true, force: true });
+      early.off();
       // A refused restore leaves no trace: the folder goes if it was made for this run and holds
       // nothing (a restore that ran keeps its safety backup there).
-      if (madeBackupsDir) rmEmptyDir(backupsDir);
-      if (madeDir) rmEmptyDir(dir);
+      leaveNoTrace();
     }
     for (const change of result.imageChanges) log.warn(imageChangeMessage(change));
     if (result.notRestored.length) log.warn(`Not restored (no backup holds them): ${result.notRestored.join("; ")}`);
