@@ -28,11 +28,12 @@ export function renderUpdate(r: UpdateResult): string {
 }
 
 /** After a rollback: why, where the data stands, and what is left for the user to do. */
-export function rollbackMessage(r: NonNullable<UpdateResult["rolledBack"]>, backup?: string): string {
+export function rollbackMessage(r: NonNullable<UpdateResult["rolledBack"]>, backup?: { file: string; dir: string }): string {
   const data = !r.newImagesStarted
     ? " The new images never started, so the data is as it was."
     : backup
-      ? ` If the new version changed the data, \`stackgen backup restore ${shellWord(backup)}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
+      // With --dir: pasted in another folder, the command would look for the stack there.
+      ? ` If the new version changed the data, \`stackgen backup restore ${shellWord(backup.file)} --dir ${shellWord(backup.dir)}\` brings back the data from before the update${r.stillNamed?.length ? " (its config files were copied after your change, so they name the new version too)" : ""}.`
       : " The new version may have changed its data before it failed (a database migration), and this update made no backup: if the old version misbehaves on it, restore the newest backup from before the update (`stackgen backup list`). `stackgen update --backup` makes one first.";
   return `Update failed: ${r.reason}. Rolled back ${r.services.join(", ")} to the previous images${r.recovered ? "" : ", but the stack is still not healthy"}.${data}${stillNamedNote(r.stillNamed)}${notRunningNote(r.notRunning, r.stillNamed)}`;
 }
@@ -69,7 +70,7 @@ export default defineCommand({
     if (args.json) printJson(result);
     else printText(renderUpdate(result));
     if (result.rolledBack) {
-      log.error(rollbackMessage(result.rolledBack, result.backup));
+      log.error(rollbackMessage(result.rolledBack, result.backup ? { file: result.backup, dir: stack.dir } : undefined));
       process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {
       log.error(`Could not ask the registry about ${result.failed.map((f) => f.image).join(", ")}.`);

@@ -477,7 +477,7 @@ describe("update's summary", () => {
     const started = rollbackMessage(rolledBack);
     expect(started).toContain("may have changed its data");
     expect(started).toContain("Not running now, though they ran before the update: api, web (`docker compose up -d api web` starts them");
-    expect(rollbackMessage(rolledBack, "/b/x.tar.gz")).toContain("`stackgen backup restore /b/x.tar.gz`");
+    expect(rollbackMessage(rolledBack, { file: "/b/x.tar.gz", dir: "/srv/my stack" })).toContain("`stackgen backup restore /b/x.tar.gz --dir '/srv/my stack'`");
     // Interrupted while the stack was stopping: the new images never ran.
     const never = rollbackMessage({ ...rolledBack, reason: "interrupted", newImagesStarted: false, notRunning: undefined });
     expect(never).toContain("The new images never started, so the data is as it was.");

@@ -185,7 +185,7 @@ volumes:
       const out = JSON.parse(r.stdout);
       expect(out.rolledBack.services).toContain("web");
       // The data before the update stays, and the message says how to bring it back.
-      expect(r.stderr).toContain(`stackgen backup restore ${out.backup}`);
+      expect(r.stderr).toContain(`stackgen backup restore ${out.backup} --dir ${stack.dir}\``);
       expect(out.rolledBack.recovered).toBe(true);
       expect(out.rolledBack.reason).toContain("web");
       expect(r.stderr).toMatch(/rolled back/i);
