@@ -659,8 +659,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     if (opts.backup) {
       try {
         // The stack as it runs: a service of a profile not enabled in its settings keeps its volume.
+        // The update's stop left such a service running: the backup stops it for the copy (a copy
+        // of a volume in use is a hot one, not the cold backup --backup promises) and starts it again.
         const running = await composeAsItRuns(engine, compose);
-        result.backup = (await createBackup(stack, engine, running.compose, running.model, { hot: false, stopServices: false, kind: "pre-update", progress: opts.progress, signal: opts.signal })).file;
+        result.backup = (await createBackup(stack, engine, running.compose, running.model, { hot: false, kind: "pre-update", progress: opts.progress, signal: opts.signal })).file;
       } catch (e) {
         // No backup, no update: the stack goes back up on the images it ran.
         opts.progress("The backup failed; starting the stack again on its previous images");

@@ -394,13 +394,19 @@ describe("update --backup of a stack with a service of a profile", () => {
     "the safety backup holds the volume of the running service of a profile too",
     async () => {
       await stack.pushNewVersion(mainRef, ["RUN echo main-v2 > /version"]);
+      const workerBefore = (await stack.container("worker")).State.StartedAt;
       const r = await cli(["update", "--dir", stack.dir, "--backup", "--json", "--timeout", "60"]);
       expect(r.code, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
       expect(out.updated.map((u: any) => u.service)).toEqual(["main"]);
       const manifest = await verifyBackupFile(out.backup);
       expect(manifest.manifest.volumes.map((v) => v.name).sort()).toEqual([`${stack.project}_mdata`, `${stack.project}_wdata`]);
-      expect((await stack.container("worker")).State.Running).toBe(true);
+      // Cold, as --backup promises: the worker, which the update's stop leaves running, was
+      // stopped for the copy of its volume (copied while it wrote, marked hot) and runs again.
+      expect(manifest.manifest.hot).toBe(false);
+      const worker = await stack.container("worker");
+      expect(worker.State.Running).toBe(true);
+      expect(worker.State.StartedAt).not.toBe(workerBefore);
     },
     150_000,
   );
