@@ -2,11 +2,11 @@
 // out the hard way: engine and compose present, every published host port free (or held by this
 // stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
 // the .env file. Each check is independent, so one missing piece does not hide the others.
-import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
-import { basename, join } from "node:path";
+import { basename, join, relative, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
 import { FIXED_PORTS } from "../core/resolve.ts";
@@ -18,7 +18,7 @@ import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo }
 import { formatBytes } from "./format.ts";
 import { COMPOSE_FILES_READ_FIRST, REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
-import { shellWord } from "../core/paths.ts";
+import { isWithin, shellWord } from "../core/paths.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 export interface DoctorCheck {
@@ -313,10 +313,44 @@ function shadowedBundleCheck(stack: Stack): DoctorCheck | undefined {
   return { id: "compose-file", status: "fail", message: `docker compose reads ${basename(read)} in ${stack.dir}, not the bundle's docker-compose.yml: \`docker compose up\` there starts that file's services; move it out of the folder` };
 }
 
+/** The stack's own files that containers read through bind mounts (`./postgres/init`, `./skills`),
+ *  found closed to other users: a bundle written under umask 077 had 0700 folders, and the
+ *  postgres, node or grafana user in the container could not read its config. Mounts outside the
+ *  stack directory are the user's own. */
+export function mountModesCheck(stack: Stack): DoctorCheck | undefined {
+  const sources = new Set<string>();
+  for (const document of stack.documents) {
+    for (const service of Object.values((document.services ?? {}) as Record<string, { volumes?: unknown }>)) {
+      for (const volume of Array.isArray(service?.volumes) ? service.volumes : []) {
+        const source = typeof volume === "string" ? volume.split(":")[0] : (volume as { type?: string; source?: string })?.type === "bind" ? (volume as { source?: string }).source : undefined;
+        if (source && (source.startsWith("./") || source.startsWith("../"))) sources.add(resolve(stack.dir, source));
+      }
+    }
+  }
+  const closed = new Set<string>();
+  const visit = (path: string) => {
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st || st.isSymbolicLink()) return;
+    const needed = st.isDirectory() ? 0o005 : 0o004;
+    if ((st.mode & needed) !== needed) closed.add(`${relative(stack.dir, path) || "."} (${(st.mode & 0o777).toString(8)})`);
+    if (st.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name));
+  };
+  for (const source of sources) if (isWithin(stack.dir, source) && source !== stack.dir) visit(source);
+  if (closed.size === 0) return undefined;
+  const list = [...closed];
+  return {
+    id: "mount-modes",
+    status: "warn",
+    message: `containers read these through bind mounts, but other users may not read them, so a service that runs as its own user cannot: ${list.slice(0, 8).join(", ")}${list.length > 8 ? ` and ${list.length - 8} more` : ""}; \`chmod -R a+rX\` on them opens them for reading (a bundle written under umask 077)`,
+  };
+}
+
 export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
   const shadowed = shadowedBundleCheck(stack);
   if (shadowed) checks.push(shadowed);
+  const closedMounts = mountModesCheck(stack);
+  if (closedMounts) checks.push(closedMounts);
   const { config } = stack;
   // Compose merges a later file's ports and devices into the earlier ones': check every file.
   const files = stack.documents;

@@ -209,6 +209,21 @@ services:
     expect(report.checks.find((c) => c.id === "compose-file")).toEqual({ id: "compose-file", status: "fail", message: expect.stringContaining(`docker compose reads compose.yaml in ${dir}, not the bundle's docker-compose.yml`) });
   });
 
+  test("config the containers read through bind mounts but other users may not (a bundle written under umask 077) is named", async () => {
+    const dir = join(tmp, "closed-mounts");
+    expect((await cli(["generate", "--services", "n8n,grafana", "--dir", dir], { env })).code).toBe(0);
+    const checks = async () => (JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] }).checks;
+    expect((await checks()).some((c) => c.id === "mount-modes")).toBe(false);
+    chmodSync(join(dir, "postgres", "init"), 0o700);
+    chmodSync(join(dir, "grafana", "provisioning", "datasources"), 0o711);
+    // .env is private by design and mounted nowhere: not named.
+    expect((await checks()).find((c) => c.id === "mount-modes")).toEqual({
+      id: "mount-modes",
+      status: "warn",
+      message: expect.stringContaining("postgres/init (700), grafana/provisioning/datasources (711); `chmod -R a+rX`"),
+    });
+  });
+
   test("a directory that is not a stack is bad input (exit 2)", async () => {
     const r = await cli(["doctor", "--dir", tmp, "--json"], { env });
     expect(r.code).toBe(2);
