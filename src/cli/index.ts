@@ -126,7 +126,8 @@ export async function run(argv: string[]): Promise<number> {
 
 /** A current directory removed under the shell: Bun's path.resolve then falls back to the
  *  executable's folder, so `generate --name x` wrote its bundle beside the binary (or inside
- *  node_modules). Every command reads or writes relative paths, so none runs there. */
+ *  node_modules). Refused for every command alike: most resolve a path given or implied (--dir,
+ *  an output folder, the files of a bundle). */
 function checkCurrentDirectory(): void {
   try {
     process.cwd();
