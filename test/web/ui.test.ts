@@ -1077,6 +1077,21 @@ describe.skipIf(!haveChromium)("web UI", () => {
     problems = problems.filter((p) => !p.includes("409"));
   }, TEST_TIMEOUT_MS);
 
+  test("a bundle's stackgen.json brings its preset back as chosen: what the preset resolved to is left to it", async () => {
+    const made = await apiJson("/v1/generate?format=json", { projectName: "from-preset", preset: "researcher" });
+    const record = JSON.parse(made.files["stackgen.json"]);
+    // The record lists the resolved services, the proxy among them.
+    expect(record.services).toContain("caddy");
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "stackgen.json", mimeType: "application/json", buffer: Buffer.from(made.files["stackgen.json"]) });
+    await page.waitForSelector("#files-message:has-text('Imported stackgen.json')");
+    await settled(page);
+    expect(await page.getByRole("button", { name: "Use Researcher" }).getAttribute("aria-current")).toBe("true");
+    await page.waitForFunction(() => new URLSearchParams(location.search).get("preset") === "researcher");
+    expect(new URL(page.url()).searchParams.get("services")!.split(",")).not.toContain("caddy");
+    expect(await page.inputValue("#opt-proxy")).toBe("caddy");
+  }, TEST_TIMEOUT_MS);
+
   test("keyboard import, an out-of-date preview's files, the one reverse proxy, long words and links with stray spaces", async () => {
     const page = await openPage();
     // Enter on Import JSON… opens the file chooser (clicks the file input), as on any button.

@@ -3,7 +3,7 @@
 import { h, replaceChildren, byId, saveFile, canCopy, holdFocus } from "../dom.ts";
 import { formatMB, leftOut, plural } from "../explain.ts";
 import * as api from "../api.ts";
-import { bundleOfDocument, generateBody, inputOfDocument, linkSearch, stateFromInput } from "../model.ts";
+import { applyPreset, bundleOfDocument, generateBody, inputOfDocument, linkSearch, matchesPreset, stateFromInput, validateBody } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
 import { publishedPorts, type ServicePorts } from "../ports.ts";
 import { knownIds, type Store } from "../store.ts";
@@ -278,6 +278,15 @@ export function mountFiles(store: Store): void {
         throw new Error(`Could not import ${file.name}: ${(e as Error).message}`);
       }
       const { state, ignored } = stateFromInput(input, knownIds(store.catalog), store.form);
+      // A bundle's stackgen.json lists what its preset resolved to (dependencies, the packs'
+      // services, the proxy): those the preset makes anyway are left to it, so the preset shows as
+      // chosen again (and its link names it) when nothing was added to it. Only a label: the
+      // stack is the same either way, so a failed check keeps the list as it is.
+      const preset = state.presetId === null ? undefined : store.catalog.presetsById.get(state.presetId);
+      if (preset && "configVersion" in (imported as object) && !matchesPreset(state, preset)) {
+        const implied = await api.validate(validateBody(applyPreset(state, preset))).then((v) => new Set(v.resolvedServices), () => new Set<string>());
+        state.services = state.services.filter((id) => preset.services.includes(id) || !implied.has(id));
+      }
       const parts = [`Imported ${file.name}: project ${state.projectName}, ${plural(state.services.length, "service")}, ${plural(state.skillPacks.length, "skill pack")}.`];
       if (ignored.length) parts.push(leftOut(ignored).trim());
       // A complete export carries the secrets its data may have been written with: its .env is
