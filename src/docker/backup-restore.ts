@@ -20,7 +20,7 @@ import {
 } from "./backup.ts";
 import { asSentence, createBackup, notInComposeNote, outsideTheBackup, oversizedConfig, runningServices, startAgain, type CreateResult } from "./backup-create.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
-import { dependenciesByService, dependencyLayers } from "./layers.ts";
+import { dependenciesByService, dependencyLayers, stillStarting } from "./layers.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { byteProgress, formatBytes } from "./format.ts";
 import { waitReady, type ServiceReadiness } from "./health.ts";
@@ -476,13 +476,23 @@ export async function restoreBackup(
       // --timeout per layer of dependencies, as update waits: compose waits for each layer's
       // health checks in turn before the next starts (a large database replaying its log).
       const layers = dependencyLayers(dependenciesByService(await current.config().catch(() => model))).length;
-      await current.up(opts.timeoutMs * Math.max(1, layers));
+      await namingWhatStarts(current.up(opts.timeoutMs * Math.max(1, layers)));
     } else {
       await current.create();
       if (only.length > 0) {
         say(`Starting ${only.join(", ")}`);
-        await current.start(only, opts.timeoutMs);
+        await namingWhatStarts(current.start(only, opts.timeoutMs));
       }
+    }
+  };
+  /** A start stopped at its limit names what compose was still waiting on. */
+  const namingWhatStarts = async (starting: Promise<unknown>): Promise<void> => {
+    try {
+      await starting;
+    } catch (e) {
+      if (!(e as { overran?: boolean }).overran) throw e;
+      const pending = stillStarting(await engine.listProjectContainers(stack.project).catch(() => []));
+      throw pending.length ? failure("COMPOSE_FAILED", `${(e as Error).message}; still waiting on ${pending.join(", ")}`) : e;
     }
   };
   let rollingBack = false;

@@ -133,7 +133,7 @@ export class Compose {
   /** Run and throw a one-line failure when compose exits non-zero. */
   async must(args: string[], what: string, deadlineMs?: number): Promise<RunResult> {
     const result = await this.run(args, { deadlineMs });
-    if (result.overran) throw failure("COMPOSE_FAILED", `${what} did not finish within ${deadlineMs! / 1000}s, so it was stopped: compose was still waiting for a one-shot job to end, or a service to become healthy, that another service waits for (--timeout gives it longer)`);
+    if (result.overran) throw Object.assign(failure("COMPOSE_FAILED", `${what} did not finish within ${deadlineMs! / 1000}s, so it was stopped: compose was still waiting for a one-shot job to end, or a service to become healthy, that another service waits for (--timeout gives it longer)`), { overran: true });
     if (result.code !== 0) throw failure("COMPOSE_FAILED", `${what} failed: ${lastLine(result.stderr) || `exit code ${result.code}`}`);
     return result;
   }

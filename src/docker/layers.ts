@@ -66,3 +66,18 @@ export const startLayers = (dependsOn: Record<string, string[]>, start: Readonly
   dependencyLayers(dependsOn)
     .map((layer) => layer.filter((name) => start.has(name)))
     .filter((layer) => layer.length > 0);
+
+/** What a `compose up` stopped at its time limit was still waiting on, as the containers show it:
+ *  jobs still running and services whose health check has not passed (`init (a one-shot job,
+ *  still running)`, `db (health: starting)`). */
+export function stillStarting(containers: readonly ContainerSummary[]): string[] {
+  const jobs = awaitedJobs(containers);
+  const out = new Set<string>();
+  for (const c of containers) {
+    const service = c.Labels["com.docker.compose.service"];
+    if (!service || c.State !== "running") continue;
+    if (jobs.has(service)) out.add(`${service} (a one-shot job, still running)`);
+    else if (/\((health: starting|unhealthy)\)/.test(c.Status)) out.add(`${service} (${/\(unhealthy\)/.test(c.Status) ? "unhealthy" : "health: starting"})`);
+  }
+  return [...out].sort();
+}

@@ -10,7 +10,7 @@ import { composeAsItRuns, composeCommand, createBackup, oversizedConfig } from "
 import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
-import { awaitedJobs, dependenciesByService, dependenciesOf, exitCodeOf, ranToCompletion, startLayers } from "./layers.ts";
+import { awaitedJobs, dependenciesByService, dependenciesOf, exitCodeOf, ranToCompletion, startLayers, stillStarting } from "./layers.ts";
 import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
@@ -450,8 +450,9 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     const up = leave ? await upLeavingDependencies(compose, upArgs, layer, deadlineMs) : await compose.run(["up", "--detach", ...upArgs], { deadlineMs });
     for (const name of layer) if (!mustStayUp.has(name)) jobsRun.add(name);
     if (up.code !== 0) {
+      const pending = up.overran ? stillStarting(await engine.listProjectContainers(stack.project).catch(() => [])) : [];
       const failed = up.overran
-        ? `starting ${layer.join(", ")} did not finish within ${deadlineMs / 1000}s, so it was stopped: compose was still waiting for a one-shot job it ran first to end (--timeout gives it longer)`
+        ? `starting ${layer.join(", ")} did not finish within ${deadlineMs / 1000}s, so it was stopped: compose was still waiting${pending.length ? ` on ${pending.join(", ")}` : " for a one-shot job it ran first to end"} (--timeout gives it longer)`
         : `starting ${layer.join(", ")} failed: ${lastLine(up.stderr) || lastLine(up.stdout) || `exit code ${up.code}`} (\`docker compose logs ${layer.join(" ")}\` shows why)`;
       if (mode.kind === "forward") return signal?.aborted ? `interrupted (${failed})` : failed;
       problems.push(failed);

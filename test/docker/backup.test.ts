@@ -1143,6 +1143,7 @@ volumes:
       expect(error.code).toBe("RESTORE_FAILED");
       // 6 s for each layer of dependencies (init, then app), as compose waits for them in turn.
       expect(error.message).toContain("did not finish within 12s");
+      expect(error.message).toContain("still waiting on init (a one-shot job, still running)");
       expect(error.message).toContain("put back as it was before the restore and started again");
       expect((await stack.container("app")).State.Running).toBe(true);
       expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("current");

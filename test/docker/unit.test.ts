@@ -13,7 +13,7 @@ import { Compose, normaliseModel, takesUpPull, type ComposeCli, type ComposeMode
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
-import { awaitedJobs, dependencyLayers } from "../../src/docker/layers.ts";
+import { awaitedJobs, dependencyLayers, stillStarting } from "../../src/docker/layers.ts";
 import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { loadStack, normaliseProjectName, projectNameOf, type Stack } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
@@ -147,6 +147,19 @@ describe("status helpers", () => {
       container("db"),
       container("init", ""),
     ])).toEqual(new Set(["init"]));
+  });
+
+  test("what a start stopped at its limit was waiting on: running jobs and health checks not passed yet", () => {
+    const container = (service: string, status: string, state = "running", dependsOn = "") => ({ Id: service, Names: [], Image: "", ImageID: "", State: state, Status: status, Ports: [], Labels: { "com.docker.compose.service": service, "com.docker.compose.depends_on": dependsOn } });
+    expect(stillStarting([
+      container("app", "Created", "created", "init:service_completed_successfully:false,db:service_healthy:false"),
+      container("init", "Up 9 seconds"),
+      container("db", "Up 9 seconds (health: starting)"),
+      container("cache", "Up 9 seconds (unhealthy)"),
+      container("web", "Up 9 seconds (healthy)"),
+      container("plain", "Up 9 seconds"),
+      container("done", "Exited (0) 3 seconds ago", "exited"),
+    ])).toEqual(["cache (unhealthy)", "db (health: starting)", "init (a one-shot job, still running)"]);
   });
 
   test("a container removed between the engine's list and its inspection is skipped, not a failed wait", async () => {

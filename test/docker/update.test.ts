@@ -734,7 +734,7 @@ volumes:
       expect(Date.now() - started).toBeLessThan(100_000);
       expect(r.code, r.stderr).toBe(1);
       expect(JSON.parse(r.stdout).rolledBack).toMatchObject({ services: ["app"], recovered: false, newImagesStarted: false });
-      expect(r.stderr).toContain("starting app did not finish within 5s, so it was stopped");
+      expect(r.stderr).toContain("starting app did not finish within 5s, so it was stopped: compose was still waiting on migrate (a one-shot job, still running)");
     },
     150_000,
   );
