@@ -2,7 +2,7 @@
 // call `createApp()` and hand requests to `app.handle` or listen with it.
 import { Elysia, ValidationError } from "elysia";
 import { withUnknownIds } from "../core/check-input.ts";
-import { isJsonObject, jsonKind } from "../core/json-kind.ts";
+import { isJsonObject, jsonKind } from "../schema/json-kind.ts";
 import { issuesUnder, type FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";

@@ -4,7 +4,7 @@
 // already checked by the guard, but a chunked body only shows its size as it arrives, so it is
 // read chunk by chunk and refused as soon as it passes the limit.
 import { StackgenError, validationError } from "../errors.ts";
-import { jsonKind } from "../core/json-kind.ts";
+import { jsonKind } from "../schema/json-kind.ts";
 
 const JSON_TYPE = /^application\/(.+\+)?json\b/i;
 

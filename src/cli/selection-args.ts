@@ -1,7 +1,7 @@
 // Flags shared by `validate` and `generate`, turned into the same body the API takes.
 import { open } from "node:fs/promises";
 import { usageError, validationError } from "../errors.ts";
-import { isJsonObject, jsonKind } from "../core/json-kind.ts";
+import { isJsonObject, jsonKind } from "../schema/json-kind.ts";
 import { MAX_BODY_BYTES } from "../api/guard/config.ts";
 import { COMPLETE_FORMAT_VERSION } from "../schema/versions.ts";
 

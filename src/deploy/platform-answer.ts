@@ -1,7 +1,7 @@
 // A platform's answer is read only as its API documents it. A field of another type (a broken or
 // hostile instance, a proxy's page that happens to be JSON) is a DeployError naming the call and
 // the field, never a JavaScript error from deep inside a step ("null is not an object").
-import { isJsonObject } from "../core/json-kind.ts";
+import { isJsonObject } from "../schema/json-kind.ts";
 import { DeployError } from "./http.ts";
 
 const kindOf = (value: unknown) =>

@@ -4,7 +4,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { validationError, type FieldIssue } from "../errors.ts";
-import { jsonKind } from "../core/json-kind.ts";
+import { jsonKind } from "./json-kind.ts";
 
 
 function messageFor(e: ValueError): string {
