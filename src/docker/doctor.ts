@@ -2,11 +2,11 @@
 // out the hard way: engine and compose present, every published host port free (or held by this
 // stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
 // the .env file. Each check is independent, so one missing piece does not hide the others.
-import { existsSync, lstatSync, readdirSync, readFileSync, statfsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
-import { basename, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { getCatalog } from "../catalog/index.ts";
 import { hostPlatform } from "../core/check-input.ts";
 import { FIXED_PORTS } from "../core/resolve.ts";
@@ -19,6 +19,7 @@ import { formatBytes } from "./format.ts";
 import { COMPOSE_FILES_READ_FIRST, REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
 import { isWithin, shellWord } from "../core/paths.ts";
+import { isJsonObject } from "../schema/json-kind.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 export interface DoctorCheck {
@@ -313,11 +314,13 @@ function shadowedBundleCheck(stack: Stack): DoctorCheck | undefined {
   return { id: "compose-file", status: "fail", message: `docker compose reads ${basename(read)} in ${stack.dir}, not the bundle's docker-compose.yml: \`docker compose up\` there starts that file's services; move it out of the folder` };
 }
 
-/** The stack's own files that containers read through bind mounts (`./postgres/init`, `./skills`),
- *  found closed to other users: a bundle written under umask 077 had 0700 folders, and the
- *  postgres, node or grafana user in the container could not read its config. Mounts outside the
- *  stack directory are the user's own. */
+/** The files the bundle wrote that containers read through bind mounts (`./postgres/init`,
+ *  `./skills`), found closed to other users: a bundle written under umask 077 had 0700 folders,
+ *  and the postgres, node or grafana user in the container could not read its config. Only what
+ *  stackgen.json records as written, and the folders between the mount and it: a data folder of
+ *  the user's own (a database's, 0700 on purpose) is theirs, and is never listed or read. */
 export function mountModesCheck(stack: Stack): DoctorCheck | undefined {
+  const written = Object.keys(isJsonObject(stack.config?.files) ? stack.config.files : {});
   const sources = new Set<string>();
   for (const document of stack.documents) {
     for (const service of Object.values((document.services ?? {}) as Record<string, { volumes?: unknown }>)) {
@@ -328,16 +331,24 @@ export function mountModesCheck(stack: Stack): DoctorCheck | undefined {
     }
   }
   const closed = new Set<string>();
-  const visit = (path: string) => {
-    const st = lstatSync(path, { throwIfNoEntry: false });
-    if (!st || st.isSymbolicLink()) return;
-    const needed = st.isDirectory() ? 0o005 : 0o004;
-    if ((st.mode & needed) !== needed) closed.add(`${relative(stack.dir, path) || "."} (${(st.mode & 0o777).toString(8)})`);
-    if (st.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name));
+  const check = (path: string, needed: number) => {
+    let mode: number | undefined;
+    try {
+      mode = statSync(path, { throwIfNoEntry: false })?.mode;
+    } catch {
+      return; // not ours to read either (another user's closed folder above it)
+    }
+    if (mode !== undefined && (mode & needed) !== needed) closed.add(`${relative(stack.dir, path)} (${(mode & 0o777).toString(8)})`);
   };
-  for (const source of sources) if (isWithin(stack.dir, source) && source !== stack.dir) visit(source);
+  for (const source of sources) {
+    if (!isWithin(stack.dir, source) || source === stack.dir) continue;
+    for (const file of written.map((name) => join(stack.dir, name)).filter((path) => isWithin(source, path))) {
+      for (let folder = dirname(file); isWithin(source, folder); folder = dirname(folder)) check(folder, 0o005);
+      check(file, 0o004);
+    }
+  }
   if (closed.size === 0) return undefined;
-  const list = [...closed];
+  const list = [...closed].sort();
   return {
     id: "mount-modes",
     status: "warn",

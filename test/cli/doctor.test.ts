@@ -214,13 +214,18 @@ services:
     expect((await cli(["generate", "--services", "n8n,grafana", "--dir", dir], { env })).code).toBe(0);
     const checks = async () => (JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] }).checks;
     expect((await checks()).some((c) => c.id === "mount-modes")).toBe(false);
+    // A data folder of the user's own, bind-mounted in the override file, is 0700 on purpose
+    // (PostgreSQL's must be): not the bundle's, never named.
+    mkdirSync(join(dir, "pgdata"), { mode: 0o700 });
+    writeFileSync(join(dir, "docker-compose.override.yml"), "services:\n  postgresql:\n    volumes: [\"./pgdata:/var/lib/postgresql/data\"]\n");
+    expect((await checks()).some((c) => c.id === "mount-modes")).toBe(false);
     chmodSync(join(dir, "postgres", "init"), 0o700);
     chmodSync(join(dir, "grafana", "provisioning", "datasources"), 0o711);
     // .env is private by design and mounted nowhere: not named.
     expect((await checks()).find((c) => c.id === "mount-modes")).toEqual({
       id: "mount-modes",
       status: "warn",
-      message: expect.stringContaining("postgres/init (700), grafana/provisioning/datasources (711); `chmod -R a+rX`"),
+      message: expect.stringContaining("grafana/provisioning/datasources (711), postgres/init (700); `chmod -R a+rX`"),
     });
   });
 
