@@ -63,6 +63,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     headers: { Authorization: `Bearer ${t.apiKey}` },
     secret: t.apiKey,
     fetch: t.fetch,
+    sleep: t.sleep,
     timeoutMs: t.timeoutMs,
   });
   const name = t.projectName;
@@ -73,7 +74,9 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     return { value: version, detail: `Coolify ${version}` };
   });
 
-  const server = await steps.run("Discover server", async () => {
+  // The project lookup belongs to this step (SPEC §4.2 names seven steps): it decides whether
+  // "Create project" creates, refuses (a name in use) or reuses (--update).
+  const { server, existing } = await steps.run("Discover server", async () => {
     const read = answerOf("Coolify", "GET /servers");
     const servers = read.objects(await api.call<unknown>("GET", "/servers"), "", (row, at) => serverOf(read, row, at));
     if (servers.length === 0) throw new DeployError("No servers found in Coolify instance");
@@ -83,14 +86,13 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
         `No usable server in Coolify instance (${servers.length} found; none is reachable, usable and a deployment server)`,
       );
     }
-    return { value: usable, detail: `${usable.name ?? "server"} (${usable.uuid})` };
-  });
-
-  const existing = await steps.run("Find project", async () => {
-    const read = answerOf("Coolify", "GET /projects");
-    const projects = read.objects(await api.call<unknown>("GET", "/projects"), "", (row, at): CoolifyProject => ({ uuid: read.id(row.uuid, `${at}.uuid`), name: read.text(row.name, `${at}.name`) }));
+    const readProjects = answerOf("Coolify", "GET /projects");
+    const projects = readProjects.objects(await api.call<unknown>("GET", "/projects"), "", (row, at): CoolifyProject => ({ uuid: readProjects.id(row.uuid, `${at}.uuid`), name: readProjects.text(row.name, `${at}.name`) }));
     const found = projects.find((p) => p.name === name);
-    return { value: found, detail: found ? `project "${name}" exists (${found.uuid})` : `no project named "${name}" yet` };
+    return {
+      value: { server: usable, existing: found },
+      detail: `${usable.name ?? "server"} (${usable.uuid}); ${found ? `project "${name}" exists (${found.uuid})` : `no project named "${name}" yet`}`,
+    };
   });
 
   let projectUuid: string;
@@ -113,26 +115,27 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     });
   }
 
-  const environment = await steps.run("Get project", async () => {
+  // On an update the service of the same name in that environment is looked up here too: the
+  // next step then replaces its compose file instead of making a second one.
+  const { environment, serviceUuid: reusedService } = await steps.run("Get project", async () => {
     const read = answerOf("Coolify", "GET /projects/{uuid}");
     const project = read.object(await api.call<unknown>("GET", `/projects/${encodeURIComponent(projectUuid)}`));
     const envs = read.objects(project.environments ?? [], "environments", (row, at) => ({ row, at, name: read.text(row.name, `${at}.name`) }));
     const production = envs.find((e) => e.name === "production");
     if (!production) throw new DeployError(`Coolify project "${name}" has no "production" environment`);
     const env: CoolifyEnvironment = { id: read.optionalNumber(production.row.id, `${production.at}.id`), uuid: read.id(production.row.uuid, `${production.at}.uuid`), name: production.name };
-    return { value: env, detail: `environment production (${env.uuid})` };
+    const found = existing ? await findService(api, name, env) : undefined;
+    const service = !existing ? "" : found ? `; service "${name}" exists (${found})` : `; no service named "${name}" yet`;
+    return { value: { environment: env, serviceUuid: found }, detail: `environment production (${env.uuid})${service}` };
   });
 
-  let serviceUuid: string | undefined;
-  if (existing) serviceUuid = await findService(api, steps, name, environment);
-
+  let serviceUuid = reusedService;
   const composeBase64 = Buffer.from(asciiCompose(t.composeYaml), "utf8").toString("base64");
   let vars = t.envVars;
   let kept: string[] = [];
   if (serviceUuid) {
     const uuid = serviceUuid;
-    steps.skip("Create compose service", `reusing service "${name}" (${uuid})`);
-    await steps.run("Update compose service", async () => {
+    await steps.run("Create compose service", async () => {
       let unread = "";
       if (t.keepExistingValues) {
         // Read before the new compose file adds empty rows for the variables it introduces.
@@ -148,7 +151,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
         }
       }
       await api.call("PATCH", `/services/${encodeURIComponent(uuid)}`, { body: { docker_compose_raw: composeBase64 } });
-      return { value: undefined, detail: `compose file of service ${uuid} replaced${unread}` };
+      return { value: undefined, detail: `reusing service "${name}" (${uuid}): its compose file replaced${unread}` };
     });
   } else {
     serviceUuid = await steps.run("Create compose service", async () => {
@@ -233,23 +236,24 @@ async function platformEnv(api: JsonClient, serviceUuid: string): Promise<Platfo
   return env;
 }
 
-/** Update path: the service of the same name in the project's production environment, if any. */
-async function findService(
-  api: JsonClient,
-  steps: StepContext,
-  name: string,
-  environment: CoolifyEnvironment,
-): Promise<string | undefined> {
-  return steps.run("Find service", async () => {
-    const read = answerOf("Coolify", "GET /services");
-    const services = read.objects(await api.call<unknown>("GET", "/services"), "", (row, at) => ({
-      uuid: read.id(row.uuid, `${at}.uuid`),
-      name: read.text(row.name, `${at}.name`),
-      environmentId: read.optionalNumber(row.environment_id, `${at}.environment_id`),
-    }));
-    const found = environment.id === undefined ? undefined : services.find((s) => s.name === name && s.environmentId === environment.id);
-    return { value: found?.uuid, detail: found ? `service "${name}" exists (${found.uuid})` : `no service named "${name}" yet` };
-  });
+/** Update path: the service of the same name in the project's production environment, if any.
+ *  One of that name whose environment cannot be told (an answer without the ids) stops the deploy:
+ *  taking it could overwrite another project's stack, passing it by would make a second one. */
+async function findService(api: JsonClient, name: string, environment: CoolifyEnvironment): Promise<string | undefined> {
+  const read = answerOf("Coolify", "GET /services");
+  const services = read.objects(await api.call<unknown>("GET", "/services"), "", (row, at) => ({
+    uuid: read.id(row.uuid, `${at}.uuid`),
+    name: read.text(row.name, `${at}.name`),
+    environmentId: read.optionalNumber(row.environment_id, `${at}.environment_id`),
+  })).filter((s) => s.name === name);
+  if (services.length && (environment.id === undefined || services.some((s) => s.environmentId === undefined))) {
+    throw new DeployError(
+      `Coolify lists a service named "${name}" without saying which environment it is in, so it cannot be told whether it is this project's; nothing was changed`,
+      undefined,
+      `rename or remove the other service on Coolify, or deploy under another name (--dir of another name)`,
+    );
+  }
+  return services.find((s) => s.environmentId === environment.id)?.uuid;
 }
 
 /** Coolify's own network, which every server gets when it is set up. */

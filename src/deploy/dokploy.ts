@@ -79,6 +79,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     headers: { "x-api-key": t.apiKey },
     secret: t.apiKey,
     fetch: t.fetch,
+    sleep: t.sleep,
     timeoutMs: t.timeoutMs,
   });
   const name = t.projectName;

@@ -61,7 +61,12 @@ export const reasonPhrase = (status: number, fallback = ""): string => REASONS[s
  *  its patterns are built once, for every text of a deployment. */
 export function redactor(secret: string): (text: string) => string {
   const key = secret.trim();
-  if (key.length < 4) return (text) => text;
+  if (key === "") return (text) => text;
+  if (key.length < 4) {
+    // Too short to hide inside other words ("401", "Bearer"): hidden where it stands alone.
+    const alone = new RegExp(`(?<![A-Za-z0-9])${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![A-Za-z0-9])`, "g");
+    return (text) => text.replace(alone, "[redacted]");
+  }
   // A platform may echo the key in another form than it was sent: URL-encoded (a query string, a
   // redirect), JSON-escaped, base64 (of the key or of the Authorization header), another case.
   // Base64 forms without their padding (the text may cut or re-pad it); each form matched with any.
@@ -83,6 +88,8 @@ export interface JsonClientOptions {
   secret: string;
   fetch?: FetchLike;
   timeoutMs?: number;
+  /** Waits between tries of a call (tests pass a clock of their own). */
+  sleep?: (ms: number) => Promise<unknown>;
 }
 
 export interface CallOptions {
@@ -97,74 +104,107 @@ export interface JsonClient {
 }
 
 export function createJsonClient(opts: JsonClientOptions): JsonClient {
+  const sleep = opts.sleep ?? Bun.sleep;
   const doFetch: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clean = redactor(opts.secret);
 
   return {
     async call<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
-      const url = buildUrl(opts.baseUrl, path, options.query);
-      const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
-      const init: RequestInit = { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) };
-      if (options.body !== undefined) {
-        headers["Content-Type"] = "application/json";
-        init.body = JSON.stringify(options.body);
+      for (let attempt = 1; ; attempt++) {
+        const answer = await once<T>(method, path, options, attempt);
+        if (answer.again === undefined) return answer.value;
+        await sleep(answer.again * 1000);
       }
-
-      let res: Response;
-      try {
-        res = await doFetch(url, init);
-      } catch (e) {
-        const code = (e as { code?: string })?.code ?? "";
-        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, NOT_SENT.test(code) || TLS_CODE.test(code));
-      }
-
-      let text: string | undefined;
-      try {
-        text = await readAtMost(res, MAX_ANSWER_BYTES);
-      } catch (e) {
-        throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, isRefusal(res.status));
-      }
-      if (text === undefined) {
-        throw new DeployError(
-          clean(`${opts.provider} API ${res.status}: the answer is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, so it was not read; check that --url points at the ${opts.provider} instance`),
-          res.status,
-        );
-      }
-      const head = `${opts.provider} API ${res.status}: ${reasonPhrase(res.status, res.statusText)}`;
-
-      // fetch reports an opaque redirect as status 0 in browsers; Bun and Node give the real 3xx.
-      if ((res.status >= 300 && res.status < 400) || res.type === "opaqueredirect") {
-        const to = res.headers.get("location");
-        throw new DeployError(
-          clean(head),
-          res.status,
-          clean(`redirect${to ? ` to ${redirectTarget(to, url)}` : ""} not followed; check --url (scheme, host and port of the instance)`),
-        );
-      }
-      if (res.status >= 400) {
-        // Hidden before anything is cut short: a cut can leave most of the key, unmatched.
-        const shown = clean(text);
-        const body = tryJson(shown);
-        const retryAfter = res.status === 429 ? retryAfterSeconds(res.headers.get("retry-after")) : undefined;
-        throw new DeployError(clean(head), res.status, serverMessage(body, shown), body, retryAfter);
-      }
-      if (options.expect === "text") return clean(text) as T;
-      if (text.trim() === "") return null as T;
-      const parsed = tryJson(text);
-      if (parsed === undefined) {
-        const type = (res.headers.get("content-type") ?? "no content type").split(";")[0]!.trim();
-        // A JSON type on a body that does not parse: cut short, or not what it says.
-        const why = /json/i.test(type) ? `its ${type} answer is not valid JSON` : `expected JSON, got ${type}`;
-        throw new DeployError(
-          clean(`${opts.provider} API ${res.status}: ${why}`),
-          res.status,
-          snippet(clean(text)),
-        );
-      }
-      return parsed as T;
     },
   };
+
+  /** One try of a call: its value, or (`again`) the seconds to wait before the next try. */
+  async function once<T>(method: string, path: string, options: CallOptions, attempt: number): Promise<{ value: T; again?: undefined } | { again: number }> {
+    const url = buildUrl(opts.baseUrl, path, options.query);
+    const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
+    const init: RequestInit = { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) };
+    // A POST or PATCH always goes as JSON (`{}` when the call has no body: Coolify's deploy),
+    // which is what both platforms' APIs take; a proxy or server may refuse another type.
+    if (options.body !== undefined || method === "POST" || method === "PATCH" || method === "PUT") {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(options.body ?? {});
+    }
+
+    let res: Response;
+    try {
+      res = await doFetch(url, init);
+    } catch (e) {
+      const code = (e as { code?: string })?.code ?? "";
+      throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, NOT_SENT.test(code) || TLS_CODE.test(code));
+    }
+
+    let text: string | undefined;
+    try {
+      text = await readAtMost(res, MAX_ANSWER_BYTES);
+    } catch (e) {
+      throw new DeployError(clean(transportMessage(e, opts.provider, opts.baseUrl, timeoutMs)), undefined, undefined, undefined, undefined, isRefusal(res.status));
+    }
+    if (text === undefined) {
+      throw new DeployError(
+        clean(`${opts.provider} API ${res.status}: the answer is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB, so it was not read; check that --url points at the ${opts.provider} instance`),
+        res.status,
+      );
+    }
+    const head = `${opts.provider} API ${res.status}: ${reasonPhrase(res.status, res.statusText)}`;
+
+    // fetch reports an opaque redirect as status 0 in browsers; Bun and Node give the real 3xx.
+    if ((res.status >= 300 && res.status < 400) || res.type === "opaqueredirect") {
+      const to = res.headers.get("location");
+      throw new DeployError(
+        clean(head),
+        res.status,
+        clean(`redirect${to ? ` to ${redirectTarget(to, url)}` : ""} not followed; check --url (scheme, host and port of the instance)`),
+      );
+    }
+    if (res.status >= 400) {
+      // Hidden before anything is cut short: a cut can leave most of the key, unmatched.
+      const shown = clean(text);
+      const body = tryJson(shown);
+      const retryAfter = retryAfterSeconds(res.headers.get("retry-after"));
+      const again = retryWait(method, res.status, retryAfter, attempt);
+      if (again !== undefined) return { again };
+      throw new DeployError(clean(head), res.status, serverMessage(body, shown), body, res.status === 429 ? retryAfter : undefined);
+    }
+    if (options.expect === "text") return { value: clean(text) as T };
+    if (text.trim() === "") return { value: null as T };
+    const parsed = tryJson(text);
+    if (parsed === undefined) {
+      const type = (res.headers.get("content-type") ?? "no content type").split(";")[0]!.trim();
+      // A JSON type on a body that does not parse: cut short, or not what it says.
+      const why = /json/i.test(type) ? `its ${type} answer is not valid JSON` : `expected JSON, got ${type}`;
+      throw new DeployError(
+        clean(`${opts.provider} API ${res.status}: ${why}`),
+        res.status,
+        snippet(clean(text)),
+      );
+    }
+    return { value: parsed as T };
+  }
+}
+
+/** Tries of one call at most, and the longest wait between two that is worth making: a platform
+ *  that asks for longer is answered with the hint to run again later. */
+export const MAX_ATTEMPTS = 3;
+export const MAX_RETRY_WAIT_SECONDS = 15;
+
+/**
+ * Seconds to wait before trying a call again, or undefined to fail now. A 429 says the platform
+ * did nothing (its limiter answers before any work), so any call is tried again after the
+ * Retry-After it asks (a second when it names none). A gateway's 502, 503 or 504 is tried again
+ * for a read only: a write may have been carried out before the answer was lost.
+ */
+export function retryWait(method: string, status: number, retryAfter: number | undefined, attempt: number): number | undefined {
+  if (attempt >= MAX_ATTEMPTS) return undefined;
+  const transient = status === 429 || (method === "GET" && (status === 502 || status === 503 || status === 504));
+  if (!transient) return undefined;
+  const wait = retryAfter ?? attempt;
+  return wait <= MAX_RETRY_WAIT_SECONDS ? wait : undefined;
 }
 
 /** The body's text, or undefined once it passes `limit` bytes (the rest is not fetched). */

@@ -59,6 +59,8 @@ export interface DeployOptions {
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
+  /** Waits between tries of a call (tests); Bun.sleep by default. */
+  sleep?: (ms: number) => Promise<unknown>;
   /** Aborted (Ctrl-C): the call under way finishes, so what it made is known, and no further
    *  step starts. */
   signal?: AbortSignal;
@@ -139,6 +141,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     // by the time fetch asks again (DNS rebinding).
     fetch: opts.fetch ?? pinnedFetch(),
     timeoutMs: opts.timeoutMs,
+    sleep: opts.sleep,
   };
   const problem = projectNameProblem(provider.name, target.projectName);
   if (problem) throw usageError(problem);
@@ -186,7 +189,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     },
     note(fields) {
       if (fields.projectId) result.projectId = fields.projectId;
-      if (fields.stackId) result.stackId = fields.stackId;
+      if (fields.stackId) result.stackId = result.composeId = fields.stackId;
       // Built on the instance URL, whose path may hold the key (pasted there by mistake).
       if (fields.dashboardUrl) result.dashboardUrl = clean(fields.dashboardUrl);
       if (fields.created) result.created.push(clean(fields.created));

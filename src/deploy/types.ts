@@ -25,6 +25,8 @@ export interface DeployResult {
   projectId?: string;
   /** Coolify service uuid / Dokploy composeId. */
   stackId?: string;
+  /** The same id under the name the reference tool's result gives it, for its clients. */
+  composeId?: string;
   dashboardUrl?: string;
   /** What the compose adaptation changed (or could not change) for the platform. */
   changes: string[];
@@ -69,6 +71,8 @@ export interface DeployTarget {
   derivedSecrets: readonly DerivedSecret[];
   fetch?: FetchLike;
   timeoutMs?: number;
+  /** Waits between tries of a call the platform asked to slow down (tests count them). */
+  sleep?: (ms: number) => Promise<unknown>;
 }
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

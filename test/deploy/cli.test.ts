@@ -62,7 +62,7 @@ function expectNoKey(run: Run, key: string) {
   expect(run.stderr).not.toContain(key);
 }
 
-const RESULT_KEYS = ["success", "provider", "steps", "projectId", "stackId", "dashboardUrl", "changes", "error", "failedStep", "created", "possiblyCreated"];
+const RESULT_KEYS = ["success", "provider", "steps", "projectId", "stackId", "composeId", "dashboardUrl", "changes", "error", "failedStep", "created", "possiblyCreated"];
 
 describe("stackgen deploy (subprocess)", () => {
   test("coolify, key by flag, --json: exactly the DeployResult on stdout, progress on stderr", async () => {

@@ -76,14 +76,17 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(service.envs.get("QUOTED")!.value).toBe("a $literal value");
 
     expect(fake.deployments).toEqual([{ uuid: service.uuid, force: "false" }]);
+    // Every POST and PATCH goes as JSON, the deploy (query parameters only) too.
+    for (const call of fake.calls.filter((c) => c.method === "POST" || c.method === "PATCH")) expect(call.headers["content-type"], call.path).toBe("application/json");
     expect(result.projectId).toBe(fake.projects[0]!.uuid);
     expect(result.stackId).toBe(service.uuid);
+    expect(result.composeId).toBe(service.uuid);
     expect(result.dashboardUrl).toBe(`${fake.url}/project/${result.projectId}/environment/${fake.projects[0]!.environments[0]!.uuid}/service/${service.uuid}`);
     expect(result.changes.some((c) => c.includes('service "caddy": removed host port bindings 80:80, 443:443'))).toBe(true);
+    // SPEC §4.2's seven steps, named as it names them (the project lookup is part of "Discover server").
     expect(result.steps.map((s) => `${s.step}:${s.status}`)).toEqual([
       "Test connection:ok",
       "Discover server:ok",
-      "Find project:ok",
       "Create project:ok",
       "Get project:ok",
       "Create compose service:ok",
@@ -197,14 +200,57 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(noDeploy.violations).toEqual([]);
   });
 
-  test("a 429 says how long Coolify asked to wait", async () => {
-    for (const [header, wait] of [["30", "wait 30 seconds (its Retry-After)"], [new Date(Date.now() + 300_000).toUTCString(), "wait 5 minutes"], [undefined, "wait a minute and"], ["0", "wait a second (its Retry-After)"], ["1.5", "wait a minute and"]] as const) {
+  test("a 429 that goes on says how long Coolify asked to wait; a short wait is waited out first (three tries), a long one is not", async () => {
+    const cases = [
+      ["30", "wait 30 seconds (its Retry-After)", []],
+      [new Date(Date.now() + 300_000).toUTCString(), "wait 5 minutes", []],
+      [undefined, "wait a minute and", [1000, 2000]],
+      ["0", "wait a second (its Retry-After)", [0, 0]],
+      ["1.5", "wait a minute and", [1000, 2000]],
+      ["15", "wait 15 seconds (its Retry-After)", [15_000, 15_000]],
+    ] as const;
+    for (const [header, wait, waits] of cases) {
       const fake = await startFake();
       fake.injections.push({ operationId: "list-servers", reply: { status: 429, headers: header ? { "retry-after": header } : {}, body: { message: "Too Many Attempts." } } });
-      const result = await deployBundle(options(fake));
+      const slept: number[] = [];
+      const result = await deployBundle(options(fake, { sleep: async (ms) => slept.push(ms) }));
       expect(result.error).toBe("Coolify API 429: Too Many Requests");
       expect(result.hint).toContain(wait);
+      expect(slept).toEqual([...waits]);
+      expect(fake.calls.filter((c) => c.operationId === "list-servers")).toHaveLength(waits.length + 1);
     }
+  });
+
+  test("one 429 in the middle of a deploy is waited out and the call made again: one project, one service, deployed", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "create-project", nth: 1, reply: { status: 429, headers: { "retry-after": "2" }, body: { message: "Too Many Attempts." } } });
+    const slept: number[] = [];
+    const result = await deployBundle(options(fake, { sleep: async (ms) => slept.push(ms) }));
+    expect(result.success).toBe(true);
+    expect(slept).toEqual([2000]);
+    expect(fake.projects).toHaveLength(1);
+    expect(fake.services).toHaveLength(1);
+    expect(fake.deployments).toHaveLength(1);
+    expect(fake.violations).toEqual([]);
+  });
+
+  test("a gateway's 502/503/504 is tried again for a read, never for a write (it may have been carried out)", async () => {
+    const read = await startFake();
+    read.injections.push({ operationId: "list-servers", nth: 1, reply: { status: 503, body: { message: "Service Unavailable" } } });
+    read.injections.push({ operationId: "list-servers", nth: 2, reply: { status: 502, body: { message: "Bad Gateway" } } });
+    const slept: number[] = [];
+    const ok = await deployBundle(options(read, { sleep: async (ms) => slept.push(ms) }));
+    expect(ok.success).toBe(true);
+    expect(slept).toEqual([1000, 2000]);
+
+    const write = await startFake();
+    write.injections.push({ operationId: "create-service", nth: 1, reply: { status: 504, body: { message: "Gateway Timeout" } } });
+    const waited: number[] = [];
+    const failed = await deployBundle(options(write, { sleep: async (ms) => waited.push(ms) }));
+    expect(failed.success).toBe(false);
+    expect(failed.error).toBe("Coolify API 504: Gateway Timeout");
+    expect(waited).toEqual([]);
+    expect(write.calls.filter((c) => c.operationId === "create-service")).toHaveLength(1);
   });
 
   test("no servers: clear message, nothing created", async () => {
@@ -345,7 +391,16 @@ describe("Coolify deployer against a spec-validating fake", () => {
       "PATCH /services/{service}/envs/bulk",
       "POST /deploy",
     ]);
-    expect(second.steps.filter((s) => s.status === "skipped").map((s) => s.step)).toEqual(["Create project", "Create compose service"]);
+    expect(second.steps.map((s) => `${s.step}:${s.status}`)).toEqual([
+      "Test connection:ok",
+      "Discover server:ok",
+      "Create project:skipped",
+      "Get project:ok",
+      "Create compose service:ok",
+      "Set env:ok",
+      "Deploy:ok",
+    ]);
+    expect(second.steps.find((s) => s.step === "Create compose service")!.detail).toBe(`reusing service "${PROJECT}" (${service.uuid}): its compose file replaced`);
   });
 
   for (const hidesEnvValues of [false, true]) {
@@ -386,7 +441,7 @@ describe("Coolify deployer against a spec-validating fake", () => {
     // An empty placeholder in a fresh bundle never blanks what the user set on Coolify.
     expect(service.envs.get("OIDC_SECRET")!.value).toBe("set-by-the-user");
     expect(service.envs.get("CORE_VERSION")!.value).toBe("2026.11.1");
-    expect(result.steps.find((s) => s.step === "Update compose service")!.detail).toContain("could not be listed");
+    expect(result.steps.find((s) => s.step === "Create compose service")!.detail).toContain("could not be listed");
   });
 
   test("--update on a project without the service creates it once", async () => {
@@ -397,6 +452,19 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(result.success).toBe(true);
     expect(fake.projects).toHaveLength(1);
     expect(fake.services).toHaveLength(1);
+  });
+
+  test("--update where Coolify lists a service of the name without its environment stops: neither a second service nor another project's replaced", async () => {
+    const fake = await startFake();
+    expect((await deployBundle(options(fake))).success).toBe(true);
+    const service = fake.services[0]!;
+    fake.injections.push({ operationId: "list-services", reply: { status: 200, body: [{ uuid: service.uuid, name: service.name }] } });
+    const result = await deployBundle(options(fake, { update: true }));
+    expect(result.success).toBe(false);
+    expect(result.failedStep).toBe("Get project");
+    expect(result.error).toContain(`Coolify lists a service named "${PROJECT}" without saying which environment it is in`);
+    expect(fake.services).toHaveLength(1);
+    expect(fake.calls.filter((c) => c.operationId === "create-service" || c.operationId === "update-service-by-uuid")).toHaveLength(1);
   });
 
   test.each([
@@ -528,7 +596,7 @@ describe("Coolify deployer against a spec-validating fake", () => {
       const result = await deployBundle(options(fake, { update: true, envText: fresh, keepExistingValues: true, freshSecrets: new Set(["POSTGRES_PASSWORD"]) }));
       expect(result.success).toBe(true);
       expect(service.envs.get("POSTGRES_PASSWORD")!.value).toBe("Zk3q9TPx0bL7mNw2Rv5YcA8dHf1JgEs4");
-      expect(result.steps.find((s) => s.step === "Update compose service")!.detail).toContain("could not be listed (Coolify's answer to GET /services/{uuid}/envs is not what its API documents: the answer is an object, expected a list)");
+      expect(result.steps.find((s) => s.step === "Create compose service")!.detail).toContain("could not be listed (Coolify's answer to GET /services/{uuid}/envs is not what its API documents: the answer is an object, expected a list)");
     });
   });
 

@@ -302,8 +302,10 @@ describe("createJsonClient", () => {
     expect(redact(`x ${key} y`, ` ${key} `)).toBe("x [redacted] y");
   });
 
-  test("the redactor leaves text alone for very short secrets", () => {
-    expect(redact("abc abc", "abc")).toBe("abc abc");
+  test("a very short secret is hidden where it stands alone, not inside other words", () => {
+    expect(redact("abc abc", "abc")).toBe("[redacted] [redacted]");
+    expect(redact('{"echo":"Bearer k3y"} k3yboard 401', "k3y")).toBe('{"echo":"Bearer [redacted]"} k3yboard 401');
+    expect(redact("Coolify API 401: Unauthorized", "1")).toBe("Coolify API 401: Unauthorized");
     // Padding is not part of what is matched, and never shortens a form below 4 characters.
     expect(redact("Dokploy API 401: Unauthorized", "====")).toBe("Dokploy API 401: Unauthorized");
     expect(redact("about ab and AB", "ab==")).toBe("about ab and AB");
