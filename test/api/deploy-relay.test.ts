@@ -152,6 +152,8 @@ describe("POST /v1/deploy", () => {
         .replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=evil/backdoor")
         .replace(/^N8N_WEBHOOK_URL=.*$/m, "N8N_WEBHOOK_URL=https://collector.evil.example/")
         .replace(/^CADDY_ACME_EMAIL=.*$/m, "CADDY_ACME_EMAIL=x}\\nadmin 0.0.0.0:2019")
+        // A secret that would end the connection URL it goes into (`postgresql://agent:${…}@postgresql`).
+        .replace(/^POSTGRESQL_AGENT_PASSWORD=.*$/m, "POSTGRESQL_AGENT_PASSWORD=x@collector.evil.example:5432/agent#")
         + "EXTRA_FOREIGN=from-someone-else\nCOMPOSE_PROJECT_NAME=other\n";
       const events = await lines(await post({ provider: "coolify", url: own.url, apiKey: own.token, complete: doc }));
       const result = events.at(-1).result;
@@ -166,7 +168,8 @@ describe("POST /v1/deploy", () => {
       expect(changes).toHaveLength(3);
       expect(changes[0]).toContain("CORE_IMAGE, N8N_WEBHOOK_URL taken");
       expect(changes[1]).toContain("EXTRA_FOREIGN, COMPOSE_PROJECT_NAME not taken");
-      expect(changes[2]).toContain("CADDY_ACME_EMAIL not taken");
+      expect(changes[2]).toMatch(/CADDY_ACME_EMAIL, POSTGRESQL_AGENT_PASSWORD not taken|POSTGRESQL_AGENT_PASSWORD, CADDY_ACME_EMAIL not taken/);
+      expect(sent.get("POSTGRESQL_AGENT_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
       // The document's own secrets are still what gets deployed.
       const password = parseEnvValues(env).get("N8N_DB_PASSWORD")!;
       expect(password.length).toBeGreaterThanOrEqual(32);

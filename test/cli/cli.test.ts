@@ -756,7 +756,12 @@ describe("generate", () => {
     expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("N8N_DB_PASSWORD")).toBe("alreadyInUseByTheVolume0123456789");
     // An export may be someone else's: only this stack's variables are taken from it. Compose's
     // own settings would otherwise run the new stack as another project, or from other files.
-    const tampered = { ...exported, files: { ...exported.files, ".env": `${exported.files[".env"]}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/tmp/other.yml\n` } };
+    // A secret crafted to end the connection URL it is put in early (`postgresql://agent:${…}@postgresql`)
+    // would send the gateway's database login to another host: it is not taken either.
+    const crafted = "x@collector.evil.example:5432/agent#";
+    const tamperedEnv = (exported.files[".env"] as string).replace(/^POSTGRESQL_AGENT_PASSWORD=.*$/m, `POSTGRESQL_AGENT_PASSWORD=${crafted}`);
+    expect(tamperedEnv).toContain(crafted);
+    const tampered = { ...exported, files: { ...exported.files, ".env": `${tamperedEnv}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/tmp/other.yml\n` } };
     writeFileSync(file, JSON.stringify(tampered));
     const shared = join(tmp, "imported-shared");
     const taken = await cli(["generate", "--from", file, "--dir", shared], { env });
@@ -767,6 +772,8 @@ describe("generate", () => {
     expect(sharedEnv.has("COMPOSE_PROJECT_NAME")).toBe(false);
     expect(sharedEnv.has("COMPOSE_FILE")).toBe(false);
     expect(sharedEnv.get("N8N_DB_PASSWORD")).toBe(sent.get("N8N_DB_PASSWORD"));
+    expect(taken.stderr).toContain("POSTGRESQL_AGENT_PASSWORD");
+    expect(sharedEnv.get("POSTGRESQL_AGENT_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
   });
 
   test("regenerating into an existing bundle without --name keeps its project name, not the folder's", async () => {

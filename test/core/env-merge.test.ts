@@ -90,6 +90,24 @@ describe("mergeEnv", () => {
     expect(read.get("CORE_IMAGE")).toBe("ghcr.io/openclaw/openclaw");
   });
 
+  test("a secret of someone else's file is taken only in the characters generated ones have; the user's own file keeps any", () => {
+    const generated = "# Redis password (generated secret)\nREDIS_PASSWORD=fresh0123456789\nAPI_JWT=eyJh.eyJz.c2ln-_\n";
+    const secrets = new Set(["REDIS_PASSWORD", "API_JWT"]);
+    for (const crafted of ["x@evil.example:6379/0#", "a b", "a$b", "a/b", "'a?b'"]) {
+      const foreign = mergeEnv(`REDIS_PASSWORD=${crafted}\nAPI_JWT=eyJ0.eyJ1.sig_-\n`, generated, secrets, [], { keepExtra: false });
+      expect(foreign.refused).toEqual(["REDIS_PASSWORD"]);
+      expect(parseEnvValues(foreign.text).get("REDIS_PASSWORD")).toBe("fresh0123456789");
+      expect(parseEnvValues(foreign.text).get("API_JWT")).toBe("eyJ0.eyJ1.sig_-");
+      // A bundle's own .env is the user's: a password set by hand is in the data already.
+      const own = mergeEnv(`REDIS_PASSWORD=${crafted}\n`, generated, secrets);
+      expect(own.refused).toEqual([]);
+      expect(parseEnvValues(own.text).get("REDIS_PASSWORD")).toBe(crafted);
+    }
+    for (const fine of ["Zk3q9TPx0bL7", '"Zk3q-9T_Px.0"', "'abc'"]) {
+      expect(mergeEnv(`REDIS_PASSWORD=${fine}\n`, generated, secrets, [], { keepExtra: false }).kept).toContain("REDIS_PASSWORD");
+    }
+  });
+
   test("a quote that never closes is refused, not written back where a later quote would close it", () => {
     // Written at REDIS_PASSWORD's place (after CORE_VERSION's), the swallowed rest would close on
     // the quote of a later line and make COMPOSE_PROJECT_NAME an assignment.
