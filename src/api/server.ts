@@ -21,11 +21,12 @@ export interface ServeOptions extends AppOptions {
 
 /** Elysia finds a request's path from the URL's 12th character on (past `http://` and a host of
  *  at least 4 characters): under a shorter Host (`x`, `api`) it would route another path than the
- *  guard counted and checked (`/v1/v1/generate` as `/v1/generate`). Such a request gets a URL with
- *  a placeholder host; its Host header stays as sent. */
+ *  guard counted and checked (`/v1/v1/generate` as `/v1/generate`). Such a request, and one
+ *  without a Host, gets a URL with a placeholder host; its Host header stays as sent. */
 function routable(request: Request): Request {
   const url = request.url;
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  // Without a Host header (HTTP/1.0) or with an empty one, Bun's URL is the bare path.
+  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
   return start >= 0 && start < 11 ? new Request(`http://localhost${url.slice(start)}`, request) : request;
 }
 

@@ -131,6 +131,25 @@ describe("headers on every response", () => {
     expect(Number(head.headers.get("content-length"))).toBe((await get.arrayBuffer()).byteLength);
   });
 
+  test("no Host at all (HTTP/1.0) or an empty one: the path as sent is routed, not one with its first segment taken for a host", async () => {
+    server = await startTestServer({}, true);
+    const plain = (base: string, request: string) =>
+      new Promise<number>((done, fail) => {
+        const { hostname, port } = new URL(base);
+        const socket = connect(Number(port), hostname, () => socket.write(request));
+        let text = "";
+        socket.on("data", (chunk) => (text += chunk.toString("latin1")));
+        socket.on("close", () => done(Number(text.split(" ")[1])));
+        socket.on("error", fail);
+      });
+    // Bun's URL for such a request is the bare path.
+    expect(await plain(server.base, "GET /v1/health HTTP/1.0\r\n\r\n")).toBe(200);
+    expect(await plain(server.base, "GET /v1/health HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")).toBe(200);
+    expect(await plain(server.base, "GET /zz/v1/health HTTP/1.0\r\n\r\n")).toBe(404);
+    expect(await plain(server.uiBase!, "GET / HTTP/1.0\r\n\r\n")).toBe(200);
+    expect(await plain(server.uiBase!, "GET /v1/health HTTP/1.0\r\n\r\n")).toBe(200);
+  });
+
   test("X-Request-Id: a plain incoming id is echoed, anything else replaced", async () => {
     server = await startTestServer();
     expect((await get("/v1/health", { "x-request-id": "trace-42.a_b" })).headers.get("x-request-id")).toBe("trace-42.a_b");
