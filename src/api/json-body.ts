@@ -38,7 +38,15 @@ export async function readJsonText(request: Request, message: string, maxBytes: 
   }
   // A declared size was checked by the guard; a body without one (chunked) is read only up to
   // the limit, whatever the sender keeps sending.
-  const text = request.headers.has("content-length") ? await request.text() : await readUpTo(request, maxBytes);
+  let text: string;
+  try {
+    text = request.headers.has("content-length") ? await request.text() : await readUpTo(request, maxBytes);
+  } catch (error) {
+    if (error instanceof StackgenError) throw error;
+    // The sender's fault (a chunked encoding Bun cannot read, a connection closed before the
+    // declared length arrived): a 400 in the log, not an internal error.
+    throw validationError(message, [{ field: "body", message: "The body could not be read to its end: the connection closed early or its chunked encoding is broken" }]);
+  }
   if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) throw tooLarge(maxBytes);
   return text;
 }

@@ -150,6 +150,28 @@ describe("headers on every response", () => {
     expect(await plain(server.uiBase!, "GET /v1/health HTTP/1.0\r\n\r\n")).toBe(200);
   });
 
+  test("a body that cannot be read to its end (broken chunked encoding, a connection closed early) is the sender's 400, never logged as an internal error", async () => {
+    server = await startTestServer({ anonymousLimits: { standard: 1e6, generate: 1e6 } });
+    const { hostname, port } = new URL(server.base);
+    /** Sends `request`, then closes the sending side; resolves once the server closed too. */
+    const send = (request: string) =>
+      new Promise<void>((done) => {
+        const socket = connect(Number(port), hostname, () => socket.end(request));
+        socket.on("data", () => {});
+        socket.on("close", () => done());
+        socket.on("error", () => done());
+      });
+    const paths = ["/v1/generate", "/v1/validate", "/v1/generate?format=zip", "/v1/deploy"];
+    for (const path of paths) {
+      await send(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`);
+      await send(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"projectName":"cut`);
+    }
+    await Bun.sleep(200);
+    const lines = server.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+    expect(lines.length).toBeGreaterThanOrEqual(paths.length);
+    for (const line of lines) expect([line.path, line.status, line.level]).toEqual([line.path, 400, "info"]);
+  });
+
   test("X-Request-Id: a plain incoming id is echoed, anything else replaced", async () => {
     server = await startTestServer();
     expect((await get("/v1/health", { "x-request-id": "trace-42.a_b" })).headers.get("x-request-id")).toBe("trace-42.a_b");
