@@ -95,6 +95,11 @@ describe("POST /v1/deploy", () => {
       [{ input: [] }, [{ field: "input", message: "Expected object, received array" }]],
       [{ input: null, complete: null }, [{ field: "input", message: "Expected object, received null" }, { field: "complete", message: "Expected object, received null" }]],
       [{ input: 5, provider: "heroku" }, [{ field: "provider", message: expect.any(String) }, { field: "input", message: "Expected object, received number" }]],
+      // Files that are not an object are refused, not dropped (Elysia's check would make "x" {"0":"x"}).
+      ...(["x", [], 5, true] as const).map((files): [Record<string, unknown>, { field: string; message: string }[]] => [
+        { complete: { formatVersion: "1", input: { projectName: "relay-x", services: ["redis"] }, files } },
+        [{ field: "complete.files", message: `Expected object, received ${Array.isArray(files) ? "array" : typeof files}` }],
+      ]),
     ];
     for (const [part, details] of parts) {
       const r = await post({ ...body(), input: undefined, ...part });

@@ -10,6 +10,7 @@ import { mergeEnv, settingsTaken, type EnvMerge } from "../../core/env-merge.ts"
 import { deployBundle, projectNameProblem, type DeployStep } from "../../deploy/index.ts";
 import { StackgenError, validationError, withFieldsUnder } from "../../errors.ts";
 import { jsonObjectBody } from "../json-body.ts";
+import { isJsonObject, jsonKind } from "../../schema/json-kind.ts";
 
 /** Decides whether this request may make the server call out (loopback, valid key, or opt-in). */
 export type DeployPolicy = (request: Request) => boolean;
@@ -63,6 +64,15 @@ function asDeployRequest<T>(check: () => T): T {
 
 /** Where a complete document's .env is in a deploy request. */
 const DOCUMENT_ENV_FIELD = "complete.files..env";
+
+/** The body, once a complete document's `files` is an object: Elysia's check makes `"x"` into
+ *  `{"0": "x"}` and `[]` or `5` into `{}` before judging a record, so such a document was deployed
+ *  with its files quietly dropped. */
+function documentFilesChecked(doc: Record<string, unknown>): Record<string, unknown> {
+  const complete = doc.complete;
+  if (!isJsonObject(complete) || complete.files === undefined || isJsonObject(complete.files)) return doc;
+  throw validationError(DEPLOY_MESSAGE, [{ field: "complete.files", message: `Expected object, received ${jsonKind(complete.files)}` }]);
+}
 
 /** `keysConfigured`: whether the server has API keys (false words the refusal without them). */
 export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: DeployPolicy, fetchImpl?: typeof fetch, keysConfigured = true) =>
@@ -126,7 +136,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
     // application/json only: it cannot come cross-origin without a preflight (see readJsonText).
-    parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes, undefined, true),
+    parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes, documentFilesChecked, true),
     body: routeSchema(DeployRequest),
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",
