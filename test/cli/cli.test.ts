@@ -244,6 +244,11 @@ describe("basics", () => {
     const k = JSON.parse((await cli(["skills", "--services", "qdrant", "--json"], { env })).stdout);
     expect(k.packs.every((x: any) => x.compatibilityScore > 0)).toBe(true);
     expect((await cli(["presets", "nope"], { env })).code).toBe(2);
+    // In words, a preset says both the memory it declares and what its services estimate (validate's sum).
+    const shown = await cli(["presets", "content-creator"], { env });
+    const estimate = JSON.parse((await cli(["validate", "--preset", "content-creator", "--json"], { env })).stdout).estimatedMemoryMB;
+    expect(estimate).toBeGreaterThan(4096);
+    expect(shown.stdout).toContain(`Memory: 4096 MB as the preset declares; its 6 services estimate ${estimate} MB`);
   });
 
   test("services <id> shows one service as GET /v1/services/{id} gives it, and in words what it needs, publishes and keeps", async () => {
