@@ -43,6 +43,21 @@ describe("bundle properties", () => {
     }
   });
 
+  test("a container kept up by `sleep infinity` runs under Docker's init, so a stop does not wait out the grace period; no other does", () => {
+    const idle: string[] = [];
+    for (const s of catalog.services) {
+      const g = collect(`service ${s.id}`, { projectName: `svc-${s.id}`, services: [s.id], platform: s.platforms[0] });
+      const doc = parseYaml(g.files["docker-compose.yml"]!) as { services: Record<string, { init?: boolean; entrypoint?: string[]; command?: string[] }> };
+      for (const [name, service] of Object.entries(doc.services)) {
+        const sleeps = [...(service.entrypoint ?? []), ...(service.command ?? [])].join(" ").includes("sleep infinity");
+        expect([name, service.init === true], name).toEqual([name, sleeps || name === "core"]);
+        if (sleeps && !idle.includes(name)) idle.push(name);
+      }
+    }
+    // The tools the catalog keeps up this way (jobs run in them with `docker compose exec`).
+    expect(idle.sort()).toEqual(["claude-code", "codex", "ffmpeg", "gemini-cli", "kimi", "pentestagent", "solidityguard"]);
+  });
+
   test("every preset generates a sound bundle", () => {
     for (const p of catalog.presets) {
       const g = collect(`preset ${p.id}`, { projectName: p.id, preset: p.id });
