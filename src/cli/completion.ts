@@ -35,6 +35,7 @@ export async function commandFlags(): Promise<Record<string, CommandFlags>> {
     const negated = (name: string, def: ArgsDef[string]) => def.type === "boolean" && (def.default === true || (def.description ?? "").includes(`--no-${name}`));
     const flags = args.flatMap(([name, def]) => (negated(name, def) ? [`--${name}`, `--no-${name}`] : [`--${name}`]));
     if (!flags.includes("--json")) flags.push("--json"); // every command takes it (strict-args.ts)
+    flags.push("--no-color"); // and this one (cli/index.ts)
     out[path] = { flags, free: args.filter(([, def]) => def.type === "string").map(([name]) => `--${name}`) };
   };
   await walk(main, "");

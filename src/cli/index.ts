@@ -69,7 +69,17 @@ export function jsonRequested(argv: string[]): boolean {
   return json;
 }
 
-export async function run(argv: string[]): Promise<number> {
+/** `argv` without `--no-color` (before `--`), which every command takes as NO_COLOR=1 does. */
+export function withoutNoColor(argv: string[]): string[] {
+  const end = argv.indexOf("--");
+  const head = end < 0 ? argv : argv.slice(0, end);
+  if (!head.includes("--no-color")) return argv;
+  process.env.NO_COLOR = "1";
+  return [...head.filter((w) => w !== "--no-color"), ...(end < 0 ? [] : argv.slice(end))];
+}
+
+export async function run(sent: string[]): Promise<number> {
+  const argv = withoutNoColor(sent);
   const json = jsonRequested(argv);
   // `--version` alone, in any order with the JSON switches (`--json --version` too).
   const words = argv.filter((w) => !/^--(no-)?json(=.*)?$/.test(w));

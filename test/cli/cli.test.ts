@@ -132,6 +132,15 @@ describe("basics", () => {
         run(["script", "-qec", `${process.execPath} ${new URL("../../src/main.ts", import.meta.url).pathname} --help`, "/dev/null"], { env: { ...plain, ...extra } });
       expect((await onTty({})).stdout).toContain("\x1b[");
       expect((await onTty({ NO_COLOR: "yes" })).stdout).not.toContain("\x1b[");
+      // --no-color, on any command and in any place before `--`, does what NO_COLOR does.
+      const main = new URL("../../src/main.ts", import.meta.url).pathname;
+      const command = (args: string) => run(["script", "-qec", `${process.execPath} ${main} ${args}`, "/dev/null"], { env: plain });
+      expect((await command("validate --services redis")).stdout).toContain("\x1b[");
+      for (const args of ["validate --services redis --no-color", "--no-color validate --services redis", "--no-color --help", "services redis --no-color"]) {
+        const r = await command(args);
+        expect([args, r.code]).toEqual([args, 0]);
+        expect([args, r.stdout.includes("\x1b[")]).toEqual([args, false]);
+      }
     }
   });
 
