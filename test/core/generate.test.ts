@@ -350,6 +350,10 @@ describe("input fields take effect", () => {
     expect(staticConfig.entryPoints.websecure).toMatchObject({ address: ":443" });
     // Uploads longer than Traefik's 60 s default read timeout (since 2.11.2) are not cut off.
     for (const entry of ["web", "websecure"]) expect(staticConfig.entryPoints[entry].transport.respondingTimeouts.readTimeout).toBe("1h");
+    // Its health check asks /ping on the local entry point, which the same file turns on.
+    expect(composeOf(traefik.files).services.traefik?.healthcheck?.test).toEqual(["CMD", "traefik", "healthcheck", "--ping"]);
+    expect(staticConfig.ping).toEqual({ entryPoint: "traefik" });
+    expect(staticConfig.entryPoints.traefik).toMatchObject({ address: ":8080" });
     // Only this stack's containers are routed: another stack's labels on the engine are not read.
     expect(staticConfig.providers.docker.constraints).toBe("Label(`dev.stackgen.project`,`t`) || Label(`com.docker.compose.project`,`t`)");
     // Every routed service carries the stack's own label, whatever project name compose runs it under.

@@ -42,6 +42,9 @@ export function traefikFiles(ctx: GenContext): FileMap {
     } : {}),
     api: { dashboard: true, insecure: true },
     metrics: { prometheus: { entryPoint: "traefik" } },
+    // /ping on the local entry point: what the service's health check (`traefik healthcheck
+    // --ping`, which reads this same file) asks.
+    ping: { entryPoint: "traefik" },
     log: { level: "INFO" },
   };
   const dynamicConfig = {
