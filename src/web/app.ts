@@ -116,7 +116,7 @@ function openLink(store: Store): void {
   // The project name too: it names the compose project, and the platform project a deploy with
   // "Update existing" would overwrite.
   const picked = [
-    state.projectName !== fresh.projectName && `project ${state.projectName}`, preset && `preset ${preset.name}`, plural(state.services.length, "service"), plural(state.skillPacks.length, "skill pack"),
+    state.projectName !== fresh.projectName && `project ${state.projectName}`, preset && `preset ${preset.name}`, plural(state.services.length, "chosen service"), plural(state.skillPacks.length, "skill pack"),
     state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`, state.gpu && "GPU", state.platform && `platform ${state.platform}`,
     state.deployment !== fresh.deployment && `deployment ${state.deployment}`, state.coreVersion !== fresh.coreVersion && `core version ${state.coreVersion}`,
     state.memoryLimits && "memory caps", !state.generateSecrets && "no generated secrets",

@@ -864,7 +864,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await other.inputValue("#opt-domain")).toBe("home.example");
     expect(await other.locator("#opt-memoryLimits").isChecked()).toBe(true);
     const note = (await other.locator("#link-note").textContent())!;
-    expect(note).toContain("opened with the choices in its link (project shared, 1 service, 0 skill packs, proxy traefik, domain home.example, memory caps)");
+    expect(note).toContain("opened with the choices in its link (project shared, 1 chosen service, 0 skill packs, proxy traefik, domain home.example, memory caps)");
     expect(note).toContain("left out: no-such-service");
     expect(await resolved(other)).toEqual(expect.arrayContaining(["n8n", "postgresql", "traefik"]));
     // The address bar no longer carries what was left out (copied on, it would be left out again).
