@@ -5,8 +5,17 @@
 // before it runs, and picked its output style from CI/NODE_ENV rather than from the terminal.
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 
-/** Whether a stream may carry colours: a terminal, and NO_COLOR unset or empty (no-color.org). */
-const styledOn = (stream: NodeJS.WriteStream) => !process.env.NO_COLOR && stream.isTTY === true;
+/** Set, and not a word for "off". */
+const forced = (value: string | undefined) => value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false";
+
+/** Whether a stream may carry colours: never with NO_COLOR set and non-empty (no-color.org, or
+ *  --no-color); always with FORCE_COLOR or CLICOLOR_FORCE (a CI log that shows colours); else on a
+ *  terminal only. */
+const styledOn = (stream: NodeJS.WriteStream) => {
+  const env = process.env;
+  if (env.NO_COLOR) return false;
+  return forced(env.FORCE_COLOR) || forced(env.CLICOLOR_FORCE) || stream.isTTY === true;
+};
 
 /** Marks of a terminal with colours; the word in brackets otherwise (logs, pipes, NO_COLOR). */
 const MARKS: Partial<Record<LogObject["type"], [mark: string, color: number]>> = {

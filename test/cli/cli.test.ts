@@ -117,7 +117,7 @@ describe("basics", () => {
 
   test("help carries no colour codes into a pipe, whatever NO_COLOR holds, nor on a terminal with NO_COLOR", async () => {
     // No CI/TEST/NO_COLOR here: citty alone would colour it.
-    const { CI: _ci, TEST: _test, NO_COLOR: _nc, ...plain } = process.env;
+    const { CI: _ci, TEST: _test, NO_COLOR: _nc, FORCE_COLOR: _fc, CLICOLOR_FORCE: _cf, ...plain } = process.env;
     for (const extra of [{}, { NO_COLOR: "true" }]) {
       for (const args of [["--help"], ["generate", "--help"], ["backup", "restore", "--help"]]) {
         const r = await cli(args, { env: { ...plain, ...extra } });
@@ -126,6 +126,18 @@ describe("basics", () => {
         expect(r.stdout).not.toContain("\x1b[");
       }
     }
+    // FORCE_COLOR or CLICOLOR_FORCE (a CI log that shows colours) colour a pipe too, unless NO_COLOR
+    // is set; "0" or "false" forces nothing. --json output is never coloured.
+    const piped = async (extra: Record<string, string>, args = ["validate", "--services", "redis"]) => (await cli(args, { env: { ...plain, ...extra } })).stdout.includes("\x1b[");
+    expect(await piped({})).toBe(false);
+    expect(await piped({ FORCE_COLOR: "1" })).toBe(true);
+    expect(await piped({ CLICOLOR_FORCE: "1" })).toBe(true);
+    expect(await piped({ FORCE_COLOR: "1" }, ["--help"])).toBe(true);
+    expect(await piped({ FORCE_COLOR: "0" })).toBe(false);
+    expect(await piped({ FORCE_COLOR: "false" })).toBe(false);
+    expect(await piped({ FORCE_COLOR: "1", NO_COLOR: "1" })).toBe(false);
+    expect(await piped({ FORCE_COLOR: "1" }, ["validate", "--services", "redis", "--no-color"])).toBe(false);
+    expect(await piped({ FORCE_COLOR: "1" }, ["validate", "--services", "redis", "--json"])).toBe(false);
     if (hasTool("script")) {
       // A real terminal (util-linux script): coloured, unless NO_COLOR is set to anything.
       const onTty = (extra: Record<string, string>) =>
