@@ -64,6 +64,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     secret: t.apiKey,
     fetch: t.fetch,
     sleep: t.sleep,
+    signal: t.signal,
     timeoutMs: t.timeoutMs,
   });
   const name = t.projectName;
@@ -247,10 +248,13 @@ async function findService(api: JsonClient, name: string, environment: CoolifyEn
     environmentId: read.optionalNumber(row.environment_id, `${at}.environment_id`),
   })).filter((s) => s.name === name);
   if (services.length && (environment.id === undefined || services.some((s) => s.environmentId === undefined))) {
+    const unknown = environment.id === undefined
+      ? `Coolify's answer for project "${name}" gives its production environment no id`
+      : `Coolify lists a service named "${name}" without saying which environment it is in`;
     throw new DeployError(
-      `Coolify lists a service named "${name}" without saying which environment it is in, so it cannot be told whether it is this project's; nothing was changed`,
+      `${unknown}, so it cannot be told whether that service is this project's; nothing was changed`,
       undefined,
-      `rename or remove the other service on Coolify, or deploy under another name (--dir of another name)`,
+      `rename or remove the other service on Coolify, or generate the stack again under another name (--name) and deploy that`,
     );
   }
   return services.find((s) => s.environmentId === environment.id)?.uuid;

@@ -80,6 +80,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     secret: t.apiKey,
     fetch: t.fetch,
     sleep: t.sleep,
+    signal: t.signal,
     timeoutMs: t.timeoutMs,
   });
   const name = t.projectName;

@@ -64,7 +64,7 @@ export function redactor(secret: string): (text: string) => string {
   if (key === "") return (text) => text;
   if (key.length < 4) {
     // Too short to hide inside other words ("401", "Bearer"): hidden where it stands alone.
-    const alone = new RegExp(`(?<![A-Za-z0-9])${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![A-Za-z0-9])`, "g");
+    const alone = new RegExp(`(?<![A-Za-z0-9])${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![A-Za-z0-9])`, "gi");
     return (text) => text.replace(alone, "[redacted]");
   }
   // A platform may echo the key in another form than it was sent: URL-encoded (a query string, a
@@ -90,6 +90,8 @@ export interface JsonClientOptions {
   timeoutMs?: number;
   /** Waits between tries of a call (tests pass a clock of their own). */
   sleep?: (ms: number) => Promise<unknown>;
+  /** Aborted: a call the platform asked to slow down is not tried again (nor waited for). */
+  signal?: AbortSignal;
 }
 
 export interface CallOptions {
@@ -114,17 +116,36 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
       for (let attempt = 1; ; attempt++) {
         const answer = await once<T>(method, path, options, attempt);
         if (answer.again === undefined) return answer.value;
-        await sleep(answer.again * 1000);
+        // Interrupted (Ctrl-C, a supervisor's SIGTERM): no wait and no further try; the refusal
+        // stands as the call's outcome.
+        if (opts.signal?.aborted) throw answer.refusal;
+        await waitUnlessAborted(answer.again * 1000);
+        if (opts.signal?.aborted) throw answer.refusal;
       }
     },
   };
 
-  /** One try of a call: its value, or (`again`) the seconds to wait before the next try. */
-  async function once<T>(method: string, path: string, options: CallOptions, attempt: number): Promise<{ value: T; again?: undefined } | { again: number }> {
+  /** `sleep`, ended early by the signal. */
+  async function waitUnlessAborted(ms: number): Promise<void> {
+    const signal = opts.signal;
+    if (!signal) return void (await sleep(ms));
+    let stop = () => {};
+    const aborted = new Promise<void>((done) => (stop = done));
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      await Promise.race([sleep(ms), aborted]);
+    } finally {
+      signal.removeEventListener("abort", stop);
+    }
+  }
+
+  /** One try of a call: its value, or (`again`) the seconds to wait before the next try, with the
+   *  refusal that stands if there is none. */
+  async function once<T>(method: string, path: string, options: CallOptions, attempt: number): Promise<{ value: T; again?: undefined } | { again: number; refusal: DeployError }> {
     const url = buildUrl(opts.baseUrl, path, options.query);
     const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
     const init: RequestInit = { method, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) };
-    // A POST or PATCH always goes as JSON (`{}` when the call has no body: Coolify's deploy),
+    // A POST, PATCH or PUT always goes as JSON (`{}` when the call has no body: Coolify's deploy),
     // which is what both platforms' APIs take; a proxy or server may refuse another type.
     if (options.body !== undefined || method === "POST" || method === "PATCH" || method === "PUT") {
       headers["Content-Type"] = "application/json";
@@ -167,9 +188,10 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
       const shown = clean(text);
       const body = tryJson(shown);
       const retryAfter = retryAfterSeconds(res.headers.get("retry-after"));
+      const refusal = new DeployError(clean(head), res.status, serverMessage(body, shown), body, res.status === 429 ? retryAfter : undefined);
       const again = retryWait(method, res.status, retryAfter, attempt);
-      if (again !== undefined) return { again };
-      throw new DeployError(clean(head), res.status, serverMessage(body, shown), body, res.status === 429 ? retryAfter : undefined);
+      if (again !== undefined) return { again, refusal };
+      throw refusal;
     }
     if (options.expect === "text") return { value: clean(text) as T };
     if (text.trim() === "") return { value: null as T };
@@ -194,14 +216,15 @@ export const MAX_ATTEMPTS = 3;
 export const MAX_RETRY_WAIT_SECONDS = 15;
 
 /**
- * Seconds to wait before trying a call again, or undefined to fail now. A 429 says the platform
- * did nothing (its limiter answers before any work), so any call is tried again after the
- * Retry-After it asks (a second when it names none). A gateway's 502, 503 or 504 is tried again
- * for a read only: a write may have been carried out before the answer was lost.
+ * Seconds to wait before trying a call again, or undefined to fail now. A 429 or a 503 says the
+ * platform did nothing (its limiter, maintenance mode or a proxy without a live upstream answered
+ * before any work: isRefusal), so any call is tried again after the Retry-After it asks (a second,
+ * then two, when it names none). A gateway's 502 or 504 may come after the platform did the work
+ * and only its answer was lost: tried again for a read only.
  */
 export function retryWait(method: string, status: number, retryAfter: number | undefined, attempt: number): number | undefined {
   if (attempt >= MAX_ATTEMPTS) return undefined;
-  const transient = status === 429 || (method === "GET" && (status === 502 || status === 503 || status === 504));
+  const transient = status === 429 || status === 503 || (method === "GET" && (status === 502 || status === 504));
   if (!transient) return undefined;
   const wait = retryAfter ?? attempt;
   return wait <= MAX_RETRY_WAIT_SECONDS ? wait : undefined;

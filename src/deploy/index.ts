@@ -142,6 +142,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     fetch: opts.fetch ?? pinnedFetch(),
     timeoutMs: opts.timeoutMs,
     sleep: opts.sleep,
+    signal: opts.signal,
   };
   const problem = projectNameProblem(provider.name, target.projectName);
   if (problem) throw usageError(problem);

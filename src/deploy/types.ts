@@ -73,6 +73,8 @@ export interface DeployTarget {
   timeoutMs?: number;
   /** Waits between tries of a call the platform asked to slow down (tests count them). */
   sleep?: (ms: number) => Promise<unknown>;
+  /** Aborted (Ctrl-C): no call is tried again. */
+  signal?: AbortSignal;
 }
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

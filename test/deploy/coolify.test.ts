@@ -234,9 +234,32 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(fake.violations).toEqual([]);
   });
 
-  test("a gateway's 502/503/504 is tried again for a read, never for a write (it may have been carried out)", async () => {
+  test("interrupted while a call waits to be tried again: no wait is waited out and nothing more is sent", async () => {
+    const fake = await startFake();
+    const controller = new AbortController();
+    fake.injections.push({ operationId: "create-project", reply: { status: 429, headers: { "retry-after": "15" }, body: { message: "Too Many Attempts." } } });
+    // A wait that never ends by itself: only the abort can end it.
+    const running = deployBundle(options(fake, { signal: controller.signal, sleep: () => new Promise(() => {}) }));
+    while (!fake.calls.some((c) => c.operationId === "create-project")) await Bun.sleep(5);
+    controller.abort();
+    const result = await running;
+    expect(result.success).toBe(false);
+    expect(result.error).toBe("Coolify API 429: Too Many Requests");
+    expect(result.failedStep).toBe("Create project");
+    expect(fake.calls.filter((c) => c.operationId === "create-project")).toHaveLength(1);
+    expect(fake.calls.at(-1)!.operationId).toBe("create-project");
+  });
+
+  test("a 503 (nothing done) is tried again for any call; a gateway's 502/504 for a read only, never for a write (it may have been carried out)", async () => {
+    const unavailable = await startFake();
+    unavailable.injections.push({ operationId: "create-project", nth: 1, reply: { status: 503, headers: { "retry-after": "3" }, body: { message: "Service Unavailable" } } });
+    const pauses: number[] = [];
+    expect((await deployBundle(options(unavailable, { sleep: async (ms) => pauses.push(ms) }))).success).toBe(true);
+    expect(pauses).toEqual([3000]);
+    expect(unavailable.projects).toHaveLength(1);
+
     const read = await startFake();
-    read.injections.push({ operationId: "list-servers", nth: 1, reply: { status: 503, body: { message: "Service Unavailable" } } });
+    read.injections.push({ operationId: "list-servers", nth: 1, reply: { status: 504, body: { message: "Gateway Timeout" } } });
     read.injections.push({ operationId: "list-servers", nth: 2, reply: { status: 502, body: { message: "Bad Gateway" } } });
     const slept: number[] = [];
     const ok = await deployBundle(options(read, { sleep: async (ms) => slept.push(ms) }));
