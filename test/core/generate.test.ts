@@ -43,19 +43,23 @@ describe("bundle properties", () => {
     }
   });
 
-  test("a container kept up by `sleep infinity` runs under Docker's init, so a stop does not wait out the grace period; no other does", () => {
+  test("a container whose PID 1 may idle ignoring SIGTERM (sleep infinity, a shell's sleep loop) runs under Docker's init, so a stop does not wait out the grace period; no other does (an s6 /init must stay PID 1)", () => {
     const idle: string[] = [];
     for (const s of catalog.services) {
       const g = collect(`service ${s.id}`, { projectName: `svc-${s.id}`, services: [s.id], platform: s.platforms[0] });
       const doc = parseYaml(g.files["docker-compose.yml"]!) as { services: Record<string, { init?: boolean; entrypoint?: string[]; command?: string[] }> };
       for (const [name, service] of Object.entries(doc.services)) {
-        const sleeps = [...(service.entrypoint ?? []), ...(service.command ?? [])].join(" ").includes("sleep infinity");
+        const sleeps = /\bsleep\b/.test([...(service.entrypoint ?? []), ...(service.command ?? [])].join(" "));
         expect([name, service.init === true], name).toEqual([name, sleeps || name === "core"]);
         if (sleeps && !idle.includes(name)) idle.push(name);
       }
     }
     // The tools the catalog keeps up this way (jobs run in them with `docker compose exec`).
-    expect(idle.sort()).toEqual(["claude-code", "codex", "ffmpeg", "gemini-cli", "kimi", "pentestagent", "solidityguard"]);
+    expect(idle.sort()).toEqual(["claude-code", "codex", "ffmpeg", "gemini-cli", "kimi", "motion-canvas", "pentestagent", "remotion", "solidityguard"]);
+    // Home Assistant's shell execs s6-overlay's /init, which refuses to run as anything but PID 1.
+    const homeassistant = parseYaml(collect("homeassistant", { projectName: "ha", services: ["homeassistant"] }).files["docker-compose.yml"]!) as { services: Record<string, { init?: boolean; entrypoint?: string[] }> };
+    expect(homeassistant.services.homeassistant!.entrypoint!.join(" ")).toContain("exec /init");
+    expect(homeassistant.services.homeassistant!.init).toBeUndefined();
   });
 
   test("every preset generates a sound bundle", () => {

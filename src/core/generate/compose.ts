@@ -33,10 +33,13 @@ function healthcheck(h: HealthCheck, ctx: GenContext) {
   };
 }
 
-/** A tool container kept up by `sleep infinity` (jobs run in it with `docker compose exec`):
- *  as PID 1, sleep has no handler for SIGTERM, so every stop (update, a cold backup, `down`)
- *  waited out Docker's 10 s grace period and then killed it. Docker's init passes the signal on. */
-const idlesAsPid1 = (s: { entrypoint?: string[]; command?: string[] }) => /\bsleep infinity\b/.test([...(s.entrypoint ?? []), ...(s.command ?? [])].join(" "));
+/** Whether the container's PID 1 may idle in a process that ignores SIGTERM: `sleep infinity`
+ *  keeping a tool container up (jobs run in it with `docker compose exec`), or a shell that waits
+ *  in a `sleep` loop (for a project to appear) before it starts the app. As PID 1 they have no
+ *  handler for it, so every stop (update, a cold backup, `down`) waited out Docker's 10 s grace
+ *  period and then killed them. Docker's init passes the signal on. Not for a shell that execs
+ *  the image's own entrypoint at once: an s6 `/init` (Home Assistant's) must itself be PID 1. */
+const ignoresSigterm = (s: { entrypoint?: string[]; command?: string[] }) => /\bsleep\b/.test([...(s.entrypoint ?? []), ...(s.command ?? [])].join(" "));
 
 /** PostgreSQL runs its init scripts only on an empty volume, so a service added to a stack that
  *  already ran would never get its database. Its health check therefore applies the (idempotent)
@@ -194,7 +197,7 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
       image: s.id === "core" ? coreImage(ctx) : s.image,
       ...(ctx.platform ? { platform: ctx.platform } : {}),
       restart: "unless-stopped",
-      ...(s.id === "core" || idlesAsPid1(s) ? { init: true } : {}),
+      ...(s.id === "core" || ignoresSigterm(s) ? { init: true } : {}),
       ...(s.entrypoint ? { entrypoint: s.entrypoint.map((a) => interpolate(ctx, a)) } : {}),
       ...(s.command ? { command: s.command.map((a) => interpolate(ctx, a)) } : {}),
       ...(s.user ? { user: s.user } : {}),
