@@ -5,16 +5,16 @@
 // before it runs, and picked its output style from CI/NODE_ENV rather than from the terminal.
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 
-/** Set, and not a word for "off". */
-const forced = (value: string | undefined) => value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false";
-
 /** Whether a stream may carry colours: never with NO_COLOR set and non-empty (no-color.org, or
- *  --no-color); always with FORCE_COLOR or CLICOLOR_FORCE (a CI log that shows colours); else on a
- *  terminal only. */
+ *  --no-color); as FORCE_COLOR says when it is set (as Node reads it: "0" or "false" off, anything
+ *  else, empty included, on), or CLICOLOR_FORCE other than "0" (a CI log that shows colours); else
+ *  on a terminal only. */
 const styledOn = (stream: NodeJS.WriteStream) => {
-  const env = process.env;
-  if (env.NO_COLOR) return false;
-  return forced(env.FORCE_COLOR) || forced(env.CLICOLOR_FORCE) || stream.isTTY === true;
+  const { NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE } = process.env;
+  if (NO_COLOR) return false;
+  if (FORCE_COLOR !== undefined) return FORCE_COLOR !== "0" && FORCE_COLOR.toLowerCase() !== "false";
+  if (CLICOLOR_FORCE !== undefined && CLICOLOR_FORCE !== "" && CLICOLOR_FORCE !== "0") return true;
+  return stream.isTTY === true;
 };
 
 /** Marks of a terminal with colours; the word in brackets otherwise (logs, pipes, NO_COLOR). */

@@ -138,6 +138,8 @@ describe("basics", () => {
     expect(await piped({ FORCE_COLOR: "1", NO_COLOR: "1" })).toBe(false);
     expect(await piped({ FORCE_COLOR: "1" }, ["validate", "--services", "redis", "--no-color"])).toBe(false);
     expect(await piped({ FORCE_COLOR: "1" }, ["validate", "--services", "redis", "--json"])).toBe(false);
+    // As Node reads it: set but empty forces colours too.
+    expect(await piped({ FORCE_COLOR: "" })).toBe(true);
     if (hasTool("script")) {
       // A real terminal (util-linux script): coloured, unless NO_COLOR is set to anything.
       const onTty = (extra: Record<string, string>) =>
@@ -148,6 +150,9 @@ describe("basics", () => {
       const main = new URL("../../src/main.ts", import.meta.url).pathname;
       const command = (args: string) => run(["script", "-qec", `${process.execPath} ${main} ${args}`, "/dev/null"], { env: plain });
       expect((await command("validate --services redis")).stdout).toContain("\x1b[");
+      // FORCE_COLOR=0 turns a terminal's colours off, as Node and chalk read it.
+      const off = await run(["script", "-qec", `${process.execPath} ${main} validate --services redis`, "/dev/null"], { env: { ...plain, FORCE_COLOR: "0" } });
+      expect(off.stdout).not.toContain("\x1b[");
       for (const args of ["validate --services redis --no-color", "--no-color validate --services redis", "--no-color --help", "services redis --no-color"]) {
         const r = await command(args);
         expect([args, r.code]).toEqual([args, 0]);
