@@ -42,9 +42,11 @@ export async function readJsonText(request: Request, message: string, maxBytes: 
   try {
     text = request.headers.has("content-length") ? await request.text() : await readUpTo(request, maxBytes);
   } catch (error) {
-    if (error instanceof StackgenError) throw error;
     // The sender's fault (a chunked encoding Bun cannot read, a connection closed before the
-    // declared length arrived): a 400 in the log, not an internal error.
+    // declared length arrived: Bun aborts the body's stream): a 400 in the log, not an internal
+    // error. Anything else stays what it is.
+    const { name, code } = (error ?? {}) as { name?: string; code?: string };
+    if (name !== "AbortError" && code !== "ECONNRESET") throw error;
     throw validationError(message, [{ field: "body", message: "The body could not be read to its end: the connection closed early or its chunked encoding is broken" }]);
   }
   if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) throw tooLarge(maxBytes);

@@ -111,10 +111,13 @@ export function parseEnvValues(text: string): Map<string, string> {
 }
 
 /** A secret of someone else's file (keepExtra false) is taken only in the characters generated
- *  ones have (letters, digits, `-_.`; JWTs included), quoted or not: the compose file puts secrets
+ *  ones have (letters, digits, `-_.`; JWTs included), read as compose reads it: the compose file puts secrets
  *  into connection URLs (`redis://:${REDIS_PASSWORD}@redis:6379`), where an `@`, `/` or `#` of a
  *  crafted value would send the service's credentials to another host. */
-const FOREIGN_SECRET = /^(["']?)[A-Za-z0-9._-]*\1$/;
+const FOREIGN_SECRET = /^[A-Za-z0-9._-]*$/;
+
+/** A raw value as compose reads it (quotes, an inline comment). */
+const valueRead = (key: string, raw: string) => parseEnvText(`${key}=${raw}`).find((v) => v.key === key)?.value ?? raw;
 
 /** Empty as written: `KEY=`, `KEY=""` or `KEY=''`. */
 const isEmptyValue = (raw: string) => /^\s*(""|'')?\s*$/.test(raw);
@@ -154,8 +157,9 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
       if (before.value !== made?.get(m[1])?.value) updated.push(m[1]);
       return line;
     }
-    const shape = options.patterns?.get(m[1]) ?? (options.keepExtra === false && secrets.has(m[1]) ? FOREIGN_SECRET : undefined);
-    if (shape && !shape.test(before.value)) {
+    const shape = options.patterns?.get(m[1]);
+    const foreignSecret = shape === undefined && options.keepExtra === false && secrets.has(m[1]);
+    if ((shape && !shape.test(before.value)) || (foreignSecret && !FOREIGN_SECRET.test(valueRead(m[1], before.value)))) {
       refused.push(m[1]);
       return line;
     }

@@ -103,7 +103,7 @@ describe("mergeEnv", () => {
       expect(own.refused).toEqual([]);
       expect(parseEnvValues(own.text).get("REDIS_PASSWORD")).toBe(crafted);
     }
-    for (const fine of ["Zk3q9TPx0bL7", '"Zk3q-9T_Px.0"', "'abc'"]) {
+    for (const fine of ["Zk3q9TPx0bL7", '"Zk3q-9T_Px.0"', "'abc'", "Zk3q9TPx0bL7 # set by hand"]) {
       expect(mergeEnv(`REDIS_PASSWORD=${fine}\n`, generated, secrets, [], { keepExtra: false }).kept).toContain("REDIS_PASSWORD");
     }
   });
