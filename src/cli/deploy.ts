@@ -226,7 +226,7 @@ function askHidden(question: string): Promise<string> {
 
 function printStep(event: DeployStep): void {
   const detail = event.detail ? `: ${event.detail}` : "";
-  if (event.status === "running") log.start(`${event.step}…`);
+  if (event.status === "running") log.start(`${event.step}…${event.detail ? ` ${event.detail}` : ""}`);
   else if (event.status === "ok") log.success(`${event.step}${detail}`);
   else if (event.status === "skipped") log.info(`${event.step} skipped${detail}`);
   else log.error(`${event.step} failed${detail}`);

@@ -65,6 +65,7 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
     fetch: t.fetch,
     sleep: t.sleep,
     signal: t.signal,
+    onWait: t.onWait,
     timeoutMs: t.timeoutMs,
   });
   const name = t.projectName;

@@ -81,6 +81,7 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     fetch: t.fetch,
     sleep: t.sleep,
     signal: t.signal,
+    onWait: t.onWait,
     timeoutMs: t.timeoutMs,
   });
   const name = t.projectName;

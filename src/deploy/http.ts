@@ -92,6 +92,8 @@ export interface JsonClientOptions {
   sleep?: (ms: number) => Promise<unknown>;
   /** Aborted: a call the platform asked to slow down is not tried again (nor waited for). */
   signal?: AbortSignal;
+  /** Told before each wait for another try (progress: the step would look stuck otherwise). */
+  onWait?: (seconds: number, refusal: DeployError) => void;
 }
 
 export interface CallOptions {
@@ -119,6 +121,7 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
         // Interrupted (Ctrl-C, a supervisor's SIGTERM): no wait and no further try; the refusal
         // stands as the call's outcome.
         if (opts.signal?.aborted) throw answer.refusal;
+        opts.onWait?.(answer.again, answer.refusal);
         await waitUnlessAborted(answer.again * 1000);
         if (opts.signal?.aborted) throw answer.refusal;
       }

@@ -17,6 +17,7 @@ import type {
   DeployProvider,
   DeployResult,
   DeployStep,
+  DeployTarget,
   EnvVar,
   FetchLike,
   ProviderName,
@@ -125,7 +126,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   if (unset.length) changes.push(`.env: ${unset.join(", ")} ${unset.length === 1 ? "refers" : "refer"} to a variable .env does not set (compose here takes it from the shell): sent as written, so set it in .env if the stack needs it`);
   if (settings.length) changes.push(`.env: ${settings.join(", ")} not sent: ${settings.length === 1 ? "it chooses" : "they choose"} the files and project name on this machine; the platform runs docker-compose.yml under its own project name`);
   if (badNames.length) changes.push(`.env: ${badNames.join(", ")} not sent: a platform variable name starts with a letter or _ and holds letters, digits, _ and . (255 at most); compose cannot use other names in the compose file either`);
-  const target = {
+  const target: DeployTarget = {
     baseUrl,
     apiKey,
     update: opts.update === true,
@@ -170,6 +171,10 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   };
 
   let current: string | undefined;
+  // A call the platform asked to slow down: the step under way says so while it waits.
+  target.onWait = (seconds, refusal) => {
+    if (current) emit({ step: current, status: "running", detail: `${refusal.message}; trying again in ${seconds} s` });
+  };
   const steps: StepContext = {
     async run(step, work) {
       current = step;

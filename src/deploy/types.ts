@@ -9,7 +9,8 @@ export type ProviderName = "coolify" | "dokploy";
 
 export type StepStatus = "running" | "ok" | "failed" | "skipped";
 
-/** One progress event. A step is reported "running" first, then exactly once more with its outcome. */
+/** One progress event. A step is reported "running" first, then exactly once more with its
+ *  outcome; in between, "running" again with a detail while a call waits to be tried again. */
 export interface DeployStep {
   step: string;
   status: StepStatus;
@@ -75,6 +76,8 @@ export interface DeployTarget {
   sleep?: (ms: number) => Promise<unknown>;
   /** Aborted (Ctrl-C): no call is tried again. */
   signal?: AbortSignal;
+  /** Told before a call is tried again after `seconds` (see http.ts retryWait). */
+  onWait?: (seconds: number, refusal: { message: string }) => void;
 }
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

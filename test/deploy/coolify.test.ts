@@ -225,9 +225,17 @@ describe("Coolify deployer against a spec-validating fake", () => {
     const fake = await startFake();
     fake.injections.push({ operationId: "create-project", nth: 1, reply: { status: 429, headers: { "retry-after": "2" }, body: { message: "Too Many Attempts." } } });
     const slept: number[] = [];
-    const result = await deployBundle(options(fake, { sleep: async (ms) => slept.push(ms) }));
+    const events: DeployStep[] = [];
+    const result = await deployBundle(options(fake, { sleep: async (ms) => slept.push(ms) }), (e) => events.push(e));
     expect(result.success).toBe(true);
     expect(slept).toEqual([2000]);
+    // The step says why it waits, between its start and its outcome (the result lists outcomes only).
+    expect(events.filter((e) => e.step === "Create project").map((e) => [e.status, e.detail])).toEqual([
+      ["running", undefined],
+      ["running", "Coolify API 429: Too Many Requests; trying again in 2 s"],
+      ["ok", fake.projects[0]!.uuid],
+    ]);
+    expect(result.steps.filter((s) => s.step === "Create project")).toHaveLength(1);
     expect(fake.projects).toHaveLength(1);
     expect(fake.services).toHaveLength(1);
     expect(fake.deployments).toHaveLength(1);
