@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 
 const ROOT = import.meta.dir;
 const DIST = join(ROOT, "dist");
@@ -42,7 +42,8 @@ function gitDirOf(root: string): string | undefined {
   if (!existsSync(dotGit)) return undefined;
   if (statSync(dotGit).isDirectory()) return dotGit;
   const pointer = /^gitdir:\s*(.+)$/m.exec(readFileSync(dotGit, "utf8"));
-  return pointer ? join(root, pointer[1].trim()) : undefined;
+  // Git writes the path absolute (`git worktree add`) or relative to the folder (submodules).
+  return pointer ? resolve(root, pointer[1].trim()) : undefined;
 }
 
 /** The commit of HEAD, read from the files (no git binary needed, e.g. inside a container build). */
@@ -55,7 +56,7 @@ export function headCommit(root = ROOT): string | undefined {
   if (!ref) return undefined;
   // Worktrees keep their refs in the common dir.
   const commonFile = join(gitDir, "commondir");
-  const commonDir = existsSync(commonFile) ? join(gitDir, readFileSync(commonFile, "utf8").trim()) : gitDir;
+  const commonDir = existsSync(commonFile) ? resolve(gitDir, readFileSync(commonFile, "utf8").trim()) : gitDir;
   for (const dir of [gitDir, commonDir]) {
     const loose = join(dir, ref);
     if (existsSync(loose)) return readFileSync(loose, "utf8").trim();
