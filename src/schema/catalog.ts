@@ -150,6 +150,9 @@ export const NativeRecipe = Type.Object({
   /** Where it keeps its data on the host and how to copy it: no volume holds it, so stackgen's
    *  backups do not, and the bundle's README and `backup create` say so. */
   dataOnHost: Type.String({ minLength: 20 }),
+  /** Shell lines run before anything is installed, also by `--check` (install.sh checks every
+   *  script first): what the install needs of the host. Variables they set stay for `configure`. */
+  check: Type.Optional(Type.Array(Type.String())),
   /** Shell lines run after install (no user input is ever interpolated into them). */
   configure: Type.Optional(Type.Array(Type.String())),
   /** The host's form of a command skills run in its container (`docker compose exec -T <id>

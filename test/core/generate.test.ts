@@ -4,7 +4,7 @@ import { asciiJson } from "../../src/core/ascii-json.ts";
 import { generatedSecretNames } from "../../src/core/generate/env.ts";
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync, strFromU8 } from "fflate";
@@ -920,13 +920,14 @@ describe("input fields take effect", () => {
     const g = gen({ services: ["n8n"], deployment: "bare-metal" });
     const lines = g.files["native/postgresql.sh"]!.split("\n");
     const hba = lines.filter((line) => line.includes("pg_hba.conf"));
-    expect(hba).toHaveLength(2);
+    expect(hba).toHaveLength(3);
     const dir = mkdtempSync(join(tmpdir(), "stackgen-pghba-"));
     try {
       mkdirSync(join(dir, "postgres", "init"), { recursive: true });
       writeFileSync(join(dir, "postgres", "init", "10-databases.sh"), g.files["postgres/init/10-databases.sh"]!);
-      // An earlier stackgen's lines let every user in: they go.
-      writeFileSync(join(dir, "pg_hba.conf"), "local all postgres peer\nhost all all 127.0.0.1/32 scram-sha-256\nhost all all 172.16.0.0/12 scram-sha-256\nhost all all 192.168.0.0/16 scram-sha-256\n");
+      // An earlier stackgen's lines let every user in: they go. The file's last line lacks its
+      // line break (edited by hand): the first line added must not be joined onto it.
+      writeFileSync(join(dir, "pg_hba.conf"), "host all all 172.16.0.0/12 scram-sha-256\nhost all all 192.168.0.0/16 scram-sha-256\nlocal all postgres peer\nhost all all 127.0.0.1/32 scram-sha-256");
       // Run twice: a second install must not add the lines again.
       for (let i = 0; i < 2; i++) {
         const r = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; CONF="${dir}"; ${hba.join("\n")}`]);
@@ -942,6 +943,38 @@ describe("input fields take effect", () => {
     }
     // Roles get SCRAM passwords, which those lines check, also where the server defaults to md5.
     expect(lines.find((line) => line.includes("conf.d/stackgen.conf"))).toContain("password_encryption = 'scram-sha-256'");
+  });
+
+  test("bare-metal scripts check the host before anything is installed, ask nothing, make a UTF8 cluster, and psql reaches this host's cluster whatever PG* the caller set", async () => {
+    const g = gen({ services: ["n8n", "redis"], deployment: "bare-metal" });
+    for (const id of ["postgresql", "redis"]) {
+      const script = g.files[`native/${id}.sh`]!;
+      const checkExit = script.indexOf('[ "${1:-}" != "--check" ] || exit 0');
+      // docker0's address and the tools the install uses are checked by --check (install.sh runs
+      // every script so first): a host without them is refused before a package is installed.
+      for (const needed of ["GW=$(ip", "docker0 has no IPv4 address", "command -v \"$TOOL\""]) expect(script.indexOf(needed), `${id}: ${needed}`).toBeLessThan(checkExit);
+      expect(script.indexOf("apt-get install")).toBeGreaterThan(checkExit);
+      expect(script).toContain("DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a ");
+    }
+    const pg = g.files["native/postgresql.sh"]!;
+    expect(pg).toContain("LC_ALL=C.UTF-8 apt-get install -y --no-install-recommends postgresql");
+    const unset = pg.indexOf("unset PGHOST PGHOSTADDR PGPORT");
+    expect(unset).toBeGreaterThan(0);
+    expect(unset).toBeLessThan(pg.indexOf("psql"));
+    expect(g.files["install.sh"]).toContain("DEBIAN_FRONTEND=noninteractive apt-get update");
+    // Redis's include is not joined onto a last line without its line break, and is added once.
+    const include = g.files["native/redis.sh"]!.split("\n").find((line) => line.includes("include /etc/redis/stackgen.conf"))!;
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-redisconf-"));
+    try {
+      writeFileSync(join(dir, "redis.conf"), "appendonly no");
+      for (let i = 0; i < 2; i++) {
+        const r = await run(["bash", "-c", `set -euo pipefail\n${include.replaceAll("/etc/redis/redis.conf", join(dir, "redis.conf"))}`]);
+        expect(r.code, r.stderr).toBe(0);
+      }
+      expect(readFileSync(join(dir, "redis.conf"), "utf8")).toBe("appendonly no\ninclude /etc/redis/stackgen.conf\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("bare-metal PostgreSQL configures the cluster on port 5432, where its roles are made, when a host has two", async () => {

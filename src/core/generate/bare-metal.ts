@@ -18,8 +18,12 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
   const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
   for (const s of natives) {
     const n = s.native!;
+    // No question may stop an install run from a terminal (debconf, Ubuntu's needrestart). A
+    // cluster made where no locale is set would be SQL_ASCII (Synapse refuses that): PostgreSQL's
+    // first cluster is made in C.UTF-8, as UTF8.
+    const locale = s.id === "postgresql" ? "LC_ALL=C.UTF-8 " : "";
     const install = [
-      `apt-get install -y --no-install-recommends ${n.packages.join(" ")}`,
+      `DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a ${locale}apt-get install -y --no-install-recommends ${n.packages.join(" ")}`,
       ...(n.configure ?? []),
       `systemctl enable --now ${n.systemdUnit}`,
     ];
@@ -33,13 +37,14 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
       );
     }
     const initScript = withInit ? rendered[POSTGRES_INIT_SCRIPT] ?? "" : "";
-    const needed = variablesUsed(ctx, [...install, initScript].join("\n"));
+    const needed = variablesUsed(ctx, [...(n.check ?? []), ...install, initScript].join("\n"));
     const lines = [
       HEADER(ctx).replace('cd "$(dirname "$0")"', 'cd "$(dirname "$0")/.."'),
       `# ${s.name}: native install from Debian packages.`,
       ...envLoader(needed),
       ...requireSecrets(ctx, needed),
       '# install.sh runs every script with --check first: nothing is installed unless all can be.',
+      ...(n.check ?? []),
       '[ "${1:-}" != "--check" ] || exit 0',
       ...install,
     ];
@@ -55,7 +60,7 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
     "docker info >/dev/null 2>&1 || { echo 'The Docker engine is not running: start it (systemctl start docker), then run this again' >&2; exit 1; }",
     "docker compose version >/dev/null 2>&1 || { echo 'Docker Compose v2 is required (the docker-compose-plugin package)' >&2; exit 1; }",
     ...natives.map((s) => `bash ./native/${s.id}.sh --check`),
-    "apt-get update",
+    "DEBIAN_FRONTEND=noninteractive apt-get update",
     ...natives.map((s) => `echo '==> ${s.name} (native)'\nbash ./native/${s.id}.sh`),
     "echo '==> containers'",
     "docker compose up -d",

@@ -11,7 +11,7 @@ docker info >/dev/null 2>&1 || { echo 'The Docker engine is not running: start i
 docker compose version >/dev/null 2>&1 || { echo 'Docker Compose v2 is required (the docker-compose-plugin package)' >&2; exit 1; }
 bash ./native/postgresql.sh --check
 bash ./native/redis.sh --check
-apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get update
 echo '==> PostgreSQL (native)'
 bash ./native/postgresql.sh
 echo '==> Redis (native)'

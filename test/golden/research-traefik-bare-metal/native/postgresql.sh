@@ -77,14 +77,17 @@ done < ./.env
 [ -n "${POSTGRESQL_AGENT_PASSWORD:-}" ] || { echo "POSTGRESQL_AGENT_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
 [ -n "${POSTGRESQL_PASSWORD:-}" ] || { echo "POSTGRESQL_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
 # install.sh runs every script with --check first: nothing is installed unless all can be.
-[ "${1:-}" != "--check" ] || exit 0
-apt-get install -y --no-install-recommends postgresql
+for TOOL in ip systemctl runuser; do command -v "$TOOL" >/dev/null || { echo "native PostgreSQL needs $TOOL (a Debian or Ubuntu host run by systemd)" >&2; exit 1; }; done
 GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1 || true)
 [ -n "$GW" ] || { echo "docker0 has no IPv4 address: the containers could not reach PostgreSQL. Start Docker (with its default bridge), then run this again" >&2; exit 1; }
+[ "${1:-}" != "--check" ] || exit 0
+DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a LC_ALL=C.UTF-8 apt-get install -y --no-install-recommends postgresql
+unset PGHOST PGHOSTADDR PGPORT PGCLUSTER PGSERVICE PGSERVICEFILE PGUSER PGDATABASE PGPASSWORD PGPASSFILE PGOPTIONS PGSSLMODE PGTARGETSESSIONATTRS
 CONF=$(grep -lE '^[[:space:]]*port[[:space:]]*=[[:space:]]*5432([^0-9]|$)' /etc/postgresql/*/main/postgresql.conf 2>/dev/null | sort -V | tail -n1 | xargs -r dirname || true)
 [ -n "$CONF" ] || CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
 printf "listen_addresses = 'localhost,%s'\npassword_encryption = 'scram-sha-256'\n" "$GW" > "$CONF/conf.d/stackgen.conf"
 sed -i -e '\#^host all all 172\.16\.0\.0/12 scram-sha-256$#d' -e '\#^host all all 192\.168\.0\.0/16 scram-sha-256$#d' "$CONF/pg_hba.conf"
+[ -z "$(tail -c1 "$CONF/pg_hba.conf")" ] || echo >> "$CONF/pg_hba.conf"
 for NET in 172.16.0.0/12 192.168.0.0/16; do while read -r _ DB OWNER _; do LINE="host $DB $OWNER $NET scram-sha-256"; grep -qxF "$LINE" "$CONF/pg_hba.conf" || echo "$LINE" >> "$CONF/pg_hba.conf"; done < <(grep "^create_database " ./postgres/init/10-databases.sh); done
 mkdir -p /etc/systemd/system/postgresql@.service.d
 printf '[Unit]\nAfter=docker.service\nWants=docker.service\n' > /etc/systemd/system/postgresql@.service.d/stackgen.conf

@@ -76,16 +76,17 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < ./.env
 [ -n "${REDIS_PASSWORD:-}" ] || { echo "REDIS_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
 # install.sh runs every script with --check first: nothing is installed unless all can be.
-[ "${1:-}" != "--check" ] || exit 0
-apt-get install -y --no-install-recommends redis-server
+for TOOL in ip systemctl; do command -v "$TOOL" >/dev/null || { echo "native Redis needs $TOOL (a Debian or Ubuntu host run by systemd)" >&2; exit 1; }; done
 GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1 || true)
 [ -n "$GW" ] || { echo "docker0 has no IPv4 address: the containers could not reach Redis. Start Docker (with its default bridge), then run this again" >&2; exit 1; }
+[ "${1:-}" != "--check" ] || exit 0
+DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get install -y --no-install-recommends redis-server
 PW=$(printf '%s.' "$REDIS_PASSWORD" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
 REDIS_DATA=/var/lib/redis
 AOF=yes; if [ -s "$REDIS_DATA/dump.rdb" ] && [ ! -e "$REDIS_DATA/appendonlydir" ] && [ ! -e "$REDIS_DATA/appendonly.aof" ]; then AOF=no; echo "Redis already holds data in $REDIS_DATA/dump.rdb: append-only persistence stays off, so that data is kept (to turn it on without losing it, run CONFIG SET appendonly yes in redis-cli, then set appendonly yes in /etc/redis/stackgen.conf)" >&2; fi
 install -m 0640 -o redis -g redis /dev/null /etc/redis/stackgen.conf
 printf 'bind 127.0.0.1 %s\nrequirepass "%s"\nappendonly %s\n' "$GW" "${PW%.}" "$AOF" > /etc/redis/stackgen.conf
-grep -qx 'include /etc/redis/stackgen.conf' /etc/redis/redis.conf || echo 'include /etc/redis/stackgen.conf' >> /etc/redis/redis.conf
+grep -qx 'include /etc/redis/stackgen.conf' /etc/redis/redis.conf || { [ -z "$(tail -c1 /etc/redis/redis.conf)" ] || echo >> /etc/redis/redis.conf; echo 'include /etc/redis/stackgen.conf' >> /etc/redis/redis.conf; }
 mkdir -p /etc/systemd/system/redis-server.service.d
 printf '[Unit]\nAfter=docker.service\nWants=docker.service\n' > /etc/systemd/system/redis-server.service.d/stackgen.conf
 systemctl daemon-reload
