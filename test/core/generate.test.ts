@@ -945,6 +945,24 @@ describe("input fields take effect", () => {
     expect(lines.find((line) => line.includes("conf.d/stackgen.conf"))).toContain("password_encryption = 'scram-sha-256'");
   });
 
+  test("services the gateway calls by their stack name answer it: Paperless's allowed hosts hold it and the public host; Ghost is asked as if over HTTPS", () => {
+    for (const [extra, publicHost] of [[{}, "127.0.0.1"], [{ proxy: "caddy", domain: "example.com" }, "paperless-ngx.example.com"]] as const) {
+      const g = gen({ services: ["paperless-ngx"], ...extra });
+      const env = parseEnvValues(g.files[".env"]!);
+      const raw = (composeOf(g.files).services["paperless-ngx"]!.environment as Record<string, string>).PAPERLESS_ALLOWED_HOSTS!;
+      const hosts = raw.replace(/\$\{(\w+)\}/g, (_, name: string) => env.get(name) ?? "").split(",");
+      expect(hosts).toContain("paperless-ngx");
+      expect(hosts).toContain("localhost");
+      expect(hosts).toContain(publicHost);
+      // The gateway's address for it is that stack name.
+      expect((composeOf(g.files).services.core!.environment as Record<string, string>).PAPERLESS_URL).toBe("http://paperless-ngx:8000");
+    }
+    const ghost = gen({ services: ["ghost"], proxy: "caddy", domain: "example.com" }).files["skills/ghost/SKILL.md"]!;
+    const calls = ghost.split("\n").filter((line) => line.startsWith("curl ") && line.includes("$GHOST_URL"));
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    for (const call of calls) expect(call).toContain("-H 'X-Forwarded-Proto: https'");
+  });
+
   test("bare-metal scripts check the host before anything is installed, ask nothing, make a UTF8 cluster, and psql reaches this host's cluster whatever PG* the caller set", async () => {
     const g = gen({ services: ["n8n", "redis"], deployment: "bare-metal" });
     for (const id of ["postgresql", "redis"]) {
