@@ -124,6 +124,24 @@ describe("catalog", () => {
     expect(wrong).toEqual([]);
   });
 
+  test("a command a skill runs on the host gets no value only the gateway has, and no skill replaces a value the gateway is given with a placeholder", () => {
+    const gateway = new Set(catalog.services.flatMap((s) => Object.keys(s.coreEnv ?? {})));
+    const wrong: string[] = [];
+    for (const [id, skill] of catalog.skills) {
+      const assigned = new Set<string>();
+      for (const line of skill.markdown.split("\n")) {
+        // `docker compose exec` runs from the bundle folder on the host: its shell expands every
+        // $NAME outside single quotes, so one must be set on a line before (`NAME=$(...)`).
+        if (line.includes("docker compose exec")) {
+          for (const [, name] of line.replace(/'[^']*'/g, "''").matchAll(/\$\{?([A-Z_][A-Z0-9_]*)/g)) if (!assigned.has(name!)) wrong.push(`${id}: $${name} in ${line.trim().slice(0, 80)}`);
+        }
+        for (const [, name] of line.matchAll(/(?:^|\s|export\s+)([A-Z_][A-Z0-9_]*)=/g)) assigned.add(name!);
+        for (const [, name, value] of line.matchAll(/\bexport\s+(?:[A-Z_][A-Z0-9_]*=\S*\s+)*?([A-Z_][A-Z0-9_]*)=('?<[^>]*>'?)/g)) if (gateway.has(name!)) wrong.push(`${id}: export ${name}=${value}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
   test("images are pinned; a floating tag only where upstream publishes nothing else, with the reason", () => {
     const unexplained: string[] = [];
     for (const s of catalog.services) {
