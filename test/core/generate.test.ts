@@ -945,6 +945,43 @@ describe("input fields take effect", () => {
     expect(lines.find((line) => line.includes("conf.d/stackgen.conf"))).toContain("password_encryption = 'scram-sha-256'");
   });
 
+  test("the README says what the bundle holds: caps over all of a service's containers, the secrets a --no-secrets bundle lacks, moving tags, and only the native services it installs", () => {
+    const capped = gen({ services: ["dify"], memoryLimits: true });
+    const compose = composeOf(capped.files);
+    const difyContainers = Object.entries(compose.services).filter(([name]) => name === "dify" || name.startsWith("dify-"));
+    const sum = difyContainers.reduce((total, [, svc]) => total + parseInt(String((svc as { deploy?: { resources?: { limits?: { memory?: string } } } }).deploy?.resources?.limits?.memory ?? "0"), 10), 0);
+    expect(difyContainers.length).toBeGreaterThan(1);
+    expect(capped.files["README.md"]).toContain(`at most ${sum} MB over its ${difyContainers.length} containers`);
+
+    const bare = gen({ services: ["supabase"], generateSecrets: false });
+    const readme = bare.files["README.md"]!;
+    const before = readme.slice(readme.indexOf("## Before the first start"), readme.indexOf("## Start"));
+    for (const [name, value] of parseEnvValues(bare.files[".env"]!)) {
+      if (/PASSWORD|SECRET|TOKEN|_KEY$/.test(name) && value === "") expect(before, name).toContain(`\`${name}\``);
+    }
+    expect(before).toContain("stackgen generate --from stackgen.json --dir . --secrets");
+
+    const floating = catalog.services.find((svc) => svc.floatingTag)!;
+    const moving = gen({ services: [floating.id] }).files["README.md"]!;
+    expect(moving).toContain(`except ${floating.name} (upstream publishes only a moving tag`);
+    expect(moving).toContain("CORE_VERSION=latest");
+    expect(gen({ services: ["redis"], coreVersion: "2026.1.1" }).files["README.md"]).toContain("the gateway is pinned by `CORE_VERSION`");
+
+    const redisOnly = gen({ services: ["redis"], deployment: "bare-metal" }).files["README.md"]!;
+    expect(redisOnly).toContain("an existing Redis is changed");
+    expect(redisOnly).not.toMatch(/PostgreSQL|5432|pg_hba/);
+    expect(redisOnly).toContain("to any port 6379 proto tcp");
+    expect(redisOnly).toContain("journalctl -u redis-server -n 100");
+    const both = gen({ services: ["redis", "n8n"], deployment: "bare-metal" }).files["README.md"]!;
+    expect(both).toContain("to any port 5432,6379 proto tcp");
+    expect(both).toContain("journalctl -u postgresql -n 100");
+
+    // First-start steps sit under "Right after the first start": none says "before"; a proxy is named
+    // only as the stack's, whichever it is.
+    for (const svc of catalog.services) expect(svc.firstStart ?? "", svc.id).not.toMatch(/^Before the first start/);
+    expect(catalog.servicesById.get("homeassistant")!.knownLimits).not.toContain("Traefik");
+  });
+
   test("services the gateway calls by their stack name answer it: Paperless's allowed hosts hold it and the public host; Ghost is asked as if over HTTPS", () => {
     for (const [extra, publicHost] of [[{}, "127.0.0.1"], [{ proxy: "caddy", domain: "example.com" }, "paperless-ngx.example.com"]] as const) {
       const g = gen({ services: ["paperless-ngx"], ...extra });

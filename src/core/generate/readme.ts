@@ -1,6 +1,7 @@
 // README.md of the bundle: what runs, where to reach it, where the secrets are, and how to
 // start, update and back up the stack.
 import { allServices, has, hasPrivateDomain, hasProxy, httpsMissingFor, proxiedUrl, publishedOnLoopback, publishedPorts, webServices, type EnvVariable, type FileMap, type GenContext } from "./context.ts";
+import type { CatalogService } from "../../schema/catalog.ts";
 import { CORE_CONFIG } from "./core-gateway.ts";
 import { memoryLimitMB, sidecarName } from "./compose.ts";
 
@@ -13,7 +14,7 @@ export function readmeFile(ctx: GenContext): FileMap {
     const ports = publishedPorts(ctx, s.id).map((p) => `${publishedOnLoopback(ctx, s.id, p) ? "127.0.0.1:" : ""}${p.host}${p.protocol === "udp" ? "/udp" : ""}${native ? " and docker0" : ""}`).join(", ") || "internal only";
     const url = web.has(s.id) ? (proxied ? proxiedUrl(ctx, s.id) : directUrl(ctx, s.id)) : "";
     const where = native ? "native (systemd)" : "container";
-    const cap = ctx.memoryLimits && !native ? `, at most ${memoryLimitMB(s.estimatedMemoryMB)} MB` : "";
+    const cap = ctx.memoryLimits && !native ? memoryCap(s) : "";
     return `| ${s.name} | \`${s.id}\` | ${where} | ${ports} | ${url} | ${s.estimatedMemoryMB} MB${cap} |`;
   });
   // Containers `docker compose ps` and `stackgen status` list besides the services: named here so a
@@ -31,6 +32,8 @@ export function readmeFile(ctx: GenContext): FileMap {
   const userValue = (v: EnvVariable) => `- \`${v.name}\` (${ctx.catalog.servicesById.get(v.owner)?.name ?? v.owner}): ${v.description}`;
   const toFill = ctx.variables.filter((v) => !v.secret && v.default === undefined && v.value === "");
   const beforeStart = toFill.filter((v) => v.beforeStart).map(userValue);
+  const emptySecrets = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && !v.jwt).map((v) => v.name);
+  const emptyKeys = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && v.jwt).map((v) => v.name);
   const afterStart = toFill.filter((v) => !v.beforeStart).map(userValue);
   const start = ctx.deployment === "bare-metal"
     ? "```sh\nsudo ./install.sh        # installs the native services, then starts the containers\n```"
@@ -51,7 +54,7 @@ ${rows.join("\n")}
 
 Ports marked 127.0.0.1 are reachable from this machine only${tunnelHint(ctx, web)}.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
 
-${helpers.length ? `Some services run in more than one container; \`docker compose ps\` and \`stackgen status\` list these too, and \`docker compose logs <name>\` shows each one's log:\n\n${helpers.join("\n")}\n\n` : ""}${httpsNote(ctx)}${beforeStart.length ? `## Before the first start\n\nThese services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}## Start
+${helpers.length ? `Some services run in more than one container; \`docker compose ps\` and \`stackgen status\` list these too, and \`docker compose logs <name>\` shows each one's log:\n\n${helpers.join("\n")}\n\n` : ""}${httpsNote(ctx)}${beforeStart.length || emptySecrets.length ? `## Before the first start\n\n${emptySecrets.length ? `This bundle was generated without secrets: \`docker compose up\` refuses to start until each of these is set in \`.env\` (32 or more letters and digits each), or run \`stackgen generate --from stackgen.json --dir . --secrets\` here to have them generated (the values you set are kept): ${emptySecrets.map((name) => `\`${name}\``).join(", ")}.${emptyKeys.length ? ` ${emptyKeys.map((name) => `\`${name}\``).join(", ")} ${emptyKeys.length === 1 ? "is a key" : "are keys"} signed with one of them: that command makes ${emptyKeys.length === 1 ? "it" : "them"} too.` : ""}\n\n` : ""}${beforeStart.length ? `These services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}` : ""}## Start
 
 ${start}
 
@@ -82,7 +85,7 @@ overwrite files you edited (use \`--force\` to replace them). Changes of your ow
 more environment) are best kept in \`docker-compose.override.yml\`: \`docker compose\` and every stackgen command
 above load it, and regenerating never writes it. \`stackgen deploy\` sends \`docker-compose.yml\` alone.
 
-Images are pinned to versions, so \`stackgen update\` brings rebuilds of the same tags. To move an app to a
+${pinnedNote(ctx)} To move an app to a
 newer version, read its release notes, then name the new image in \`docker-compose.override.yml\`
 (\`services: {<id>: {image: <image>:<new tag>}}\`) and run \`stackgen update --backup\`; it rolls back if the new
 version does not come up healthy.
@@ -97,7 +100,7 @@ stackgen status                   # which service is down or unhealthy, and its 
 docker compose logs --tail 100 <id>
 stackgen doctor                   # ports taken, memory, GPU runtime, empty values in .env
 docker compose up -d <id>         # start it again after a fix
-\`\`\`
+${ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id)).map((s) => `journalctl -u ${s.native!.systemdUnit} -n 100   # ${s.name} runs natively: its log (systemctl restart ${s.native!.systemdUnit} starts it again)\n`).join("")}\`\`\`
 
 ## Skills
 
@@ -108,13 +111,48 @@ ${knownLimits.length ? `\n## Known limits\n\nGaps of these catalog entries that 
   return { "README.md": text };
 }
 
-/** Bare-metal: what the natively installed services keep on the host, which no backup holds. */
+/** The memory cap of a service's containers together: its helpers have caps of their own (a
+ *  helper without an estimate has none), so the cap of its main container alone understated it. */
+function memoryCap(s: CatalogService): string {
+  const helpers = s.sidecars ?? [];
+  const capped = helpers.filter((sc) => sc.estimatedMemoryMB !== undefined);
+  const total = memoryLimitMB(s.estimatedMemoryMB) + capped.reduce((sum, sc) => sum + memoryLimitMB(sc.estimatedMemoryMB!), 0);
+  if (helpers.length === 0) return `, at most ${total} MB`;
+  const uncapped = helpers.length - capped.length;
+  return `, at most ${total} MB over its ${helpers.length + 1} containers${uncapped ? ` (${uncapped} of them uncapped)` : ""}`;
+}
+
+/** What \`stackgen update\` can bring: rebuilds of pinned tags, new versions of moving ones. */
+function pinnedNote(ctx: GenContext): string {
+  const floating = ctx.stack.services.filter((s) => s.floatingTag && !ctx.nativeIds.has(s.id)).map((s) => s.name);
+  const gateway = ctx.coreVersion === "latest"
+    ? "the gateway follows `CORE_VERSION=latest` in `.env`, so an update brings its newest version (set a version there to pin it)"
+    : `the gateway is pinned by \`CORE_VERSION\` in \`.env\``;
+  return `Images are pinned to versions${floating.length ? `, except ${floating.join(", ")} (upstream publishes only a moving tag: an update brings ${floating.length === 1 ? "its" : "their"} newest build)` : ""}, so \`stackgen update\` brings rebuilds of the same tags; ${gateway}.`;
+}
+
+/** Bare-metal: what the natively installed services keep on the host, which no backup holds, and
+ *  what install.sh changes in those the host already has (only the ones this bundle installs). */
 function nativeData(ctx: GenContext): string {
   const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
   if (natives.length === 0) return "";
   const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
+  const postgres = natives.some((s) => s.id === "postgresql");
+  const redis = natives.some((s) => s.id === "redis");
+  const names = natives.map((s) => s.name).join(" or ");
+  const ports = [...(postgres ? ["5432"] : []), ...(redis ? ["6379"] : [])].join(",");
+  const changes = [
+    "it listens on docker0 too, gets the password of `.env`",
+    ...(postgres ? ["PostgreSQL lets the stack's users in from Docker's networks"] : []),
+    ...(redis ? ["a Redis that already holds data keeps append-only persistence off, so that data is not lost"] : []),
+  ].join("; ");
+  const remove = [
+    ...(redis ? ["`/etc/redis/stackgen.conf` (and its `include` line)"] : []),
+    ...(postgres ? ["`conf.d/stackgen.conf`, the `host` lines for Docker's networks in the cluster's `pg_hba.conf`"] : []),
+    "the `stackgen.conf` drop-ins under `/etc/systemd/system/`",
+  ].join(", ");
   return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n` +
-    "`install.sh` sets up the host's own packages: an existing Redis or PostgreSQL is changed (it listens on docker0\ntoo, gets the password of `.env`, PostgreSQL lets the stack's users in from Docker's networks; a Redis that\nalready holds data keeps append-only persistence off, so that data is not lost), so run it on a host without them or one\nyou can set back. A host firewall (ufw, firewalld) must let the containers reach them: `ufw allow from 172.16.0.0/12\nto any port 5432,6379 proto tcp` (and 192.168.0.0/16 on a host with many Docker networks). There is no uninstall\nscript: `apt-get purge` the packages, then remove `/etc/redis/stackgen.conf` (and its `include` line),\n`conf.d/stackgen.conf`, the `host` lines for Docker's networks in the cluster's `pg_hba.conf` and the `stackgen.conf`\ndrop-ins under `/etc/systemd/system/`.\n\n";
+    `\`install.sh\` sets up the host's own packages: an existing ${names} is changed (${changes}), so run it on a host without ${natives.length === 1 ? "it" : "them"} or one you can set back. A host firewall (ufw, firewalld) must let the containers reach ${natives.length === 1 ? "it" : "them"}: \`ufw allow from 172.16.0.0/12 to any port ${ports} proto tcp\` (and 192.168.0.0/16 on a host with many Docker networks). There is no uninstall script: \`apt-get purge\` the packages, then remove ${remove}.\n\n`;
 }
 
 /** The apps that need HTTPS in the browser, in a bundle that serves them over plain HTTP. */
