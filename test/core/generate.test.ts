@@ -811,6 +811,15 @@ describe("input fields take effect", () => {
     expect(ffmpeg).toContain("the gateway has no Docker access");
     expect(ffmpeg).not.toContain("Besides curl");
     expect(gen({ services: ["minio"] }).files["skills/README.md"]).toContain("use `mc`, `aws`");
+    // git, ffmpeg and temporal in the gateway's own calls are clients too.
+    expect(gen({ services: ["temporal"] }).files["skills/README.md"]).toContain("`temporal`");
+    expect(gen({ services: ["stream-gateway"] }).files["skills/README.md"]).toContain("`ffmpeg`");
+    expect(gen({ services: ["gitea"] }).files["skills/README.md"]).toContain("`git`");
+    // With PostgreSQL on the host, what a skill's new database or user needs to be let in.
+    const native = gen({ services: ["n8n"], deployment: "bare-metal" }).files["skills/README.md"]!;
+    expect(native).toContain("PostgreSQL runs on the host here");
+    expect(native).toContain("host <database> <user> 172.16.0.0/12 scram-sha-256");
+    expect(gen({ services: ["n8n"] }).files["skills/README.md"]).not.toContain("PostgreSQL runs on the host");
   });
 
   test("bare-metal writes install scripts; native services leave compose and are reached through host-gateway", () => {

@@ -43,13 +43,15 @@ export function skillFiles(ctx: GenContext): FileMap {
   const notes = [
     tools.length ? `Besides curl, the calls in these skills use ${tools.map((t) => `\`${t}\``).join(", ")}. The gateway's image may lack them: add them to an image of your own (CORE_IMAGE in .env), or run those calls where the tools are.` : "",
     markdowns.some((md) => HOST_CALL.test(md)) ? "Calls written as `docker compose …` run on the host, from the bundle directory: the gateway has no Docker access." : "",
+    // The install lets the containers in only for the stack's own (database, user) pairs.
+    ctx.nativeIds.has("postgresql") ? "PostgreSQL runs on the host here: containers, the gateway among them, may sign in only to the stack's own databases, each as its own user. A database or user a skill creates needs its own lines in the cluster's `pg_hba.conf` (`host <database> <user> 172.16.0.0/12 scram-sha-256`, and the same for 192.168.0.0/16), then `systemctl reload postgresql`." : "",
   ].filter(Boolean);
   files["skills/README.md"] = `# Skills of ${ctx.projectName}\n\nThe gateway reads these from /home/node/.openclaw/skills.${notes.length ? `\n\n${notes.join(" ")}` : ""}\n\n${index.join("\n") || "No skills for this selection."}\n`;
   return files;
 }
 
 /** Command-line clients the skills call besides curl. */
-const CLIENT_TOOLS = ["jq", "psql", "redis-cli", "valkey-cli", "mc", "aws", "bw", "lk"];
+const CLIENT_TOOLS = ["jq", "psql", "redis-cli", "valkey-cli", "mc", "aws", "bw", "lk", "git", "ffmpeg", "temporal"];
 /** A call made with docker compose: the host's, not the gateway's. */
 const HOST_CALL = /^\s*docker compose /m;
 
