@@ -119,7 +119,12 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
   }
   // An empty stack has one warning, EMPTY_STACK (SPEC): GPU support for nothing needs no toolkit.
   if (selection.gpu && services.length > 0) {
-    warnings.push({ code: "GPU_REQUIRED", message: "GPU support is on: the host needs an NVIDIA GPU and the NVIDIA Container Toolkit (without them, set gpu to false, --no-gpu on the command line).", service: null });
+    // SPEC §7: the warning comes with gpu on; its message says whether anything here uses a GPU.
+    const users = services.filter((s) => s.gpu).map((s) => s.name);
+    const message = users.length
+      ? `GPU support is on for ${users.join(", ")}: the host needs an NVIDIA GPU and the NVIDIA Container Toolkit (without them, set gpu to false, --no-gpu on the command line).`
+      : "GPU support is on, but no service of this selection uses a GPU: nothing is given one, and the host needs no NVIDIA toolkit for it (set gpu to false, --no-gpu on the command line, to drop this warning).";
+    warnings.push({ code: "GPU_REQUIRED", message, service: null });
   } else {
     for (const s of services) {
       if (s.gpuRequired) warnings.push({ code: "GPU_REQUIRED", message: `${s.name} needs an NVIDIA GPU; set gpu to true and install the NVIDIA Container Toolkit.`, service: s.id });

@@ -86,6 +86,9 @@ describe("resolve", () => {
 
   test("GPU_REQUIRED when gpu is true; EXPERIMENTAL_SERVICE names the service", () => {
     expect(run({ services: ["redis"], gpu: true }).warnings.find((w) => w.code === "GPU_REQUIRED")).toMatchObject({ service: null });
+    // Its message says what uses the GPU, or that nothing here does (nothing is given one).
+    expect(run({ services: ["redis"], gpu: true }).warnings.find((w) => w.code === "GPU_REQUIRED")!.message).toContain("no service of this selection uses a GPU");
+    expect(run({ services: ["ollama", "redis"], gpu: true }).warnings.find((w) => w.code === "GPU_REQUIRED")!.message).toMatch(/^GPU support is on for Ollama: the host needs an NVIDIA GPU/);
     const exp = catalog.services.find((s) => s.maturity === "experimental" && !s.gpuRequired && s.platforms.includes("linux/amd64"))!;
     expect(run({ services: [exp.id] }).warnings.find((w) => w.code === "EXPERIMENTAL_SERVICE")).toMatchObject({ service: exp.id });
     expect(codes(run({ services: ["redis"] }).warnings)).toEqual([]);
