@@ -147,6 +147,8 @@ export type Sidecar = Static<typeof Sidecar>;
 export const NativeRecipe = Type.Object({
   packages: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9.+-]*$" }), { minItems: 1 }),
   systemdUnit: Type.String({ pattern: "^[a-z0-9@._-]+$" }),
+  /** The command that shows its recent log on the host (the bundle README's troubleshooting). */
+  logs: Type.String({ minLength: 5 }),
   /** Where it keeps its data on the host and how to copy it: no volume holds it, so stackgen's
    *  backups do not, and the bundle's README and `backup create` say so. */
   dataOnHost: Type.String({ minLength: 20 }),

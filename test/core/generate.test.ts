@@ -825,7 +825,7 @@ describe("input fields take effect", () => {
   test("bare-metal writes install scripts; native services leave compose and are reached through host-gateway", () => {
     const g = gen({ services: ["redis", "n8n"], deployment: "bare-metal" });
     expect(g.files["install.sh"]).toContain("bash ./native/redis.sh");
-    expect(g.files["native/redis.sh"]).toContain("apt-get install -y --no-install-recommends redis-server");
+    expect(g.files["native/redis.sh"]).toMatch(/apt-get install -y --no-install-recommends .*redis-server$/m);
     const c = composeOf(g.files);
     expect(c.services.redis).toBeUndefined();
     expect(c.services.n8n.extra_hosts).toContain("redis:host-gateway");
@@ -969,21 +969,27 @@ describe("input fields take effect", () => {
       if (/PASSWORD|SECRET|TOKEN|_KEY$/.test(name) && value === "") expect(before, name).toContain(`\`${name}\``);
     }
     expect(before).toContain("stackgen generate --from stackgen.json --dir . --secrets");
+    // Each in the form it needs: a hex key of its length, a password with every class.
+    const forms = gen({ services: ["librechat", "nocodb"], generateSecrets: false }).files["README.md"]!;
+    expect(forms).toContain("`LIBRECHAT_CREDS_KEY` (64 hex digits)");
+    expect(forms).toContain("`LIBRECHAT_CREDS_IV` (32 hex digits)");
+    expect(forms).toMatch(/`NOCODB_ADMIN_PASSWORD` \(32 or more letters and digits, with an upper-case letter/);
 
     const floating = catalog.services.find((svc) => svc.floatingTag)!;
     const moving = gen({ services: [floating.id] }).files["README.md"]!;
     expect(moving).toContain(`except ${floating.name} (upstream publishes only a moving tag`);
     expect(moving).toContain("CORE_VERSION=latest");
     expect(gen({ services: ["redis"], coreVersion: "2026.1.1" }).files["README.md"]).toContain("the gateway is pinned by `CORE_VERSION`");
+    expect(gen({ services: ["redis"], coreVersion: "main" }).files["README.md"]).toContain("`CORE_VERSION=main` in `.env`, a moving tag");
 
     const redisOnly = gen({ services: ["redis"], deployment: "bare-metal" }).files["README.md"]!;
     expect(redisOnly).toContain("an existing Redis is changed");
     expect(redisOnly).not.toMatch(/PostgreSQL|5432|pg_hba/);
     expect(redisOnly).toContain("to any port 6379 proto tcp");
-    expect(redisOnly).toContain("journalctl -u redis-server -n 100");
+    expect(redisOnly).toContain("tail -n 100 /var/log/redis/redis-server.log");
     const both = gen({ services: ["redis", "n8n"], deployment: "bare-metal" }).files["README.md"]!;
     expect(both).toContain("to any port 5432,6379 proto tcp");
-    expect(both).toContain("journalctl -u postgresql -n 100");
+    expect(both).toContain("tail -n 100 /var/log/postgresql/postgresql-*-main.log");
 
     // First-start steps sit under "Right after the first start": none says "before"; a proxy is named
     // only as the stack's, whichever it is.
@@ -1005,15 +1011,27 @@ describe("input fields take effect", () => {
       const checkExit = script.indexOf('[ "${1:-}" != "--check" ] || exit 0');
       // docker0's address and the tools the install uses are checked by --check (install.sh runs
       // every script so first): a host without them is refused before a package is installed.
-      for (const needed of ["GW=$(ip", "docker0 has no IPv4 address", "command -v \"$TOOL\""]) expect(script.indexOf(needed), `${id}: ${needed}`).toBeLessThan(checkExit);
+      for (const needed of ["GW=$(ip", "docker0 has no IPv4 address", "command -v \"$TOOL\""]) {
+        expect(script.indexOf(needed), `${id}: ${needed}`).toBeGreaterThan(-1);
+        expect(script.indexOf(needed), `${id}: ${needed}`).toBeLessThan(checkExit);
+      }
       expect(script.indexOf("apt-get install")).toBeGreaterThan(checkExit);
-      expect(script).toContain("DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a ");
+      expect(script).toContain("DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l ");
     }
     const pg = g.files["native/postgresql.sh"]!;
-    expect(pg).toContain("LC_ALL=C.UTF-8 apt-get install -y --no-install-recommends postgresql");
-    const unset = pg.indexOf("unset PGHOST PGHOSTADDR PGPORT");
+    expect(pg).toMatch(/LC_ALL=C.UTF-8 apt-get install -y --no-install-recommends .*postgresql$/m);
+    const unsetLine = pg.split("\n").find((line) => line.startsWith("unset "))!;
+    const unset = pg.indexOf(unsetLine);
     expect(unset).toBeGreaterThan(0);
     expect(unset).toBeLessThan(pg.indexOf("psql"));
+    // Every PG* variable goes (PGHOST steers psql elsewhere, PGCHANNELBINDING=require fails it), none other.
+    const left = await run(["bash", "-c", `set -euo pipefail; export PGHOST=db.example PGCHANNELBINDING=require PGSSLNEGOTIATION=direct KEEP=1; ${unsetLine}; env | grep -E '^(PG|KEEP)' | sort || true`]);
+    expect(left.code, left.stderr).toBe(0);
+    expect(left.stdout.trim()).toBe("KEEP=1");
+    // Nothing set at all is fine too (set -u, no PG* in the environment).
+    expect((await run(["env", "-i", "bash", "-c", `set -euo pipefail; ${unsetLine}; echo done`])).stdout.trim()).toBe("done");
+    // An upgrade of a package whose config file the script edited keeps the edited file, unasked.
+    expect(pg).toContain("-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold");
     expect(g.files["install.sh"]).toContain("DEBIAN_FRONTEND=noninteractive apt-get update");
     // Redis's include is not joined onto a last line without its line break, and is added once.
     const include = g.files["native/redis.sh"]!.split("\n").find((line) => line.includes("include /etc/redis/stackgen.conf"))!;

@@ -18,12 +18,13 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
   const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
   for (const s of natives) {
     const n = s.native!;
-    // No question may stop an install run from a terminal (debconf, Ubuntu's needrestart). A
+    // No question may stop an install run from a terminal: debconf's, dpkg's over a config file
+    // this script edited (an upgrade keeps the edited one), Ubuntu's needrestart (it lists). A
     // cluster made where no locale is set would be SQL_ASCII (Synapse refuses that): PostgreSQL's
     // first cluster is made in C.UTF-8, as UTF8.
     const locale = s.id === "postgresql" ? "LC_ALL=C.UTF-8 " : "";
     const install = [
-      `DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a ${locale}apt-get install -y --no-install-recommends ${n.packages.join(" ")}`,
+      `DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l ${locale}apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold ${n.packages.join(" ")}`,
       ...(n.configure ?? []),
       `systemctl enable --now ${n.systemdUnit}`,
     ];

@@ -41,7 +41,7 @@ create_database() {
 SELECT format('CREATE ROLE %I LOGIN PASSWORD %L', :'owner', :'pw')
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'owner') \\gexec
 SELECT CASE WHEN :'coll' = '' THEN format('CREATE DATABASE %I OWNER %I', :'db', :'owner')
-            ELSE format('CREATE DATABASE %I OWNER %I TEMPLATE template0 LC_COLLATE %L LC_CTYPE %L', :'db', :'owner', :'coll', :'coll') END
+            ELSE format('CREATE DATABASE %I OWNER %I TEMPLATE template0 ENCODING %L LC_COLLATE %L LC_CTYPE %L', :'db', :'owner', 'UTF8', :'coll', :'coll') END
  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = :'db') \\gexec
 SQL
   } | psql -X -v ON_ERROR_STOP=1 -U "$POSTGRES_USER" -d postgres

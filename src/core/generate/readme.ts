@@ -32,7 +32,7 @@ export function readmeFile(ctx: GenContext): FileMap {
   const userValue = (v: EnvVariable) => `- \`${v.name}\` (${ctx.catalog.servicesById.get(v.owner)?.name ?? v.owner}): ${v.description}`;
   const toFill = ctx.variables.filter((v) => !v.secret && v.default === undefined && v.value === "");
   const beforeStart = toFill.filter((v) => v.beforeStart).map(userValue);
-  const emptySecrets = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && !v.jwt).map((v) => v.name);
+  const emptySecrets = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && !v.jwt).map((v) => `\`${v.name}\` (${secretShape(v)})`);
   const emptyKeys = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && v.jwt).map((v) => v.name);
   const afterStart = toFill.filter((v) => !v.beforeStart).map(userValue);
   const start = ctx.deployment === "bare-metal"
@@ -54,7 +54,7 @@ ${rows.join("\n")}
 
 Ports marked 127.0.0.1 are reachable from this machine only${tunnelHint(ctx, web)}.${!ctx.domain || !proxied ? " From another machine, use this host's address in place of `localhost`, with the port (`http://<address>:<port>`)." : ""}${ctx.domain && !proxied ? ` The domain \`${ctx.domain}\` is not used: without a reverse proxy nothing serves \`<id>.${ctx.domain}\`; generate again with a proxy (\`--proxy caddy\`) to have it.` : ""}${proxied ? ` Web services are served by the reverse proxy at \`<id>.${ctx.domain ?? "localhost"}\`${!ctx.domain ? " (browsers resolve *.localhost to this machine)" : hasPrivateDomain(ctx) ? ` over HTTPS with ${localTls(ctx)}: point \`*.${ctx.domain}\` (or each name) at this host in your local DNS` : ` with automatic HTTPS: point \`*.${ctx.domain}\` (or each name) at this host; ${acmeAccount(ctx)}`}.${ctx.domain ? " Their web ports are bound to 127.0.0.1, so from other machines those apps are reached through the proxy only, never over plain HTTP; to open one directly, publish another host port for it in `docker-compose.override.yml`. Ports listed without 127.0.0.1 are not web pages the proxy serves (a device bridge, an API that checks its own token, media, SSH) and stay reachable from the network." : ""}` : ""}
 
-${helpers.length ? `Some services run in more than one container; \`docker compose ps\` and \`stackgen status\` list these too, and \`docker compose logs <name>\` shows each one's log:\n\n${helpers.join("\n")}\n\n` : ""}${httpsNote(ctx)}${beforeStart.length || emptySecrets.length ? `## Before the first start\n\n${emptySecrets.length ? `This bundle was generated without secrets: \`docker compose up\` refuses to start until each of these is set in \`.env\` (32 or more letters and digits each), or run \`stackgen generate --from stackgen.json --dir . --secrets\` here to have them generated (the values you set are kept): ${emptySecrets.map((name) => `\`${name}\``).join(", ")}.${emptyKeys.length ? ` ${emptyKeys.map((name) => `\`${name}\``).join(", ")} ${emptyKeys.length === 1 ? "is a key" : "are keys"} signed with one of them: that command makes ${emptyKeys.length === 1 ? "it" : "them"} too.` : ""}\n\n` : ""}${beforeStart.length ? `These services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}` : ""}## Start
+${helpers.length ? `Some services run in more than one container; \`docker compose ps\` and \`stackgen status\` list these too, and \`docker compose logs <name>\` shows each one's log:\n\n${helpers.join("\n")}\n\n` : ""}${httpsNote(ctx)}${beforeStart.length || emptySecrets.length ? `## Before the first start\n\n${emptySecrets.length ? `This bundle was generated without secrets: \`docker compose up\` refuses to start while any of these is empty in \`.env\`. Set each in the form it needs, or run \`stackgen generate --from stackgen.json --dir . --secrets\` here to have the empty ones generated (the values you set are kept): ${emptySecrets.join(", ")}.${emptyKeys.length ? ` ${emptyKeys.map((name) => `\`${name}\``).join(", ")} ${emptyKeys.length === 1 ? "is a key" : "are keys"} signed with one of them: that command makes ${emptyKeys.length === 1 ? "it" : "them"} too.` : ""}\n\n` : ""}${beforeStart.length ? `These services do not start, or cannot do their job, until you fill in these values in \`.env\`:\n\n${beforeStart.join("\n")}\n\n` : ""}` : ""}## Start
 
 ${start}
 
@@ -100,7 +100,7 @@ stackgen status                   # which service is down or unhealthy, and its 
 docker compose logs --tail 100 <id>
 stackgen doctor                   # ports taken, memory, GPU runtime, empty values in .env
 docker compose up -d <id>         # start it again after a fix
-${ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id)).map((s) => `journalctl -u ${s.native!.systemdUnit} -n 100   # ${s.name} runs natively: its log (systemctl restart ${s.native!.systemdUnit} starts it again)\n`).join("")}\`\`\`
+${ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id)).map((s) => `${s.native!.logs}   # ${s.name} runs natively: its log (systemctl restart ${s.native!.systemdUnit} starts it again)\n`).join("")}\`\`\`
 
 ## Skills
 
@@ -119,14 +119,25 @@ function memoryCap(s: CatalogService): string {
   const total = memoryLimitMB(s.estimatedMemoryMB) + capped.reduce((sum, sc) => sum + memoryLimitMB(sc.estimatedMemoryMB!), 0);
   if (helpers.length === 0) return `, at most ${total} MB`;
   const uncapped = helpers.length - capped.length;
-  return `, at most ${total} MB over its ${helpers.length + 1} containers${uncapped ? ` (${uncapped} of them uncapped)` : ""}`;
+  return uncapped
+    ? `, its ${helpers.length + 1 - uncapped} capped containers at most ${total} MB (${uncapped} more uncapped)`
+    : `, at most ${total} MB over its ${helpers.length + 1} containers`;
+}
+
+/** The form a secret the user sets must have (what the generator would make). */
+function secretShape(v: EnvVariable): string {
+  const length = v.length ?? 32;
+  if (v.format === "hex") return `${length} hex digits`;
+  if (v.format === "password") return `${length} or more letters and digits, with an upper-case letter, a lower-case letter, a digit and one of - _ .`;
+  return `${length} or more letters and digits`;
 }
 
 /** What \`stackgen update\` can bring: rebuilds of pinned tags, new versions of moving ones. */
 function pinnedNote(ctx: GenContext): string {
   const floating = ctx.stack.services.filter((s) => s.floatingTag && !ctx.nativeIds.has(s.id)).map((s) => s.name);
-  const gateway = ctx.coreVersion === "latest"
-    ? "the gateway follows `CORE_VERSION=latest` in `.env`, so an update brings its newest version (set a version there to pin it)"
+  // A version names a release (2026.1.1, v1.2); latest, main, beta, nightly move.
+  const gateway = !/^v?\d/.test(ctx.coreVersion)
+    ? `the gateway follows \`CORE_VERSION=${ctx.coreVersion}\` in \`.env\`, a moving tag, so an update brings its newest build (set a version there to pin it)`
     : `the gateway is pinned by \`CORE_VERSION\` in \`.env\``;
   return `Images are pinned to versions${floating.length ? `, except ${floating.join(", ")} (upstream publishes only a moving tag: an update brings ${floating.length === 1 ? "its" : "their"} newest build)` : ""}, so \`stackgen update\` brings rebuilds of the same tags; ${gateway}.`;
 }

@@ -81,8 +81,8 @@ for TOOL in ip systemctl runuser; do command -v "$TOOL" >/dev/null || { echo "na
 GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1 || true)
 [ -n "$GW" ] || { echo "docker0 has no IPv4 address: the containers could not reach PostgreSQL. Start Docker (with its default bridge), then run this again" >&2; exit 1; }
 [ "${1:-}" != "--check" ] || exit 0
-DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a LC_ALL=C.UTF-8 apt-get install -y --no-install-recommends postgresql
-unset PGHOST PGHOSTADDR PGPORT PGCLUSTER PGSERVICE PGSERVICEFILE PGUSER PGDATABASE PGPASSWORD PGPASSFILE PGOPTIONS PGSSLMODE PGTARGETSESSIONATTRS
+DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l LC_ALL=C.UTF-8 apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql
+unset $(compgen -v PG || true)
 CONF=$(grep -lE '^[[:space:]]*port[[:space:]]*=[[:space:]]*5432([^0-9]|$)' /etc/postgresql/*/main/postgresql.conf 2>/dev/null | sort -V | tail -n1 | xargs -r dirname || true)
 [ -n "$CONF" ] || CONF=$(ls -d /etc/postgresql/*/main | sort -V | tail -n1)
 printf "listen_addresses = 'localhost,%s'\npassword_encryption = 'scram-sha-256'\n" "$GW" > "$CONF/conf.d/stackgen.conf"

@@ -80,7 +80,7 @@ for TOOL in ip systemctl; do command -v "$TOOL" >/dev/null || { echo "native Red
 GW=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1 || true)
 [ -n "$GW" ] || { echo "docker0 has no IPv4 address: the containers could not reach Redis. Start Docker (with its default bridge), then run this again" >&2; exit 1; }
 [ "${1:-}" != "--check" ] || exit 0
-DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a apt-get install -y --no-install-recommends redis-server
+DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold redis-server
 PW=$(printf '%s.' "$REDIS_PASSWORD" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
 REDIS_DATA=/var/lib/redis
 AOF=yes; if [ -s "$REDIS_DATA/dump.rdb" ] && [ ! -e "$REDIS_DATA/appendonlydir" ] && [ ! -e "$REDIS_DATA/appendonly.aof" ]; then AOF=no; echo "Redis already holds data in $REDIS_DATA/dump.rdb: append-only persistence stays off, so that data is kept (to turn it on without losing it, run CONFIG SET appendonly yes in redis-cli, then set appendonly yes in /etc/redis/stackgen.conf)" >&2; fi
