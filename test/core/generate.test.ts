@@ -887,7 +887,8 @@ describe("input fields take effect", () => {
       expect(existsSync(pwned)).toBe(false);
       // A $ compose would read as a variable (unquoted, or unescaped in double quotes): the
       // containers would get another value, so the script stops and says how to write it.
-      for (const value of [`"pa$(touch ${pwned})ss"`, "Pa$sw0rd", '"ab$HOME"']) {
+      // An escaped backslash before a $ leaves the $ unescaped: "a\\$b" is a\ and $b to compose.
+      for (const value of [`"pa$(touch ${pwned})ss"`, "Pa$sw0rd", '"ab$HOME"', '"a\\\\$b"', '"x\\\\\\\\$HOME"']) {
         writeFileSync(join(dir, ".env"), `REDIS_PASSWORD=${value}\n`);
         const refused = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; echo read`]);
         expect(refused.code, value).toBe(1);

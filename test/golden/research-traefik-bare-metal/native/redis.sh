@@ -65,10 +65,11 @@ while IFS= read -r line || [ -n "$line" ]; do
   case "$key" in
     REDIS_PASSWORD)
       # Compose reads a $ outside single quotes (and not written \$ inside double quotes) as a
-      # variable: the containers would get another value than the one read here.
+      # variable: the containers would get another value than the one read here. Escaped
+      # backslashes go first: in "a\\$b" the $ is not escaped, the backslash before it is.
       case "$value" in
         \'*) ;;
-        *) dollars=$value; [ "${value:0:1}" != '"' ] || dollars=${value//\\\$/}
+        *) dollars=$value; [ "${value:0:1}" != '"' ] || { dollars=${value//\\\\/}; dollars=${dollars//\\\$/}; }
           case "$dollars" in *'$'*) echo "$key in .env holds a \$ that Docker Compose reads as a variable, so the containers would get another value: put the value in single quotes ($key='...'), then run this again" >&2; exit 1 ;; esac ;;
       esac
       export "$key=$(dotenv_value "$value")" ;;
