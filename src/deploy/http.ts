@@ -108,7 +108,17 @@ export interface JsonClient {
 }
 
 export function createJsonClient(opts: JsonClientOptions): JsonClient {
-  const sleep = opts.sleep ?? Bun.sleep;
+  // A timer the abort clears: a pending one would keep an interrupted CLI alive until it ran out.
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((done) => {
+    const signal = opts.signal;
+    const finish = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", finish);
+      done();
+    };
+    const timer = setTimeout(finish, ms);
+    signal?.addEventListener("abort", finish, { once: true });
+  }));
   const doFetch: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clean = redactor(opts.secret);

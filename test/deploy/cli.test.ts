@@ -228,6 +228,46 @@ describe("stackgen deploy (subprocess)", () => {
     expectNoKey({ code, stdout, stderr }, fake.token);
   });
 
+  test("Ctrl-C while a step waits to try a call again ends the run at once: the wait's timer does not keep the process alive", async () => {
+    const fake = await coolify();
+    // Coolify asks for 15 s between tries, every time.
+    fake.injections.push({ operationId: "create-project", reply: { status: 429, headers: { "retry-after": "15" }, body: { message: "Too Many Attempts." } } });
+    const baseEnv: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) baseEnv[k] = v;
+    const proc = Bun.spawn([BUN, MAIN, "deploy", "--provider", "coolify", "--url", fake.url, "--dir", bundle(), "--json"], {
+      cwd: ROOT,
+      env: { ...baseEnv, NO_COLOR: "1", STACKGEN_DEPLOY_API_KEY: fake.token },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let stderr = "";
+    const decoder = new TextDecoder();
+    const reader = proc.stderr.getReader();
+    while (!/trying again in 15 s/.test(stderr)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += decoder.decode(value);
+    }
+    expect(stderr).toContain("Create project… Coolify API 429: Too Many Requests; trying again in 15 s");
+    proc.kill("SIGINT");
+    const drain = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        stderr += decoder.decode(value);
+      }
+    })();
+    // Well inside the 15 s the timer had left: the run ends on the interrupt, not on the timer.
+    const ended = await Promise.race([proc.exited, Bun.sleep(10_000).then(() => "still running")]);
+    if (ended === "still running") proc.kill("SIGKILL");
+    expect(ended).toBe(130);
+    await drain;
+    const result = JSON.parse(await new Response(proc.stdout).text());
+    expect(result).toMatchObject({ success: false, failedStep: "Create project", error: "Coolify API 429: Too Many Requests" });
+    expect(fake.calls.filter((c) => c.operationId === "create-project")).toHaveLength(1);
+  });
+
   test("plain http to another machine: a warning that the key travels unencrypted (the key itself never printed)", async () => {
     const dir = bundle();
     const key = "plain-http-secret-key-5c1d";
