@@ -57,6 +57,19 @@ async function runCli(args: string[], env: Record<string, string> = {}): Promise
   return { code, stdout, stderr };
 }
 
+/** `stackgen deploy --json` to a Coolify fake as a child process, for tests that signal it. */
+function spawnDeploy(fake: { url: string; token: string }) {
+  const baseEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) baseEnv[k] = v;
+  return Bun.spawn([BUN, MAIN, "deploy", "--provider", "coolify", "--url", fake.url, "--dir", bundle(), "--json"], {
+    cwd: ROOT,
+    env: { ...baseEnv, NO_COLOR: "1", STACKGEN_DEPLOY_API_KEY: fake.token },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+}
+
 function expectNoKey(run: Run, key: string) {
   expect(run.stdout).not.toContain(key);
   expect(run.stderr).not.toContain(key);
@@ -192,15 +205,7 @@ describe("stackgen deploy (subprocess)", () => {
   test("Ctrl-C mid-deploy: the call under way finishes, no further step starts, and what was made is named (exit 130)", async () => {
     const fake = await coolify();
     fake.delayMs = 400; // every call takes a while, as over a slow link
-    const baseEnv: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) baseEnv[k] = v;
-    const proc = Bun.spawn([BUN, MAIN, "deploy", "--provider", "coolify", "--url", fake.url, "--dir", bundle(), "--json"], {
-      cwd: ROOT,
-      env: { ...baseEnv, NO_COLOR: "1", STACKGEN_DEPLOY_API_KEY: fake.token },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
+    const proc = spawnDeploy(fake);
     // Interrupt once the project exists on the platform.
     let stderr = "";
     const decoder = new TextDecoder();
@@ -232,15 +237,7 @@ describe("stackgen deploy (subprocess)", () => {
     const fake = await coolify();
     // Coolify asks for 15 s between tries, every time.
     fake.injections.push({ operationId: "create-project", reply: { status: 429, headers: { "retry-after": "15" }, body: { message: "Too Many Attempts." } } });
-    const baseEnv: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !DROPPED_ENV.includes(k)) baseEnv[k] = v;
-    const proc = Bun.spawn([BUN, MAIN, "deploy", "--provider", "coolify", "--url", fake.url, "--dir", bundle(), "--json"], {
-      cwd: ROOT,
-      env: { ...baseEnv, NO_COLOR: "1", STACKGEN_DEPLOY_API_KEY: fake.token },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
+    const proc = spawnDeploy(fake);
     let stderr = "";
     const decoder = new TextDecoder();
     const reader = proc.stderr.getReader();
