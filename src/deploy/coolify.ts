@@ -2,7 +2,7 @@
 // amend SPEC §4.2 where real servers differ: the compose file goes base64-encoded (and ASCII only,
 // see ascii-compose.ts), variables go
 // through PATCH /services/{uuid}/envs/bulk, and deploy is POST /deploy (GET gives 405 on 4.2+).
-import { createJsonClient, DeployError, requireMinimumVersion, type JsonClient } from "./http.ts";
+import { callSettingsOf, createJsonClient, DeployError, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, EnvVar, StepContext } from "./types.ts";
 import { variablesToPush, type PlatformEnv } from "./existing-env.ts";
 import { coolifyNameProblem } from "./project-names.ts";
@@ -57,17 +57,7 @@ export const coolify: DeployProvider = {
 };
 
 async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<void> {
-  const api = createJsonClient({
-    provider: "Coolify",
-    baseUrl: `${t.baseUrl}/api/v1`,
-    headers: { Authorization: `Bearer ${t.apiKey}` },
-    secret: t.apiKey,
-    fetch: t.fetch,
-    sleep: t.sleep,
-    signal: t.signal,
-    onWait: t.onWait,
-    timeoutMs: t.timeoutMs,
-  });
+  const api = createJsonClient({ provider: "Coolify", baseUrl: `${t.baseUrl}/api/v1`, headers: { Authorization: `Bearer ${t.apiKey}` }, ...callSettingsOf(t) });
   const name = t.projectName;
 
   await steps.run("Test connection", async () => {

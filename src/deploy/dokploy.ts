@@ -1,7 +1,7 @@
 // Dokploy deployer (tRPC-over-HTTP: queries are GET with query input, mutations POST with JSON).
 // CONTRACT §5 / research §3: needs 0.25.0+ (environments, `x-api-key`), the compose source must be
 // `raw`, and `compose.update` carries both the compose file and the env text.
-import { compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion, type JsonClient } from "./http.ts";
+import { callSettingsOf, compareVersions, createJsonClient, DeployError, parseVersion, requireMinimumVersion, type JsonClient } from "./http.ts";
 import type { DeployProvider, DeployTarget, StepContext } from "./types.ts";
 import { envTextForUpdate } from "./existing-env.ts";
 import { dokployEnvProblems, dokployEnvText } from "./dokploy-env.ts";
@@ -73,17 +73,7 @@ function reportedVersion(answer: unknown): string | undefined {
 }
 
 async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<void> {
-  const api = createJsonClient({
-    provider: "Dokploy",
-    baseUrl: `${t.baseUrl}/api`,
-    headers: { "x-api-key": t.apiKey },
-    secret: t.apiKey,
-    fetch: t.fetch,
-    sleep: t.sleep,
-    signal: t.signal,
-    onWait: t.onWait,
-    timeoutMs: t.timeoutMs,
-  });
+  const api = createJsonClient({ provider: "Dokploy", baseUrl: `${t.baseUrl}/api`, headers: { "x-api-key": t.apiKey }, ...callSettingsOf(t) });
   const name = t.projectName;
 
   // SPEC §4.2's first step; the version check (CONTRACT §5) is part of it, as for Coolify.

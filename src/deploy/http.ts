@@ -1,7 +1,7 @@
 // A small JSON client shared by the deployers. Rules (CONTRACT §5): one timeout per call,
 // redirects are never followed (a 3xx would resend the key to another host), every failure is a
 // one-line message, and the API key never appears in any message.
-import type { FetchLike } from "./types.ts";
+import type { DeployTarget, FetchLike } from "./types.ts";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** The most of an answer that is read. These APIs answer in kilobytes (a long list of services
@@ -107,18 +107,12 @@ export interface JsonClient {
   call<T = unknown>(method: string, path: string, options?: CallOptions): Promise<T>;
 }
 
+/** What every call of a deployment takes from its target: the key to send and hide, the transport,
+ *  the timeout, the waits between tries and the interrupt. */
+export const callSettingsOf = (t: Pick<DeployTarget, "apiKey" | "fetch" | "timeoutMs" | "sleep" | "signal" | "onWait">) =>
+  ({ secret: t.apiKey, fetch: t.fetch, timeoutMs: t.timeoutMs, sleep: t.sleep, signal: t.signal, onWait: t.onWait });
+
 export function createJsonClient(opts: JsonClientOptions): JsonClient {
-  // A timer the abort clears: a pending one would keep an interrupted CLI alive until it ran out.
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((done) => {
-    const signal = opts.signal;
-    const finish = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", finish);
-      done();
-    };
-    const timer = setTimeout(finish, ms);
-    signal?.addEventListener("abort", finish, { once: true });
-  }));
   const doFetch: FetchLike = opts.fetch ?? ((input, init) => fetch(input, init));
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clean = redactor(opts.secret);
@@ -138,18 +132,20 @@ export function createJsonClient(opts: JsonClientOptions): JsonClient {
     },
   };
 
-  /** `sleep`, ended early by the signal. */
-  async function waitUnlessAborted(ms: number): Promise<void> {
-    const signal = opts.signal;
-    if (!signal) return void (await sleep(ms));
-    let stop = () => {};
-    const aborted = new Promise<void>((done) => (stop = done));
-    signal.addEventListener("abort", stop, { once: true });
-    try {
-      await Promise.race([sleep(ms), aborted]);
-    } finally {
-      signal.removeEventListener("abort", stop);
-    }
+  /** `ms` (or the injected `sleep`), ended early by the signal. The timer is cleared then: a
+   *  pending one would keep an interrupted CLI alive until it ran out. */
+  function waitUnlessAborted(ms: number): Promise<void> {
+    return new Promise<void>((done) => {
+      const signal = opts.signal;
+      const finish = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", finish);
+        done();
+      };
+      const timer = opts.sleep ? undefined : setTimeout(finish, ms);
+      void opts.sleep?.(ms).then(finish);
+      signal?.addEventListener("abort", finish, { once: true });
+    });
   }
 
   /** One try of a call: its value, or (`again`) the seconds to wait before the next try, with the

@@ -60,7 +60,7 @@ export interface DeployOptions {
   fetch?: FetchLike;
   /** Per-call timeout; default 30 s. */
   timeoutMs?: number;
-  /** Waits between tries of a call (tests); Bun.sleep by default. */
+  /** Waits between tries of a call (tests); a timer the interrupt clears by default. */
   sleep?: (ms: number) => Promise<unknown>;
   /** Aborted (Ctrl-C): the call under way finishes, so what it made is known, and no further
    *  step starts. */
