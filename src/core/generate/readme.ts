@@ -32,6 +32,7 @@ export function readmeFile(ctx: GenContext): FileMap {
   const userValue = (v: EnvVariable) => `- \`${v.name}\` (${ctx.catalog.servicesById.get(v.owner)?.name ?? v.owner}): ${v.description}`;
   const toFill = ctx.variables.filter((v) => !v.secret && v.default === undefined && v.value === "");
   const beforeStart = toFill.filter((v) => v.beforeStart).map(userValue);
+  const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
   const emptySecrets = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && !v.jwt).map((v) => `\`${v.name}\` (${secretShape(v)})`);
   const emptyKeys = ctx.generateSecrets ? [] : ctx.variables.filter((v) => v.secret && v.value === "" && v.jwt).map((v) => v.name);
   const afterStart = toFill.filter((v) => !v.beforeStart).map(userValue);
@@ -80,7 +81,7 @@ stackgen backup restore backups/<file>.tar.gz
 stackgen backup prune --keep-daily 7 --keep-monthly 12   # a week of dailies and a year of monthlies (--yes in cron)
 \`\`\`
 
-${nativeData(ctx)}Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to
+${nativeData(natives)}Regenerating with \`stackgen generate --from stackgen.json --dir .\` keeps the values in \`.env\` and refuses to
 overwrite files you edited (use \`--force\` to replace them). Changes of your own (another port, a bind mount,
 more environment) are best kept in \`docker-compose.override.yml\`: \`docker compose\` and every stackgen command
 above load it, and regenerating never writes it. \`stackgen deploy\` sends \`docker-compose.yml\` alone.
@@ -100,7 +101,7 @@ stackgen status                   # which service is down or unhealthy, and its 
 docker compose logs --tail 100 <id>
 stackgen doctor                   # ports taken, memory, GPU runtime, empty values in .env
 docker compose up -d <id>         # start it again after a fix
-${ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id)).map((s) => `${s.native!.logs}   # ${s.name} runs natively: its log (systemctl restart ${s.native!.systemdUnit} starts it again)\n`).join("")}\`\`\`
+${natives.map((s) => `${s.native!.logs}   # ${s.name} runs natively: its log (systemctl restart ${s.native!.systemdUnit} starts it again)\n`).join("")}\`\`\`
 
 ## Skills
 
@@ -144,14 +145,13 @@ function pinnedNote(ctx: GenContext): string {
 
 /** Bare-metal: what the natively installed services keep on the host, which no backup holds, and
  *  what install.sh changes in those the host already has (only the ones this bundle installs). */
-function nativeData(ctx: GenContext): string {
-  const natives = ctx.stack.services.filter((s) => ctx.nativeIds.has(s.id));
+function nativeData(natives: readonly CatalogService[]): string {
   if (natives.length === 0) return "";
   const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
   const postgres = natives.some((s) => s.id === "postgresql");
   const redis = natives.some((s) => s.id === "redis");
   const names = natives.map((s) => s.name).join(" or ");
-  const ports = [...(postgres ? ["5432"] : []), ...(redis ? ["6379"] : [])].join(",");
+  const ports = natives.flatMap((s) => s.ports.map((p) => p.container)).sort((a, b) => a - b).join(",");
   const changes = [
     "it listens on docker0 too, gets the password of `.env`",
     ...(postgres ? ["PostgreSQL lets the stack's users in from Docker's networks"] : []),
