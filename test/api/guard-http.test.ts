@@ -34,6 +34,21 @@ function expectGuardHeaders(res: Response): void {
   expect(res.headers.get("x-request-id")).toBeTruthy();
 }
 
+/** One request written to the socket exactly as given (fetch would not send some of these: a
+ *  short or missing Host); the answer as the server wrote it, once it closed the connection. */
+const rawRequest = (base: string, request: string) =>
+  new Promise<string>((done, fail) => {
+    const { hostname, port } = new URL(base);
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    let text = "";
+    socket.on("data", (chunk) => (text += chunk.toString("latin1")));
+    // Connection: close (or HTTP/1.0): the server ends it once it has answered.
+    socket.on("close", () => done(text));
+    socket.on("error", fail);
+  });
+/** The status code of a raw answer. */
+const status = (answer: string) => Number(answer.split(" ")[1]);
+
 describe("headers on every response", () => {
   test("success (Elysia and hot routes), 404, 400, 401, 413, 429, preflight and HTML all carry security, limit and id headers", async () => {
     server = await startTestServer({ anonymousLimits: { standard: 8, generate: 5 }, apiKeys: [{ key: "good-key" }] });
@@ -95,19 +110,7 @@ describe("headers on every response", () => {
 
   test("a short or malformed Host neither routes a request past the guard's count nor breaks the page listener; HEAD says the page's size", async () => {
     server = await startTestServer({ anonymousLimits: { standard: 3, generate: 1 }, apiKeys: [{ key: "good-key" }] }, true);
-    /** One request with the Host header exactly as given (fetch would not send some of these). */
-    const raw = (base: string, request: string) =>
-      new Promise<string>((done, fail) => {
-        const { hostname, port } = new URL(base);
-        const socket = connect(Number(port), hostname, () => socket.write(request));
-        let text = "";
-        socket.on("data", (chunk) => (text += chunk.toString("latin1")));
-        // Connection: close: the server ends it once it has answered.
-        socket.on("close", () => done(text));
-        socket.on("error", fail);
-      });
-    const status = (answer: string) => Number(answer.split(" ")[1]);
-    const send = (base: string, path: string, host: string, extra = "") => raw(base, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n${extra}Connection: close\r\n\r\n`);
+    const send = (base: string, path: string, host: string, extra = "") => rawRequest(base, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n${extra}Connection: close\r\n\r\n`);
     // Elysia reads the path from the URL's 12th character: under Host `x` it would take
     // /v1/v1/services for /v1/services, counted by the guard as another path (or as a page).
     expect(status(await send(server.base, "/v1/v1/services", "x"))).toBe(404);
@@ -133,15 +136,7 @@ describe("headers on every response", () => {
 
   test("no Host at all (HTTP/1.0) or an empty one: the path as sent is routed, not one with its first segment taken for a host", async () => {
     server = await startTestServer({}, true);
-    const plain = (base: string, request: string) =>
-      new Promise<number>((done, fail) => {
-        const { hostname, port } = new URL(base);
-        const socket = connect(Number(port), hostname, () => socket.write(request));
-        let text = "";
-        socket.on("data", (chunk) => (text += chunk.toString("latin1")));
-        socket.on("close", () => done(Number(text.split(" ")[1])));
-        socket.on("error", fail);
-      });
+    const plain = async (base: string, request: string) => status(await rawRequest(base, request));
     // Bun's URL for such a request is the bare path.
     expect(await plain(server.base, "GET /v1/health HTTP/1.0\r\n\r\n")).toBe(200);
     expect(await plain(server.base, "GET /v1/health HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")).toBe(200);
