@@ -12,6 +12,7 @@
 import path from "node:path";
 import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from "yaml";
 import { usageError } from "../errors.ts";
+import { bindMountOf, isBundleRelative, splitOutsideBraces } from "../core/bind-mounts.ts";
 import type { Catalog } from "../catalog/index.ts";
 import type { Port as CatalogPort } from "../schema/catalog.ts";
 import type { ProviderName } from "./types.ts";
@@ -314,50 +315,11 @@ function splitProtocol(text: string): [string, string | undefined] {
 
 const withProtocol = (port: string, protocol?: string) => (protocol && protocol !== "tcp" ? `${port}/${protocol}` : port);
 
-/** Split on `sep`, but not inside `${...}` (variables with defaults) or `[...]` (IPv6 hosts). */
-function splitOutsideBraces(text: string, sep: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let current = "";
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if ((ch === "$" && text[i + 1] === "{") || ch === "[") depth++;
-    else if ((ch === "}" || ch === "]") && depth > 0) depth--;
-    if (ch === sep && depth === 0) {
-      out.push(current);
-      current = "";
-    } else current += ch;
-  }
-  out.push(current);
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Bind mounts -> configs
 
-interface Mount {
-  source: string;
-  target: string;
-}
-
-function readMount(item: unknown): Mount | null {
-  if (isScalar(item)) {
-    const parts = splitOutsideBraces(String(item.value), ":");
-    if (parts.length < 2) return null; // anonymous volume
-    return { source: parts[0]!, target: parts[1]! };
-  }
-  if (isMap(item)) {
-    if (item.get("type") !== "bind") return null;
-    const source = item.get("source");
-    const target = item.get("target");
-    if (typeof source !== "string" || typeof target !== "string") return null;
-    return { source, target };
-  }
-  return null;
-}
-
-// Compose treats a source starting with `.` as a path relative to the compose file; a bare word is a named volume.
-const isBundleRelative = (source: string) => source === "." || source.startsWith("./") || source.startsWith("../");
+/** A bind mount's entry as the YAML document holds it. */
+const readMount = (item: unknown) => bindMountOf(isScalar(item) ? item.value : isMap(item) ? item.toJSON() : undefined);
 
 const normaliseKey = (p: string) => path.posix.normalize(p.replace(/\\/g, "/")).replace(/^\.\//, "").replace(/\/$/, "");
 

@@ -3,6 +3,7 @@
 import YAML from "yaml";
 import { failure } from "../errors.ts";
 import { invalidStack, type Stack } from "./stack.ts";
+import { bindMountOf, type BindMount } from "../core/bind-mounts.ts";
 
 export interface ComposeCli {
   /** Command prefix: ["docker", "compose"] or ["docker-compose"]. */
@@ -206,26 +207,10 @@ export interface ComposeService {
  *  pull_policy says never to (a local-only image: its name may mean another image on Docker Hub). */
 export const pulledFromRegistry = (svc: ComposeService) => svc.image !== undefined && !svc.hasBuild && svc.pullPolicy !== "never" && svc.pullPolicy !== "build";
 
-export interface BindMount {
-  source: string;
-  target: string;
-  readOnly: boolean;
-}
-
-/** A service's bind mounts from `compose config`: v2's long form, or v1's `src:dst[:mode]` strings. */
+/** A service's bind mounts from `compose config`: v2's long form, or v1's `src:dst[:mode]` strings
+ *  (v1 writes host paths absolute). */
 function bindsOf(volumes: unknown): BindMount[] {
-  if (!Array.isArray(volumes)) return [];
-  const binds: BindMount[] = [];
-  for (const v of volumes) {
-    if (typeof v === "string") {
-      const [source, target, mode] = v.split(":");
-      // v1 writes host paths absolute; a bare name is a named volume.
-      if (source?.startsWith("/") && target) binds.push({ source, target, readOnly: mode?.split(",").includes("ro") ?? false });
-    } else if (v && typeof v === "object" && v.type === "bind" && typeof v.source === "string" && typeof v.target === "string") {
-      binds.push({ source: v.source, target: v.target, readOnly: v.read_only === true });
-    }
-  }
-  return binds;
+  return Array.isArray(volumes) ? volumes.map(bindMountOf).filter((mount) => mount !== null) : [];
 }
 
 export interface ComposeVolume {

@@ -19,6 +19,7 @@ import { formatBytes } from "./format.ts";
 import { COMPOSE_FILES_READ_FIRST, REPLACES } from "./stack.ts";
 import type { Stack } from "./stack.ts";
 import { isWithin, shellWord } from "../core/paths.ts";
+import { bindMountOf, isBundleRelative } from "../core/bind-mounts.ts";
 import { isJsonObject } from "../schema/json-kind.ts";
 
 export type CheckStatus = "ok" | "warn" | "fail";
@@ -325,8 +326,8 @@ export function mountModesCheck(stack: Stack): DoctorCheck | undefined {
   for (const document of stack.documents) {
     for (const service of Object.values((document.services ?? {}) as Record<string, { volumes?: unknown }>)) {
       for (const volume of Array.isArray(service?.volumes) ? service.volumes : []) {
-        const source = typeof volume === "string" ? volume.split(":")[0] : (volume as { type?: string; source?: string })?.type === "bind" ? (volume as { source?: string }).source : undefined;
-        if (source && (source.startsWith("./") || source.startsWith("../"))) sources.add(resolve(stack.dir, source));
+        const source = bindMountOf(volume)?.source;
+        if (source && isBundleRelative(source)) sources.add(resolve(stack.dir, source));
       }
     }
   }
