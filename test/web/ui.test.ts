@@ -109,6 +109,13 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#summary-body[aria-busy=false] #validity");
   }
 
+  /** The .env the preview shows, its secrets revealed. */
+  async function previewedEnv(page: Page): Promise<string> {
+    await page.click("#preview button[data-path='.env']");
+    if ((await page.textContent("#reveal-button")) === "Reveal secrets") await page.click("#reveal-button");
+    return (await page.textContent("#file-content"))!;
+  }
+
   async function shoot(page: Page, view: string, target?: string): Promise<void> {
     if (target) await page.locator(target).evaluate((el) => el.scrollIntoView({ block: "start", behavior: "instant" }));
     const width = page.viewportSize()!.width;
@@ -909,9 +916,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.inputValue("#opt-deployment")).toBe("docker");
     expect(await page.locator("#opt-generateSecrets").isChecked()).toBe(true);
     expect(await page.inputValue("#opt-coreVersion")).toBe("latest");
-    await page.click("#preview button[data-path='.env']");
-    await page.click("#reveal-button");
-    expect(await page.textContent("#file-content")).toBe(exported.files[".env"]);
+    expect(await previewedEnv(page)).toBe(exported.files[".env"]);
     expect(await page.locator("#preview-stale").isHidden()).toBe(true);
     expect(await page.textContent("#files-message")).not.toContain("differed");
 
@@ -948,9 +953,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.textContent("#files-message")).toContain("Not taken from its .env: COMPOSE_PROJECT_NAME, COMPOSE_FILE, EVIL_VAR (not variables of this stack).");
     // Its secrets are taken (that is what an export is for), and a setting it changes is named.
     expect(await page.textContent("#files-message")).toContain("Settings taken from it that differ from what this stackgen makes: CORE_IMAGE;");
-    await page.click("#preview button[data-path='.env']");
-    await page.click("#reveal-button");
-    expect(await page.textContent("#file-content")).toBe(exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor"));
+    expect(await previewedEnv(page)).toBe(exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor"));
 
     // An .env compose could not read either: refused, and the form stays as it was.
     await page.locator("#svc-n8n").check();
@@ -977,9 +980,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const page = await openPage();
     await page.setInputFiles("#import-input", { name: "signed.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify({ ...exported, files: { ...exported.files, ".env": env } })) });
     await page.waitForSelector("#files-message:has-text('Imported signed.json')");
-    await page.click("#preview button[data-path='.env']");
-    await page.click("#reveal-button");
-    const values = parseEnvValues((await page.textContent("#file-content"))!);
+    const values = parseEnvValues(await previewedEnv(page));
     expect(values.get("SUPABASE_JWT_SECRET")).toBe(mine);
     expect(values.get("SUPABASE_ANON_KEY")).toBe(signJwt(mine, { role: "anon", iss: "supabase" }));
     expect(values.get("SUPABASE_SERVICE_ROLE_KEY")).toBe(signJwt(mine, { role: "service_role", iss: "supabase" }));
@@ -998,9 +999,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await settled(page);
     await page.click("#preview-button");
     await page.waitForSelector("#files-message:has-text('keeps the secrets imported from kept.json')");
-    await page.click("#preview button[data-path='.env']");
-    await page.click("#reveal-button");
-    const previewed = parseEnvValues((await page.textContent("#file-content"))!);
+    const previewed = parseEnvValues(await previewedEnv(page));
     expect(secrets.length).toBeGreaterThan(2);
     for (const name of secrets) expect([name, previewed.get(name)]).toEqual([name, exportedValues.get(name)]);
     expect(previewed.get("REDIS_PASSWORD")?.length).toBeGreaterThanOrEqual(32);
@@ -1047,9 +1046,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#files-message:has-text('Preview ready')");
     await page.unroute("**/v1/generate*");
     expect(generations).toBe(1);
-    await page.click("#preview button[data-path='.env']");
-    if ((await page.textContent("#reveal-button")) === "Reveal secrets") await page.click("#reveal-button");
-    const shownEnv = parseEnvValues((await page.textContent("#file-content"))!);
+    const shownEnv = parseEnvValues(await previewedEnv(page));
     expect(racedEnv.get("MINIO_ROOT_PASSWORD")?.length).toBeGreaterThanOrEqual(32);
     expect(shownEnv.get("MINIO_ROOT_PASSWORD")).toBe(racedEnv.get("MINIO_ROOT_PASSWORD")!);
   }, TEST_TIMEOUT_MS);
@@ -1070,9 +1067,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await settled(page);
     await page.click("#preview-button");
     await page.waitForSelector("#files-message:has-text('keeps the secrets imported from conflict.json')");
-    await page.click("#preview button[data-path='.env']");
-    await page.click("#reveal-button");
-    expect(parseEnvValues((await page.textContent("#file-content"))!).get("REDIS_PASSWORD")).toBe(parseEnvValues(exported.files[".env"]).get("REDIS_PASSWORD")!);
+    expect(parseEnvValues(await previewedEnv(page)).get("REDIS_PASSWORD")).toBe(parseEnvValues(exported.files[".env"]).get("REDIS_PASSWORD")!);
     // The refused generation is the import's doing.
     problems = problems.filter((p) => !p.includes("409"));
   }, TEST_TIMEOUT_MS);
