@@ -536,14 +536,17 @@ export async function restoreBackup(
   // One listing of the started containers: the services to wait for and the images they run.
   const started = (await runningServices(engine, stack.project)).all;
   const unique = [...started.keys()].sort();
+  const restoredModel = await current.config().catch(() => undefined);
+  // A server that ran before the restore, or one compose restarts for good, that exits after it
+  // (even with 0: a server that finds its data unreadable and quits) is down, not a finished job.
+  const mustStayUp = new Set([...running, ...(restoredModel?.services ?? []).filter((s) => /^(always|unless-stopped)$/.test(s.restart ?? "")).map((s) => s.name)]);
   if (unique.length > 0) say(`Waiting for ${unique.join(", ")} to be healthy`);
   // A restore after which nothing runs did not bring the stack back.
   const problems: ServiceReadiness[] = unique.length === 0
     ? [{ service: stack.project, ok: false, reason: "no service of the restored stack started", final: true }]
-    : await waitReady(engine, stack.project, unique, { timeoutMs: opts.timeoutMs, onProgress: (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`), signal: opts.signal });
+    : await waitReady(engine, stack.project, unique, { timeoutMs: opts.timeoutMs, onProgress: (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`), signal: opts.signal, mustStayUp });
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   // Only a note: a restore that worked is not turned into a failure by it.
-  const restoredModel = await current.config().catch(() => undefined);
   const outside = restoredModel ? outsideTheBackup(current.stack, restoredModel) : [];
   // A volume of the stack the backup does not hold kept its data: a later time than the rest.
   const lacking = (restoredModel?.volumes ?? []).filter((v) => !v.external && !backup.volumes.some((b) => b.name === v.name)).map((v) => `volume ${v.name} (not in the backup: left as it was, so it may hold newer data than the rest)`);

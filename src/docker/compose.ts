@@ -9,8 +9,8 @@ export interface ComposeCli {
   /** Command prefix: ["docker", "compose"] or ["docker-compose"]. */
   argv: string[];
   v2: boolean;
-  /** Whether `up` takes `--pull never` (Compose 2.6 and later; earlier ones refuse the flag). */
-  upPullNever: boolean;
+  /** Whether `up` takes `--pull never|missing` (Compose 2.6 and later; earlier ones refuse the flag). */
+  upTakesPull: boolean;
 }
 
 /** Whether a Compose version (`2.26.1-4`, `v2.5.0`) takes `up --pull`: 2.6.0 and later. */
@@ -38,8 +38,8 @@ export function detectCompose(): Promise<ComposeCli> {
   detected ??= (async () => {
     // "Docker Compose version v2.26.1": one call tells both that v2 is there and which it is.
     const v2 = await outputOf(["docker", "compose", "version"]);
-    if (v2 !== undefined) return { argv: ["docker", "compose"], v2: true, upPullNever: takesUpPull(v2) };
-    if ((await outputOf(["docker-compose", "--version"])) !== undefined) return { argv: ["docker-compose"], v2: false, upPullNever: false };
+    if (v2 !== undefined) return { argv: ["docker", "compose"], v2: true, upTakesPull: takesUpPull(v2) };
+    if ((await outputOf(["docker-compose", "--version"])) !== undefined) return { argv: ["docker-compose"], v2: false, upTakesPull: false };
     throw failure("COMPOSE_MISSING", "Neither `docker compose` (v2 plugin) nor `docker-compose` is installed.");
   })();
   return detected;
@@ -163,14 +163,23 @@ export class Compose {
     return this.must(["start", ...services], "docker compose start", deadlineMs);
   }
 
-  /** Create the containers without starting any. */
+  /** Create the containers without starting any. An image the engine has is used as it is, a
+   *  `pull_policy: always` notwithstanding: a restore puts data back under the images that ran it
+   *  (a newer one might migrate it), and must not fail because a registry cannot be reached. One
+   *  the engine lacks (a new machine) is pulled. */
   create(): Promise<RunResult> {
-    return this.must(["up", "--no-start"], "docker compose up --no-start");
+    return this.must(["up", "--no-start", ...this.pullMissing()], "docker compose up --no-start");
   }
 
-  /** Start the whole stack; `deadlineMs` bounds compose's own wait for the jobs it runs first. */
+  /** Start the whole stack (images as `create`); `deadlineMs` bounds compose's own wait for the
+   *  jobs it runs first. */
   up(deadlineMs?: number): Promise<RunResult> {
-    return this.must(["up", "--detach"], "docker compose up", deadlineMs);
+    return this.must(["up", "--detach", ...this.pullMissing()], "docker compose up", deadlineMs);
+  }
+
+  /** `--pull missing` where compose takes it: the flag overrides every service's pull_policy. */
+  private pullMissing(): string[] {
+    return this.cli.upTakesPull ? ["--pull", "missing"] : [];
   }
 
   /** Remove the containers (volumes are kept). */

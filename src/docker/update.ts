@@ -436,7 +436,7 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     // user's next plain `docker compose up -d` would make it again. The earlier layers are up.
     // A service the user scaled keeps its count (plain `up` would make it one container again).
     const scaled = layer.flatMap((name) => (scales.has(name) ? ["--scale", `${name}=${scales.get(name)}`] : []));
-    const upArgs = [...(compose.cli.upPullNever ? ["--pull", "never"] : []), ...scaled, ...layer];
+    const upArgs = [...(compose.cli.upTakesPull ? ["--pull", "never"] : []), ...scaled, ...layer];
     order.onUp?.(layer);
     // Compose's `up` starts every dependency that is not running, so it would run a job again for
     // each later layer that needs it (a migration three times): when every dependency was started

@@ -1152,6 +1152,76 @@ volumes:
   );
 });
 
+describe("restore of a stack whose image is always pulled, its registry out of reach", () => {
+  const { stack, scratch } = stackAndScratch("bp");
+
+  e2e(
+    "uses the image the engine has: the data goes back under the image that ran it, and the stack runs",
+    async () => {
+      // Nothing listens on this port: a pull fails at once, as an offline registry does.
+      const image = `127.0.0.1:5999/${stack.project}/app:1`;
+      await docker("tag", BASE_IMAGE, image);
+      stack.images.add(image);
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  app:
+    image: ${image}
+    pull_policy: always
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["data:/data"]
+volumes:
+  data: {}
+`);
+      const up = await stack.compose("up", "-d", "--pull", "never", "--wait");
+      expect(up.code, up.stderr).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo backed-up > /data/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      await stack.exec("app", "sh", "-c", "echo current > /data/f");
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).healthy).toBe(true);
+      expect((await stack.container("app")).State.Running).toBe(true);
+      expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("backed-up");
+    },
+    120_000,
+  );
+});
+
+describe("restore of a stack whose server quits cleanly on the restored data", () => {
+  const { stack, scratch } = stackAndScratch("bq");
+
+  e2e(
+    "a service that ran before the restore and exits with 0 after it is down: the restore is not healthy",
+    async () => {
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  app:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sh", "-c", "test -f /data/stop && exit 0; sleep 3600"]
+    volumes: ["data:/data"]
+volumes:
+  data: {}
+`);
+      await stack.up();
+      // The backup holds data on which the server quits (cleanly) at once.
+      await stack.exec("app", "touch", "/data/stop");
+      const made = await cli(["backup", "create", "--hot", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      await stack.exec("app", "rm", "/data/stop");
+      const r = await cli(["backup", "restore", JSON.parse(made.stdout).file, "--dir", stack.dir, "--yes", "--json", "--timeout", "20"]);
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      const out = JSON.parse(r.stdout);
+      const result = out.error ?? out;
+      expect(JSON.stringify(result)).toContain("app");
+      expect(JSON.stringify(result)).toContain("exited with code 0");
+    },
+    120_000,
+  );
+});
+
 describe("restore into the stack's own directory after it was lost", () => {
   const { stack, scratch } = stackAndScratch("bl");
 
