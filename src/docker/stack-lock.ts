@@ -2,7 +2,7 @@
 // running together stop and start each other's services, and a backup taken during a restore
 // holds half of each state. A lock file in the stack directory says who is at work; one left by
 // a process that is gone (killed, a second Ctrl-C) does not block the next command.
-import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { failure } from "../errors.ts";
 
@@ -47,12 +47,41 @@ const alive = (holder: Holder) => {
  *  hold a lock, nor be changed by a second command of this user: the work goes on without one. */
 const unwritable = (e: unknown) => ["EACCES", "EPERM", "EROFS"].includes((e as NodeJS.ErrnoException)?.code ?? "");
 
-function holderOf(path: string): Holder | "unreadable" | undefined {
+/** The lock's text as read, and who it names. */
+function holderOf(path: string): { text?: string; holder: Holder | "unreadable" | undefined } {
+  let text: string;
   try {
-    const holder = JSON.parse(readFileSync(path, "utf8"));
-    return Number.isInteger(holder?.pid) ? holder : "unreadable";
+    text = readFileSync(path, "utf8");
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "ENOENT" ? undefined : "unreadable";
+    return { holder: (e as NodeJS.ErrnoException).code === "ENOENT" ? undefined : "unreadable" };
+  }
+  try {
+    const holder = JSON.parse(text);
+    return { text, holder: Number.isInteger(holder?.pid) ? holder : "unreadable" };
+  } catch {
+    return { text, holder: "unreadable" };
+  }
+}
+
+/** Removes a lock judged left behind, only if it is still the one judged (`text`). Removed by
+ *  path, it could be the lock another command made a moment ago after taking the same stale one
+ *  away: both would then work on the stack at once. Moved aside first, which only one command
+ *  can do to one file, then compared; another's lock goes back where it was. */
+export function removeStale(path: string, text: string | undefined): void {
+  const aside = `${path}.stale-${process.pid}-${crypto.randomUUID()}`;
+  try {
+    renameSync(path, aside);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return; // taken away by another already
+    throw e;
+  }
+  try {
+    if (holderOf(aside).text !== text) linkSync(aside, path);
+  } catch (e) {
+    // A third command locked in the moment between: the stack is busy, as the next attempt says.
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+  } finally {
+    rmSync(aside, { force: true });
   }
 }
 
@@ -73,20 +102,20 @@ export async function withStackLock<T>(dir: string, command: string, work: () =>
     } catch (e) {
       if (unwritable(e)) return work();
       if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 2) throw e;
-      const holder = holderOf(path);
+      const { text, holder } = holderOf(path);
       const young = holder === "unreadable" && Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0) < FRESH_MS;
       if (young || (typeof holder === "object" && alive(holder))) {
         const who = typeof holder === "object" ? `${holder.command} (process ${holder.pid}, since ${holder.startedAt})` : "another stackgen command";
         throw failure("STACK_BUSY", `${who} is working on this stack; run this when it is done. Nothing was changed. If no such process runs any more, remove ${path}.`);
       }
-      rmSync(path, { force: true }); // left by a process that is gone
+      removeStale(path, text); // left by a process that is gone
     }
   }
   try {
     return await work();
   } finally {
     // Only our own: a lock someone removed and took over in the meantime stays theirs.
-    const holder = holderOf(path);
+    const { holder } = holderOf(path);
     if (typeof holder === "object" && holder.pid === mine.pid && holder.startedAt === mine.startedAt) rmSync(path, { force: true });
   }
 }

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
-import { LOCK_FILE, withStackLock } from "../../src/docker/stack-lock.ts";
+import { LOCK_FILE, removeStale, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
 import { configTargetProblems, loadVerifiedBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-restore.ts";
@@ -1042,6 +1042,27 @@ describe("the stack lock", () => {
       writeFileSync(lock, "{}");
       writeFileSync(join(dir, "docker-compose.yml"), "services: {}\n");
       expect(bundleFiles(dir)).toEqual(["docker-compose.yml"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  test("a stale lock is taken away only while it is the one judged stale: another command's new lock stays", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-lock-"));
+    try {
+      const lock = join(dir, LOCK_FILE);
+      const stale = JSON.stringify({ pid: 4194305, command: "update", startedAt: "earlier" });
+      // Two commands found the same stale lock; the first took it away and locked: the second,
+      // removing "the stale lock" now, must not remove the first one's.
+      const first = JSON.stringify({ pid: process.pid, command: "backup create", startedAt: "now" });
+      writeFileSync(lock, first);
+      removeStale(lock, stale);
+      expect(readFileSync(lock, "utf8")).toBe(first);
+      // Still the stale one: gone. Already gone: nothing to do. Nothing is left beside it.
+      writeFileSync(lock, stale);
+      removeStale(lock, stale);
+      expect(existsSync(lock)).toBe(false);
+      removeStale(lock, stale);
+      expect(readdirSync(dir)).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
