@@ -87,13 +87,16 @@ export class MemberChecker {
     const parts = "parts" in comps ? comps.parts : [];
     const path = parts.join("/");
     const problem = checkMember(entry, this.policy) ?? this.underSymlink(entry.name, parts) ?? (entry.type === "hardlink" ? this.underSymlink(entry.linkname) : undefined);
+    // A hardlink to a symlink is extracted as a symlink of its own, pointing where that one does.
+    let linksToSymlink = false;
     if (problem) this.problems.push(problem);
     else if (entry.type === "hardlink") {
       // A hardlink may only point at a member that came before it.
       const target = (safeComponents(entry.linkname, this.policy.volume) as { parts: string[] }).parts.join("/");
       if (!this.seen.has(nameKey(target))) this.problems.push(`hardlink "${entry.name}" points at "${entry.linkname}", which is not in the archive before it`);
+      linksToSymlink = this.symlinks.has(target);
     }
-    if (entry.type === "symlink" && parts.length > 0) {
+    if ((entry.type === "symlink" || linksToSymlink) && parts.length > 0) {
       if (this.folders.has(path)) this.problems.push(`a member written earlier lies under the symlink "${path}"`);
       this.symlinks.add(path);
     }

@@ -536,6 +536,11 @@ describe("archive member checks", () => {
     expect(checkMembers(chained, volume).join("\n")).toMatch(/vol\/d\/up\/x/);
     expect(checkMembers([entry("vol/l", "symlink", "/etc"), fileEntry("vol/a", "x"), entry("vol/h", "hardlink", "vol/l/passwd")], volume).join("\n")).toMatch(/hardlink|under the symlink/);
     expect(checkMembers([entry("vol/l", "symlink", "/etc"), entry("vol/d", "dir"), fileEntry("vol/d/f", "x")], volume)).toEqual([]);
+    // A hardlink to a symlink is extracted as a second symlink: nothing may be written through it either.
+    const twin = [entry("vol/s", "symlink", "../other"), entry("vol/h", "hardlink", "vol/s")];
+    expect(checkMembers(twin, volume)).toEqual([]);
+    expect(checkMembers([...twin, fileEntry("vol/h/INJECTED", "x")], volume).join("\n")).toMatch(/vol\/h\/INJECTED" lies under the symlink "vol\/h"/);
+    expect(checkMembers([twin[0]!, fileEntry("vol/h/INJECTED", "x"), twin[1]!], volume).join("\n")).toMatch(/a member written earlier lies under the symlink "vol\/h"/);
   });
   test("hardlinks must point at an earlier member inside", () => {
     expect(checkMembers([entry("vol/a"), entry("vol/h", "hardlink", "vol/a")], volume)).toEqual([]);
