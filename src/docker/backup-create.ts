@@ -23,7 +23,7 @@ import {
   type VolumeFile,
 } from "./backup.ts";
 import type { Compose, ComposeModel } from "./compose.ts";
-import type { ContainerSummary, Engine } from "./engine.ts";
+import { isVolumeHelper, type ContainerSummary, type Engine } from "./engine.ts";
 import { byteProgress } from "./format.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
 import { awaitedJobs, dependenciesByService, dependenciesOf, ranToCompletion, startLayers } from "./layers.ts";
@@ -65,6 +65,9 @@ export interface CreateResult {
   notIncluded: string[];
   /** Hot: the databases paused while their volumes were copied. */
   paused: string[];
+  /** Containers outside the stack's services (a one-off `docker compose run`, a `docker run -v`)
+   *  that kept running with its volumes mounted while they were copied: the copy is then hot. */
+  writers: string[];
 }
 
 /** The stack's own data and config outside `stack.dir`, which a backup of the directory and the
@@ -414,6 +417,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     let volumeFiles;
     let files;
     let paused: DatabaseContainer[] = [];
+    let writers: string[] = [];
     /** Databases a failed unpause left frozen: said as a stack left stopped is. */
     let leftPaused: string | undefined;
     /** What ended the copy, if anything did: the stop refused, or the copy itself (a volume that could not be read). */
@@ -427,6 +431,10 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
           ended = { by: "stop", error };
           throw error;
         });
+      }
+      if (!opts.hot) {
+        writers = await runningWriters(engine, volumes);
+        if (writers.length) say(`Warning: not stopped for the copy, these containers outside the stack's services run with its volumes mounted, so the copy is taken while they may write (a hot copy): ${writers.join("; ")}. Stop them first for a consistent copy.`);
       }
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
       const progress = volumeCopyProgress(say, opts.progressEveryMs);
@@ -485,7 +493,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     say("Writing the archive");
     const { manifest, size, sha256 } = await writeArchive(partial, {
       project: stack.project,
-      hot: !stop && running.length > 0,
+      hot: (!stop && running.length > 0) || writers.length > 0,
       kind: opts.kind,
       services: model.services.map((s) => ({ name: s.name, ...(s.image ? { image: s.image } : {}), ...(all.get(s.name) ? { imageId: all.get(s.name) } : {}) })),
       files: files!,
@@ -506,6 +514,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       files: manifest.files,
       notIncluded,
       paused: paused.map((c) => c.service),
+      writers,
     };
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -514,6 +523,18 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     // A failed first backup leaves no empty backups folder behind.
     removeEmptyMade(outputDir, madeFrom);
   }
+}
+
+/** Running containers that mount one of `volumes` once the stack's services are stopped: what
+ *  compose does not stop (one-offs of `compose run`, containers of `docker run -v`, another
+ *  project's), said as "volume: name (state)". stackgen's own volume helpers never run. */
+async function runningWriters(engine: Engine, volumes: readonly { name: string }[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const v of volumes) {
+    const users = (await engine.containersUsingVolume(v.name)).filter((c) => (c.State === "running" || c.State === "restarting") && !isVolumeHelper(c));
+    if (users.length) found.push(`${v.name}: ${users.map((c) => (c.Names?.[0] ?? c.Id.slice(0, 12)).replace(/^\//, "")).join(", ")}`);
+  }
+  return found;
 }
 
 /** Remove the folders from `dir` up to `madeFrom` (the first one mkdir made) while they are empty. */

@@ -1222,6 +1222,42 @@ volumes:
   );
 });
 
+describe("backup of a stack whose volume a one-off container writes", () => {
+  const { stack, scratch } = stackAndScratch("bw");
+
+  e2e(
+    "the copy is not called consistent: the container compose does not stop is named and the backup is marked hot",
+    async () => {
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  app:
+    image: ${BASE_IMAGE}
+    init: true
+    command: ["sleep", "3600"]
+    volumes: ["data:/data"]
+volumes:
+  data: {}
+`);
+      await stack.up();
+      // `docker compose stop` leaves a `compose run` container running.
+      const oneOff = await stack.compose("run", "-d", "--name", `${stack.project}-writer`, "app", "sh", "-c", "while true; do date >> /data/log; sleep 0.2; done");
+      expect(oneOff.code, oneOff.stderr).toBe(0);
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      const out = JSON.parse(made.stdout);
+      expect(out.hot).toBe(true);
+      expect(out.writers).toEqual([`${stack.project}_data: ${stack.project}-writer`]);
+      expect(made.stderr).toContain("Stop them first for a consistent copy");
+      // The stack's own service was stopped for the copy and runs again; without writers the copy is cold.
+      expect((await stack.container("app")).State.Running).toBe(true);
+      await docker("rm", "-f", `${stack.project}-writer`);
+      const cold = JSON.parse((await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"])).stdout);
+      expect([cold.hot, cold.writers]).toEqual([false, []]);
+    },
+    120_000,
+  );
+});
+
 describe("restore into the stack's own directory after it was lost", () => {
   const { stack, scratch } = stackAndScratch("bl");
 

@@ -12,6 +12,7 @@ export function renderCreated(r: CreateResult): string {
   const volumes = r.volumes.length > 0 ? r.volumes.map((v) => `${v.name} (${formatBytes(v.size)})`).join(", ") : "none";
   const lines = [`Backup written: ${r.file} (${formatBytes(r.size)})`, `Volumes: ${volumes}`, `Config files: ${r.files.length}`];
   if (r.paused.length) lines.push(`Paused for the copy of their volumes: ${r.paused.join(", ")}`);
+  if (r.writers.length) lines.push("Copied while these containers outside the stack ran with its volumes (a hot copy; stop them for a consistent one):", ...r.writers.map((x) => `  ${x}`));
   if (r.notIncluded.length) lines.push("Not in this backup (copy what you need yourself):", ...r.notIncluded.map((x) => `  ${x}`));
   return lines.join("\n");
 }
