@@ -19,6 +19,10 @@ function forge(src: string, dest: string, change: (entries: TarEntry[]) => TarEn
   writeFileSync(dest, Bun.gzipSync(writeTar(change(entries)) as Uint8Array<ArrayBuffer>));
 }
 
+/** A stack of one service, `app`, with the volume `data` at /data, sleeping or running `command`. */
+const appWithData = (project: string, { image = BASE_IMAGE, command = `["sleep", "3600"]`, more = "" } = {}) =>
+  `name: ${project}\nservices:\n  app:\n    image: ${image}\n${more}    init: true\n    command: ${command}\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`;
+
 describe("backup", () => {
   const stack = TestStack.unique("bk");
   const ref = stack.ref("store");
@@ -767,8 +771,7 @@ describe("restore never reaches beyond its own stack", () => {
   const { stack, scratch } = stackAndScratch("br");
   const victim = TestStack.unique("bw");
   afterAll(() => victim.cleanup(), 60_000);
-  const composeOf = (project: string) =>
-    `name: ${project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`;
+  const composeOf = (project: string) => appWithData(project);
   let archive = "";
 
   beforeAll(async () => {
@@ -1162,17 +1165,7 @@ describe("restore of a stack whose image is always pulled, its registry out of r
       const image = `127.0.0.1:5999/${stack.project}/app:1`;
       await docker("tag", BASE_IMAGE, image);
       stack.images.add(image);
-      stack.write("docker-compose.yml", `name: ${stack.project}
-services:
-  app:
-    image: ${image}
-    pull_policy: always
-    init: true
-    command: ["sleep", "3600"]
-    volumes: ["data:/data"]
-volumes:
-  data: {}
-`);
+      stack.write("docker-compose.yml", appWithData(stack.project, { image, more: "    pull_policy: always\n" }));
       const up = await stack.compose("up", "-d", "--pull", "never", "--wait");
       expect(up.code, up.stderr).toBe(0);
       await stack.exec("app", "sh", "-c", "echo backed-up > /data/f");
@@ -1195,16 +1188,7 @@ describe("restore of a stack whose server quits cleanly on the restored data", (
   e2e(
     "a service that ran before the restore and exits with 0 after it is down: the restore is not healthy",
     async () => {
-      stack.write("docker-compose.yml", `name: ${stack.project}
-services:
-  app:
-    image: ${BASE_IMAGE}
-    init: true
-    command: ["sh", "-c", "test -f /data/stop && exit 0; sleep 3600"]
-    volumes: ["data:/data"]
-volumes:
-  data: {}
-`);
+      stack.write("docker-compose.yml", appWithData(stack.project, { command: `["sh", "-c", "test -f /data/stop && exit 0; sleep 3600"]` }));
       await stack.up();
       // The backup holds data on which the server quits (cleanly) at once.
       await stack.exec("app", "touch", "/data/stop");
@@ -1223,21 +1207,12 @@ volumes:
 });
 
 describe("backup of a stack whose volume a one-off container writes", () => {
-  const { stack, scratch } = stackAndScratch("bw");
+  const { stack, scratch } = stackAndScratch("bx");
 
   e2e(
     "the copy is not called consistent: the container compose does not stop is named and the backup is marked hot",
     async () => {
-      stack.write("docker-compose.yml", `name: ${stack.project}
-services:
-  app:
-    image: ${BASE_IMAGE}
-    init: true
-    command: ["sleep", "3600"]
-    volumes: ["data:/data"]
-volumes:
-  data: {}
-`);
+      stack.write("docker-compose.yml", appWithData(stack.project));
       await stack.up();
       // `docker compose stop` leaves a `compose run` container running.
       const oneOff = await stack.compose("run", "-d", "--name", `${stack.project}-writer`, "app", "sh", "-c", "while true; do date >> /data/log; sleep 0.2; done");
@@ -1264,7 +1239,7 @@ describe("restore into the stack's own directory after it was lost", () => {
   e2e(
     "brings the stack back over its own containers and volumes (they run from that directory)",
     async () => {
-      stack.write("docker-compose.yml", `name: ${stack.project}\nservices:\n  app:\n    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n`);
+      stack.write("docker-compose.yml", appWithData(stack.project));
       await stack.up();
       await stack.exec("app", "sh", "-c", "echo saved > /data/f");
       const made = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
