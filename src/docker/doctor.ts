@@ -13,7 +13,7 @@ import { FIXED_PORTS } from "../core/resolve.ts";
 import { validateSelection } from "../core/validate.ts";
 import { valuesToFill } from "../core/generate/env.ts";
 import { requiredByCompose } from "../core/required-variables.ts";
-import { detectCompose } from "./compose.ts";
+import { Compose, detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
 import { formatBytes } from "./format.ts";
 import { COMPOSE_FILES_READ_FIRST, REPLACES } from "./stack.ts";
@@ -380,6 +380,12 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   try {
     const cli = await detectCompose();
     checks.push({ id: "compose", status: cli.v2 ? "ok" : "warn", message: cli.v2 ? "docker compose (v2 plugin)" : "only docker-compose v1, which is no longer maintained; install the compose v2 plugin" });
+    // Files compose refuses (a `ports: "80"` where a list belongs, an override that cannot merge)
+    // would pass every other check and still not start.
+    await new Compose(cli, stack).config().then(
+      () => checks.push({ id: "compose-config", status: "ok", message: `${stack.composeFiles.map((f) => relative(stack.dir, f) || f).join(", ")} read by compose` }),
+      (e: Error) => checks.push({ id: "compose-config", status: "fail", message: e.message }),
+    );
   } catch (e) {
     checks.push({ id: "compose", status: "fail", message: (e as Error).message });
   }

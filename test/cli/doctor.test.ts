@@ -209,6 +209,18 @@ services:
     expect(report.checks.find((c) => c.id === "compose-file")).toEqual({ id: "compose-file", status: "fail", message: expect.stringContaining(`docker compose reads compose.yaml in ${dir}, not the bundle's docker-compose.yml`) });
   });
 
+  test("files compose refuses (a port that is no list, in the user's override) fail, though every other check passes", async () => {
+    const dir = join(tmp, "refused");
+    expect((await cli(["generate", "--services", "redis", "--dir", dir], { env })).code).toBe(0);
+    const clear = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    expect(clear.checks.find((c) => c.id === "compose-config")).toEqual({ id: "compose-config", status: "ok", message: "docker-compose.yml read by compose" });
+    writeFileSync(join(dir, "docker-compose.override.yml"), 'services:\n  redis:\n    ports: "oops"\n');
+    const r = await cli(["doctor", "--dir", dir, "--json"], { env });
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as { checks: Check[] };
+    expect(report.checks.find((c) => c.id === "compose-config")).toMatchObject({ status: "fail", message: expect.stringContaining("docker compose refuses the stack's files") });
+  });
+
   test("config the containers read through bind mounts but other users may not (a bundle written under umask 077) is named", async () => {
     const dir = join(tmp, "closed-mounts");
     expect((await cli(["generate", "--services", "n8n,grafana", "--dir", dir], { env })).code).toBe(0);
