@@ -51,7 +51,10 @@ export default defineCommand({
     const provider = await resolveProvider(optionalString(args.provider), interactive);
     const url = optionalString(args.url) ?? (interactive ? await askLine(`${PROVIDERS[provider].label} URL: `) : undefined);
     if (!url) throw usageError("--url is required (the address of your instance, e.g. https://coolify.example.com)");
-    const apiKey = await resolveApiKey(optionalString(args["api-key"] ?? (args as Record<string, unknown>).apiKey), provider, interactive);
+    const givenKey = optionalString(args["api-key"] ?? (args as Record<string, unknown>).apiKey);
+    // A URL that cannot be one is refused before a key is asked for (or its absence reported).
+    normaliseInstanceUrl(url, givenKey ?? optionalString(process.env[KEY_ENV]));
+    const apiKey = await resolveApiKey(givenKey, provider, interactive);
     const instance = normaliseInstanceUrl(url, apiKey);
     if (sendsKeyInClear(instance)) log.warn(`${redactor(apiKey)(instance)} is plain http: the API key crosses the network unencrypted. Use https:// if the instance has it.`);
 

@@ -407,6 +407,11 @@ describe("stackgen deploy (subprocess)", () => {
 
     const badUrl = await runCli(["--provider", "coolify", "--url", "ftp://x", "--api-key", fake.token, "--dir", dir]);
     expect(badUrl.code).toBe(2);
+    // A URL that is none is said first, before a key is asked for or found missing.
+    const badUrlNoKey = await runCli(["--provider", "coolify", "--url", "notaurl", "--dir", dir]);
+    expect(badUrlNoKey.code).toBe(2);
+    expect(badUrlNoKey.stderr).toContain('"notaurl" is not a URL');
+    expect(badUrlNoKey.stderr).not.toContain("No API key");
 
     // A key pasted with a line break inside, or a typographic character: named, not "Cannot reach".
     for (const key of [`${fake.token}\nX`, `${fake.token}\u2019`]) {
