@@ -149,7 +149,8 @@ if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _stackgen "$@"; else compde
   }
   const flagValue = (flag: string) =>
     FILE_FLAGS.includes(flag) ? " -rF"
-    : DIR_FLAGS.includes(flag) ? " -xa '(__fish_complete_directories)'"
+    // Given the token without its `--dir=`: fish puts the option back in front of each answer.
+    : DIR_FLAGS.includes(flag) ? ` -xa '(__fish_complete_directories (commandline -ct | string replace -r -- "^--[^=]*=" ""))'`
     : lists[flag] ? ` -xa '(__fish_append , ${lists[flag]})'`
     : values[flag] ? ` -xa '${values[flag]}'`
     : free.includes(flag) ? " -x"

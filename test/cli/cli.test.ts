@@ -369,7 +369,13 @@ describe("basics", () => {
     // `--flag=value`, the form --help prints: bash hands it over split at "=", fish whole.
     const byShell: Record<string, [string, string[], string[]][]> = {
       bash: [["generate --preset = de", ["devops"], ["--dir", "minimal"]], ["generate --preset =", ["devops", "minimal"], ["--dir"]], ["generate --services = redis,postg", ["redis,postgresql"], []]],
-      fish: [["generate --preset=de", ["--preset=devops"], []], ["--", ["--help", "--version"], []]],
+      fish: [
+        ["generate --preset=de", ["--preset=devops"], []],
+        ["--", ["--help", "--version"], []],
+        // A folder after `--dir=`: once, not `--dir=--dir=subdir`.
+        ["generate --dir=", ["--dir=subdir"], ["--dir=--dir=subdir"]],
+        ["backup create --output=s", ["--output=subdir"], []],
+      ],
     };
     const candidates = (out: string) => out.split("\n").filter(Boolean).map((l) => l.split("\t")[0]!.replace(/\/$/, ""));
     const wrong: string[] = []; // every failing line at once, not just the first
