@@ -96,13 +96,17 @@ export default defineCommand({
     if (fromExport) files[".env"] = fromExport.text;
     // Its secrets are why an export's .env is taken; its other values change the stack too (the
     // gateway's image, an endpoint it sends credentials to): named, so a foreign file shows.
-    const taken = fromExport ? settingsTaken(fromExport, generatedEnv, secretNames) : [];
-    if (taken.length) log.warn(`Settings taken from ${fromPath} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
-    if (fromExport?.extra.length) log.warn(`Not taken from ${fromPath}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
-    if (fromExport?.refused.length) log.warn(`Not taken from ${fromPath}: ${misshapen(fromExport.refused)}.`);
     const dir = resolve(target ?? input.projectName);
     const recorded = target ? targetConfig : readConfig(dir);
     const plan = await planBundle(dir, files, args.force === true, { secrets: secretNames, derived: derivedSecrets, previous: previousSettings(recorded, stack.services), patterns: valuePatterns, follow: args["core-version"] === undefined ? undefined : new Set([CORE_VERSION_VAR]) });
+    // A .env already in the folder wins over the export's: only a new one says what it took.
+    const envKept = plan.some((f) => f.path === ".env" && f.action !== "create");
+    if (fromExport && !envKept) {
+      const taken = settingsTaken(fromExport, generatedEnv, secretNames);
+      if (taken.length) log.warn(`Settings taken from ${fromPath} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
+      if (fromExport.extra.length) log.warn(`Not taken from ${fromPath}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
+      if (fromExport.refused.length) log.warn(`Not taken from ${fromPath}: ${misshapen(fromExport.refused)}.`);
+    }
     const refused = plan.find((f) => f.refusedValues)?.refusedValues ?? [];
     if (refused.length) log.warn(`Replaced in .env: ${misshapen(refused)}.`);
     const followed = plan.find((f) => f.updatedValues)?.updatedValues ?? [];
@@ -111,7 +115,18 @@ export default defineCommand({
     // Read before anything is written: what the folder holds now. The diff library loads only then.
     const differ = args.diff ? await import("./bundle-diff.ts") : undefined;
     const diffs: FileDiff[] | undefined = differ?.planDiffs(dir, plan);
-    const summary = { dir, files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })), metadata, ...(diffs ? { diffs } : {}) };
+    // What .env leaves empty: values only the user has, and secrets compose will not start without.
+    const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
+    const toFill = valuesToFill(stack.services, envText);
+    const secretsToFill = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);
+    const summary = {
+      dir,
+      files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })),
+      metadata,
+      valuesToFill: toFill.map(({ name, service }) => ({ name, service })),
+      emptySecrets: secretsToFill,
+      ...(diffs ? { diffs } : {}),
+    };
     // docker compose reads these before docker-compose.yml: with one of the user's in the folder,
     // `docker compose up` there would start that file's services, not the bundle. --force cannot help.
     // When the folder's .env names the files (COMPOSE_FILE), compose reads those instead: refused
@@ -165,8 +180,19 @@ export default defineCommand({
     const sayLeftBehind = () => {
       if (removed.length) log.warn(leftBehind(removed, plan, oldProject, oldProject !== input.projectName));
     };
-    if (args["dry-run"]) {
+    // What the bundle warns of, said by a dry run as by the real one.
+    const sayWarnings = () => {
+      for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
+      const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
+      if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);
+      if (input.domain && !includesProxy(stack.services)) log.warn(domainWithoutProxy(input.domain));
+      // Gaps the user must know before relying on the stack (Meet needs a domain to work at all).
+      const limited = stack.services.filter((s) => s.knownLimits).map((s) => s.name);
+      if (limited.length) log.warn(`Known limits of ${limited.join(", ")}: read "Known limits" in ${join(dir, "README.md")} before you rely on ${limited.length === 1 ? "it" : "them"}.`);
       sayLeftBehind();
+    };
+    if (args["dry-run"]) {
+      sayWarnings();
       const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`), ...(diffs?.length ? ["", differ!.renderDiffs(diffs)] : [])].join("\n");
       if (!refusal) return args.json ? printJson({ ...summary, dryRun: true }) : printText(planText);
       if (!args.json) log.info(planText);
@@ -176,28 +202,18 @@ export default defineCommand({
     await writePlan(dir, plan);
     const replaced = plan.filter((f) => f.action === "overwrite-edited").map((f) => f.path);
     if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Your text of each is kept beside it, in ${replaced.map((p) => `${p}${EDIT_KEPT_SUFFIX}`).join(", ")}, to carry over what you still need.`);
-    for (const w of metadata.warnings) log.warn(`${w.code}: ${w.message}`);
-    const plainHttp = httpsMissingFor(stack.services, input.domain).map((s) => s.name);
-    if (plainHttp.length) log.warn(`${plainHttp.join(" and ")} ${plainHttp.length === 1 ? "needs" : "need"} HTTPS in the browser: without a proxy serving a domain ${plainHttp.length === 1 ? "it works" : "they work"} from this machine only (add --proxy caddy --domain <your domain>).`);
-    if (input.domain && !includesProxy(stack.services)) log.warn(domainWithoutProxy(input.domain));
-    // Gaps the user must know before relying on the stack (Meet needs a domain to work at all).
-    const limited = stack.services.filter((s) => s.knownLimits).map((s) => s.name);
-    if (limited.length) log.warn(`Known limits of ${limited.join(", ")}: read "Known limits" in ${join(dir, "README.md")} before you rely on ${limited.length === 1 ? "it" : "them"}.`);
-    sayLeftBehind();
+    sayWarnings();
     const addresses = followed.filter((name) => name !== CORE_VERSION_VAR);
     if (addresses.length) log.warn(`Changed in .env to the new addresses (they still held what the previous settings made): ${addresses.join(", ")}.`);
     if (followed.includes(CORE_VERSION_VAR)) log.warn(`${CORE_VERSION_VAR} in .env is now ${input.coreVersion} (--core-version); \`stackgen update\` pulls that gateway image and restarts the stack on it.`);
     if (args.json) return printJson(summary);
     if (diffs?.length) printText(differ!.renderDiffs(diffs));
-    const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
-    const toFill = valuesToFill(stack.services, envText);
-    const secretsToFill = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);
     const changed = plan.filter((f) => !["unchanged", "keep-edited", "remove", "leave-edited"].includes(f.action)).length;
     const gone = plan.filter((f) => f.action === "remove").length;
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       // A .env already there wins over an export's values, changed or not.
-      ...(plan.some((f) => f.path === ".env" && f.action !== "create") ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromPath}.`)] : []),
+      ...(envKept ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromPath}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
       ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${shellWord(dir)} --from ${shellWord(join(dir, "stackgen.json"))} --secrets.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.

@@ -403,6 +403,20 @@ describe("regenerating into an existing bundle", () => {
     expect(JSON.parse(root.stdout).dir).toBe("/");
   });
 
+  test("a dry run warns as the real run does, and --json lists what .env leaves empty", async () => {
+    const dry = await cli(["generate", "--name", "warned", "--services", "comfyui", "--dir", at("warned"), "--dry-run"], { env });
+    expectOk(dry);
+    for (const code of ["EXPERIMENTAL_SERVICE", "GPU_REQUIRED"]) expect(dry.stderr).toContain(`${code}: `);
+    expect(existsSync(at("warned"))).toBe(false);
+    const empty = await cli(["generate", "--name", "empty", "--services", "redis,tailscale", "--no-secrets", "--dir", at("empty"), "--json"], { env });
+    expectOk(empty);
+    const out = JSON.parse(empty.stdout);
+    expect(out.emptySecrets).toContain("REDIS_PASSWORD");
+    expect(out.valuesToFill).toContainEqual({ name: "TAILSCALE_AUTHKEY", service: "Tailscale" });
+    const filled = JSON.parse((await cli(["generate", "--name", "full", "--services", "redis", "--dir", at("full"), "--json"], { env })).stdout);
+    expect([filled.emptySecrets, filled.valuesToFill]).toEqual([[], []]);
+  });
+
   test("a --from file whose project name is a path cannot point generate at another bundle", async () => {
     const victim = at("victim");
     expectOk(await cli(["generate", "--name", "victim", "--services", "redis", "--dir", victim], { env }));
@@ -438,6 +452,11 @@ describe("regenerating into an existing bundle", () => {
     expect(taken.stderr).toContain("Settings taken from");
     expect(taken.stderr).toContain("differ from what this generation makes: CORE_IMAGE.");
     expect(r.stderr).not.toContain("Settings taken from");
+    // Into a bundle whose .env wins over the export's, nothing is taken, and nothing is said to be.
+    const into = await cli(["generate", "--from", at("swapped.json"), "--dir", dir], { env });
+    expectOk(into);
+    expect(into.stderr).not.toContain("Settings taken from");
+    expect(parseEnvValues(readFileSync(join(dir, ".env"), "utf8")).get("CORE_IMAGE")).not.toContain("attacker");
     // Put into the bundle's own .env by hand: regenerating replaces it, and says so.
     writeFileSync(join(dir, ".env"), readFileSync(join(dir, ".env"), "utf8") + injected);
     const again = await cli(["generate", "--from", join(dir, "stackgen.json"), "--dir", dir], { env });
