@@ -54,7 +54,8 @@ export function printText(text: string): void {
 }
 
 /** "1 service", "2 services": a count with its noun. */
-export const plural = (count: number, noun: string) => `${count} ${count === 1 ? noun : `${noun}s`}`;
+import { plural } from "../core/words.ts";
+export { plural };
 
 /** A step of a long operation, on stderr. */
 export function progress(message: string): void {

@@ -57,7 +57,8 @@ export const explainConflict = (code: string) => CONFLICT_HELP[code] ?? { ...FAL
 export const explainWarning = (code: string) => WARNING_HELP[code] ?? { ...FALLBACK, title: code };
 
 /** "1 service", "2 services": a count with its noun (as the CLI's output.ts says it). */
-export const plural = (count: number, noun: string) => `${count} ${count === 1 ? noun : `${noun}s`}`;
+import { plural } from "../core/words.ts";
+export { plural };
 
 /** "3 services and 1 skill pack", "2 services", "1 skill pack": what a selection holds. */
 export const selectionWords = (services: number, skillPacks: number): string =>
