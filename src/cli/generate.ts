@@ -1,6 +1,7 @@
 // `stackgen generate`: same input as POST /v1/generate, written to --dir without losing the
 // user's .env values or edits.
 import { defineCommand } from "citty";
+import { isJsonObject } from "../schema/json-kind.ts";
 import { parse as parseYaml } from "yaml";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
@@ -101,6 +102,11 @@ export default defineCommand({
     const plan = await planBundle(dir, files, args.force === true, { secrets: secretNames, derived: derivedSecrets, previous: previousSettings(recorded, stack.services), patterns: valuePatterns, follow: args["core-version"] === undefined ? undefined : new Set([CORE_VERSION_VAR]) });
     // A .env already in the folder wins over the export's: only a new one says what it took.
     const envKept = plan.some((f) => f.path === ".env" && f.action !== "create");
+    // A bundle (its record is there; every bundle is written with a .env) that lost its .env gets
+    // new secrets: a stack that already ran keeps the old passwords in its databases' volumes.
+    if (!envKept && isJsonObject(recorded?.files) && from?.exportedEnv === undefined) {
+      log.warn(`${join(dir, ".env")} is gone: a new one with new secrets ${args["dry-run"] ? "would be" : "is"} written. If this stack has run before, its databases still hold the old passwords and its services would not log in: put the old .env back over the new one (every stackgen backup of the stack holds it).`);
+    }
     if (fromExport && !envKept) {
       const taken = settingsTaken(fromExport, generatedEnv, secretNames);
       if (taken.length) log.warn(`Settings taken from ${fromPath} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);

@@ -403,6 +403,19 @@ describe("regenerating into an existing bundle", () => {
     expect(JSON.parse(root.stdout).dir).toBe("/");
   });
 
+  test("a bundle whose .env is gone is warned that its new secrets are not the ones its databases hold", async () => {
+    const dir = at("lost-env");
+    expectOk(await cli(["generate", "--name", "lost", "--services", "postgresql", "--dir", dir], { env }));
+    const kept = await cli(["generate", "--dir", dir], { env });
+    expect(kept.stderr).not.toContain("is gone");
+    rmSync(join(dir, ".env"));
+    const dry = await cli(["generate", "--dir", dir, "--dry-run"], { env });
+    expect(dry.stderr).toContain(`${join(dir, ".env")} is gone: a new one with new secrets would be written`);
+    const r = await cli(["generate", "--dir", dir], { env });
+    expectOk(r);
+    expect(r.stderr).toContain("its databases still hold the old passwords");
+  });
+
   test("a dry run warns as the real run does, and --json lists what .env leaves empty", async () => {
     const dry = await cli(["generate", "--name", "warned", "--services", "comfyui", "--dir", at("warned"), "--dry-run"], { env });
     expectOk(dry);
