@@ -16,14 +16,17 @@ type Doc = Record<string, unknown>;
  * - one that is not an integer is named beside every other offending field, as the shape check
  *   names them (the migration alone would stop at it).
  * Errors name fields as the client sent them (`input.configVersion` in an export).
+ * A migrated input is returned as migrated: its fields are then checked as the current version's
+ * (SPEC §9: a migrated config must pass the input schema), on this path as on the other.
  */
 export function inputWithConfigChecked(doc: Doc, schema: TSchema, message: string, catalog: Catalog): Doc {
   const input = requestInput(doc, message);
   if (!("configVersion" in input)) return input;
   const version = input.configVersion;
+  let checked = input;
   checkedAsSent(doc, input, () => {
-    if (typeof version === "number" && Number.isInteger(version)) migrateConfig(input, message);
+    if (typeof version === "number" && Number.isInteger(version)) checked = migrateConfig(input, message);
     else checkRequest(schema, input, catalog, message);
   });
-  return input;
+  return checked;
 }

@@ -52,6 +52,8 @@ const validateCases: [string, string][] = [
   ["a wrong type", JSON.stringify({ services: "redis" })],
   ["too many ids", JSON.stringify({ services: Array.from({ length: 201 }, () => "redis") })],
   ["a v1 config document", JSON.stringify({ configVersion: 1, services: ["redis"] })],
+  // Its migration gives a null deploymentType the default: both paths check the migrated fields.
+  ["a v1 config document with a null deploymentType", JSON.stringify({ configVersion: 1, services: ["redis"], deploymentType: null })],
   ["an unknown config version", JSON.stringify({ configVersion: 99, services: ["redis"] })],
   ["a config version that is not an integer", JSON.stringify({ configVersion: 1.5, services: ["redis"] })],
   ["a complete export posted back", JSON.stringify({ formatVersion: "1", input: { projectName: "back", services: ["n8n"] }, files: {}, metadata: {} })],
@@ -78,6 +80,8 @@ const generateCases: [string, string][] = [
   ["a complete export whose format version is a number", JSON.stringify({ formatVersion: 1, input: { projectName: "back", services: ["redis"] }, files: {}, metadata: {} })],
   ["a complete export with a bad name and an unknown id", JSON.stringify({ formatVersion: "1", input: { projectName: "BAD", services: ["nope"] }, files: {}, metadata: {} })],
   ["a v1 config document", JSON.stringify({ configVersion: 1, projectName: "m", services: ["redis"] })],
+  ["a v1 config document with a null deploymentType", JSON.stringify({ configVersion: 1, projectName: "m", services: ["redis"], deploymentType: null })],
+  ["a complete export of a v1 config with a null deploymentType", JSON.stringify({ formatVersion: "1", input: { configVersion: 1, projectName: "m", services: ["redis"], deploymentType: null }, files: {}, metadata: {} })],
   ["an unknown config version", JSON.stringify({ configVersion: 99, projectName: "m", services: ["redis"] })],
   ["a config version that is not an integer", JSON.stringify({ configVersion: "two", projectName: "m", services: ["redis"] })],
   ["a conflict (409)", JSON.stringify({ projectName: "p", services: ["caddy", "traefik"] })],
