@@ -6,6 +6,7 @@ import { isJsonObject, jsonKind } from "../schema/json-kind.ts";
 import { issuesUnder, type FieldIssue } from "../errors.ts";
 import { getCatalog, type Catalog } from "../catalog/index.ts";
 import { VERSION } from "../version.ts";
+import { plural } from "../core/words.ts";
 import { Health } from "../schema/api.ts";
 import { errorBodyFor, methodNotAllowed, toErrorReply } from "./errors.ts";
 import { bodySent, documentSent } from "./json-body.ts";
@@ -15,7 +16,7 @@ import { generateRoutes } from "./routes/generate.ts";
 import { docsRoutes } from "./routes/docs.ts";
 import { apiDocs } from "./docs/openapi.ts";
 import { deployRoutes, type DeployPolicy } from "./routes/deploy.ts";
-import { MAX_BODY_BYTES, type Guard } from "./guard/index.ts";
+import { DEFAULT_GUARD_CONFIG, MAX_BODY_BYTES, type Guard, type GuardConfig } from "./guard/index.ts";
 import { forwardedHops } from "./guard/client-ip.ts";
 
 export interface AppOptions {
@@ -184,7 +185,7 @@ export function createApp(options: AppOptions = {}) {
           version: VERSION,
           description: "Validate and generate self-hosted container stacks, and deploy them to Coolify or Dokploy.\n\n" +
             "Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds) and `X-Request-Id`. " +
-            "Limits are per client IP in a 15-minute window: 100 standard requests and 10 generations without a key, more with a valid `X-API-Key`. " +
+            limitsText(options.guard?.config ?? DEFAULT_GUARD_CONFIG) +
             "Every route may also answer 401 `UNAUTHORIZED` (invalid key), 405 `METHOD_NOT_ALLOWED` (with `Allow`), 413 `PAYLOAD_TOO_LARGE` (body over 1 MiB) and 429 `RATE_LIMITED` (with `Retry-After`), " +
             "with the error body `{error: {code, message, details?}}` (`{error, code}` on /v1/skills).",
         },
@@ -197,3 +198,10 @@ export function createApp(options: AppOptions = {}) {
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/** The limits this server applies, as its OpenAPI document states them (set by RATE_LIMIT_*). */
+function limitsText({ windowMs, anonymousLimits: anon, authenticatedLimits: keyed }: GuardConfig): string {
+  const minutes = windowMs / 60_000;
+  const window = Number.isInteger(minutes) ? `${minutes}-minute` : `${windowMs / 1000}-second`;
+  return `Limits are per client IP in a ${window} window: ${plural(anon.standard, "standard request")} and ${plural(anon.generate, "generation")} without a key, ${keyed.standard} and ${keyed.generate} with a valid \`X-API-Key\` (a key may have its own). `;
+}

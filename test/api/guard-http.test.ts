@@ -392,7 +392,9 @@ describe("CORS", () => {
 
   test("preflight is answered on every route of the OpenAPI document", async () => {
     server = await startTestServer({ anonymousLimits: { standard: 2, generate: 1 } });
-    const doc = (await (await get("/v1/openapi.json")).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await get("/v1/openapi.json")).json()) as { info: { description: string }; paths: Record<string, Record<string, unknown>> };
+    // The document states the limits this server applies, not the defaults.
+    expect(doc.info.description).toContain("in a 15-minute window: 2 standard requests and 1 generation without a key, 1000 and 50 with a valid `X-API-Key`");
     const paths = Object.keys(doc.paths);
     expect(paths).toContain("/v1/validate");
     for (const path of paths) {
