@@ -46,6 +46,9 @@ function startLiveValidation(store: Store): void {
     const key = JSON.stringify(body);
     queuedKey = key;
     const mine = ++sequence;
+    // An answer is shown only while its choices are still the form's: one that lands during the
+    // debounce of a later change is not a verdict on the choices now (they may conflict).
+    const current = () => mine === sequence && key === queuedKey;
     const known = answers.get(key);
     if (known) return store.setValidation({ kind: "done", result: known });
     if (limited) return store.setValidation(limited);
@@ -54,7 +57,7 @@ function startLiveValidation(store: Store): void {
       answers.delete(key); // re-inserted as the newest
       answers.set(key, result);
       if (answers.size > KEPT_ANSWERS) answers.delete(answers.keys().next().value!);
-      if (mine === sequence) store.setValidation({ kind: "done", result });
+      if (current()) store.setValidation({ kind: "done", result });
     } catch (e) {
       const error = e instanceof api.ApiError ? e : undefined;
       if (error?.retryAfterSeconds) {
@@ -63,7 +66,7 @@ function startLiveValidation(store: Store): void {
         clearTimeout(resumeTimer);
         resumeTimer = setTimeout(() => store.recheck(), waitMs);
       }
-      if (mine !== sequence) return;
+      if (!current()) return;
       queuedKey = undefined; // retry on the next change
       store.setValidation(limited ?? { kind: "error", message: error ? error.describe() : String(e), code: error?.code });
     }

@@ -366,6 +366,35 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#preview-button").isDisabled()).toBe(false);
   }, TEST_TIMEOUT_MS);
 
+  test("a check's answer that arrives after the next change is not shown as the verdict on it", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    // Time stands still but when the test moves it: the next check waits for its debounce.
+    await page.clock.install();
+    await page.clock.pauseAt(Date.now() + 1_000);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/v1/validate", async (route) => { await held; await route.continue(); }, { times: 1 });
+    // A valid selection is sent; a conflicting one is made while its answer is on the way.
+    await page.locator("#svc-n8n").check();
+    const sent = page.waitForRequest("**/v1/validate");
+    await page.clock.runFor(300);
+    await sent;
+    await page.locator("#svc-valkey").check();
+    const answered = page.waitForResponse("**/v1/validate");
+    release();
+    await answered;
+    await page.waitForTimeout(200); // the page reads the answer
+    // The answer for n8n without Valkey is no verdict on the choices now: still checking.
+    expect(await page.textContent("#status-bar")).toContain("checking…");
+    expect(await page.locator("#preview-button").isDisabled()).toBe(true);
+    await page.clock.runFor(300);
+    await page.waitForSelector("#summary-body[aria-busy=false] #validity");
+    expect(await page.locator("#validity").getAttribute("data-valid")).toBe("false");
+    expect(await page.locator("#preview-button").isDisabled()).toBe(true);
+  }, TEST_TIMEOUT_MS);
+
   test("the two proxies are one choice: ticking Traefik replaces Caddy, in the option too", async () => {
     const page = await openPage();
     await page.locator("#svc-caddy").check();
