@@ -81,10 +81,11 @@ export class Store {
     return undefined;
   }
 
-  /** After an import that kept an export's secrets, makes the current form's bundle with them
-   *  (store.bundle) when it is not there yet; nothing otherwise. Set by the files view: a deploy
-   *  after a change of choices sends those secrets, not ones the server would make anew. */
-  keepImportedSecrets: () => Promise<void> = async () => {};
+  /** Makes the current form's bundle (store.bundle) when it is not there yet and its secrets are
+   *  already decided: after an import that kept an export's secrets, or while a preview of these
+   *  choices is being generated; nothing otherwise. Set by the files view: a deploy sends those
+   *  secrets, not ones the server would make anew (the platform's would differ from the files'). */
+  settleBundle: () => Promise<void> = async () => {};
 
   /** Runs the stack check again now (set by the live validation; the summary's "Check again"). */
   recheck: () => void = () => {};

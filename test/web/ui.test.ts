@@ -1080,6 +1080,30 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(shownEnv.get("MINIO_ROOT_PASSWORD")).toBe(racedEnv.get("MINIO_ROOT_PASSWORD")!);
   }, TEST_TIMEOUT_MS);
 
+  test("a deploy while the preview of the same choices is generated sends that preview's secrets", async () => {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    await page.fill("#deploy-url", "http://127.0.0.1:9");
+    await page.fill("#deploy-key", "k-123456789");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/v1/generate*", async (route) => { await held; await route.continue(); }, { times: 1 });
+    const result = { type: "result", result: { success: true, steps: [] } };
+    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(result)}\n` }));
+    const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Generating the preview')");
+    await page.click("#deploy-button");
+    await page.waitForTimeout(200); // a deploy that does not wait goes out now, with new secrets
+    release();
+    const deployed = (await sent).postDataJSON();
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    await page.waitForSelector("#deploy-result .alert");
+    expect(deployed.complete?.files[".env"]).toBe(await previewedEnv(page));
+    expect(await page.locator("#deploy-secrets-note").count()).toBe(0);
+  }, TEST_TIMEOUT_MS);
+
   test("an export whose choices make no files as they are is loaded to be fixed, its secrets kept for then", async () => {
     const exported = await apiJson("/v1/generate?format=complete", { projectName: "to-fix", services: ["redis"] });
     // Two services that conflict: refused with "try again", which could never work.

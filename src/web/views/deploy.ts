@@ -104,8 +104,9 @@ export function mountDeploy(store: Store): void {
       let finished = false;
       const chosen = provider.value === "coolify" ? destination.value.trim() : "";
       const input = generateBody(store.form);
-      // After an import, the bundle that keeps its secrets, made now when the choices changed since.
-      if (store.bundle?.key !== JSON.stringify(input)) await store.keepImportedSecrets();
+      // The bundle being previewed, or after an import the one that keeps its secrets (made now
+      // when the choices changed since).
+      if (store.bundle?.key !== JSON.stringify(input)) await store.settleBundle();
       // The bundle the user previewed or downloaded for this form: deploy its secrets, not new ones.
       const bundle = store.bundle?.key === JSON.stringify(input) ? store.bundle : undefined;
       const shown = bundle?.doc;

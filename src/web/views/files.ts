@@ -157,8 +157,8 @@ export function mountFiles(store: Store): void {
     }
   };
 
-  store.keepImportedSecrets = async () => {
-    if (keptSecrets) await completeDocument();
+  store.settleBundle = async () => {
+    if (keptSecrets || pending?.key === currentKey()) await completeDocument();
   };
 
   const renderPreview = () => {
