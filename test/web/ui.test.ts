@@ -1104,6 +1104,30 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#deploy-secrets-note").count()).toBe(0);
   }, TEST_TIMEOUT_MS);
 
+  test("an import picked while a preview is generated comes after it: the late preview does not replace the import", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "picked-late", services: ["n8n"] });
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/v1/generate*", async (route) => { await held; await route.continue(); }, { times: 1 });
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Generating the preview')");
+    expect(await page.locator("#import-button").isDisabled()).toBe(true);
+    // A file chooser opened before: its file is imported once the preview is done.
+    await page.setInputFiles("#import-input", { name: "late.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(exported)) });
+    await page.waitForTimeout(500); // an import that does not wait is done by now
+    release();
+    await page.waitForSelector("#files-message:has-text('Imported late.json')");
+    await settled(page);
+    expect(await page.textContent("#files-message")).not.toContain("Preview ready");
+    expect(await page.inputValue("#opt-projectName")).toBe("picked-late");
+    expect(await previewedEnv(page)).toBe(exported.files[".env"]);
+    expect(await page.locator("#preview-stale").isHidden()).toBe(true);
+    expect(await page.locator("#import-button").isDisabled()).toBe(false);
+  }, TEST_TIMEOUT_MS);
+
   test("an export whose choices make no files as they are is loaded to be fixed, its secrets kept for then", async () => {
     const exported = await apiJson("/v1/generate?format=complete", { projectName: "to-fix", services: ["redis"] });
     // Two services that conflict: refused with "try again", which could never work.

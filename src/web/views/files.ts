@@ -28,6 +28,7 @@ export function mountFiles(store: Store): void {
   const previewButton = byId<HTMLButtonElement>("preview-button");
   const zipButton = byId<HTMLButtonElement>("zip-button");
   const exportButton = byId<HTMLButtonElement>("export-button");
+  const importButton = byId<HTMLButtonElement>("import-button");
   const importInput = byId<HTMLInputElement>("import-input");
   const message = byId("files-message");
   const area = byId("preview");
@@ -90,6 +91,7 @@ export function mountFiles(store: Store): void {
   const syncButtons = () => {
     const reason = blocker();
     for (const b of [previewButton, zipButton, exportButton]) b.disabled = busy || reason !== undefined;
+    importButton.disabled = busy;
     byId("files-blocked").textContent = reason ?? "";
     const stale = preview !== undefined && preview.key !== currentKey();
     // Said once as it goes out of date: a note that only appears is not read out.
@@ -106,7 +108,11 @@ export function mountFiles(store: Store): void {
   store.onValidation(syncButtons);
   syncButtons();
 
-  const run = async (label: string, work: () => Promise<void>) => {
+  /** The step's actions run one after the other: an import picked while a preview is generated
+   *  (its file chooser opened before) comes after it, so the late preview never replaces it. */
+  let queue = Promise.resolve();
+  const run = (label: string, work: () => Promise<void>) => (queue = queue.then(() => runNow(label, work)));
+  const runNow = async (label: string, work: () => Promise<void>) => {
     const restoreFocus = holdFocus();
     busy = true;
     syncButtons();
@@ -258,7 +264,7 @@ export function mountFiles(store: Store): void {
   }));
 
   // A real button (Enter and Space both open the file chooser; a label for a hidden input takes Space only).
-  byId("import-button").addEventListener("click", () => importInput.click());
+  importButton.addEventListener("click", () => importInput.click());
   importInput.addEventListener("change", () => {
     const file = importInput.files?.[0];
     if (!file) return;
