@@ -109,6 +109,14 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#summary-body[aria-busy=false] #validity");
   }
 
+  /** Holds the next request to `url` until the function returned is called. */
+  async function holdNext(page: Page, url: string): Promise<() => void> {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route(url, async (route) => { await held; await route.continue(); }, { times: 1 });
+    return release;
+  }
+
   /** The .env the preview shows, its secrets revealed. */
   async function previewedEnv(page: Page): Promise<string> {
     await page.click("#preview button[data-path='.env']");
@@ -373,9 +381,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     // Time stands still but when the test moves it: the next check waits for its debounce.
     await page.clock.install();
     await page.clock.pauseAt(Date.now() + 1_000);
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    await page.route("**/v1/validate", async (route) => { await held; await route.continue(); }, { times: 1 });
+    const release = await holdNext(page, "**/v1/validate");
     // A valid selection is sent; a conflicting one is made while its answer is on the way.
     await page.locator("#svc-n8n").check();
     const sent = page.waitForRequest("**/v1/validate");
@@ -577,9 +583,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.locator("#svc-redis").check();
     await page.fill("#opt-projectName", "before-edit");
     await settled(page);
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    await page.route("**/v1/generate*", async (route) => { await held; await route.continue(); }, { times: 1 });
+    const release = await holdNext(page, "**/v1/generate*");
     await page.click("#preview-button");
     await page.waitForSelector("#files-message:has-text('Generating the preview')");
     await page.fill("#opt-projectName", "after-edit");
@@ -1086,9 +1090,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await settled(page);
     await page.fill("#deploy-url", "http://127.0.0.1:9");
     await page.fill("#deploy-key", "k-123456789");
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    await page.route("**/v1/generate*", async (route) => { await held; await route.continue(); }, { times: 1 });
+    const release = await holdNext(page, "**/v1/generate*");
     const result = { type: "result", result: { success: true, steps: [] } };
     await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(result)}\n` }));
     const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
@@ -1109,9 +1111,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const page = await openPage();
     await page.locator("#svc-redis").check();
     await settled(page);
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    await page.route("**/v1/generate*", async (route) => { await held; await route.continue(); }, { times: 1 });
+    const release = await holdNext(page, "**/v1/generate*");
     await page.click("#preview-button");
     await page.waitForSelector("#files-message:has-text('Generating the preview')");
     expect(await page.locator("#import-button").isDisabled()).toBe(true);
