@@ -85,10 +85,14 @@ export function validateBody(state: FormState) {
   };
 }
 
-/** The generation input (SPEC §2.4) for generate and deploy. */
-export function generateBody(state: FormState) {
+/** The generation input (SPEC §2.4) for generate and deploy. The preset is named while the
+ *  selection is still the preset's: the README and stackgen.json then say so, as the API's files
+ *  for that preset do (an export of them imports as unedited). */
+export function generateBody(state: FormState, presets: ReadonlyMap<string, Preset> = new Map()) {
+  const preset = state.presetId === null ? undefined : presets.get(state.presetId);
   return {
     projectName: state.projectName,
+    ...(preset && matchesPreset(state, preset) ? { preset: preset.id } : {}),
     services: state.services,
     skillPacks: state.skillPacks,
     ...(state.proxy ? { proxy: state.proxy } : {}),

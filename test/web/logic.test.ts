@@ -224,6 +224,14 @@ describe("import and selection (found by an audit of the page)", () => {
     expect(matchesPreset({ ...applied, presetId: null }, preset)).toBe(false);
   });
 
+  test("the generation input names the preset while the selection is still the preset's, as the API's own export does", () => {
+    const presets = new Map([["devops", preset]]);
+    const applied = applyPreset(initialState(), preset);
+    expect(generateBody(applied, presets)).toMatchObject({ preset: "devops", services: preset.services, skillPacks: preset.skillPacks, proxy: "caddy" });
+    expect(generateBody({ ...applied, services: ["redis"] }, presets)).not.toHaveProperty("preset");
+    expect(generateBody(applied)).not.toHaveProperty("preset");
+  });
+
   test("a link names the preset while the selection is still the preset's, and opens with it chosen", () => {
     const presets = new Map([["devops", preset]]);
     const applied = { ...applyPreset(initialState(), preset), projectName: "mine" };

@@ -1164,6 +1164,24 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.inputValue("#opt-proxy")).toBe("caddy");
   }, TEST_TIMEOUT_MS);
 
+  test("files made from an untouched preset name it, as the API's do: an API export of the preset imports as unedited", async () => {
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "from-devops", preset: "devops" });
+    expect(exported.files["README.md"]).toContain("from the `devops` preset");
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "devops.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(exported)) });
+    await page.waitForSelector("#files-message:has-text('Imported devops.json')");
+    expect(await page.textContent("#files-message")).not.toContain("differed");
+    await page.click("#preview button[data-path='README.md']");
+    expect(await page.textContent("#file-content")).toBe(exported.files["README.md"]);
+    // Changed from the preset's selection: the files no longer name it.
+    await page.locator("#svc-minio").check();
+    await settled(page);
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Preview ready')");
+    await page.click("#preview button[data-path='README.md']");
+    expect(await page.textContent("#file-content")).not.toContain("preset");
+  }, TEST_TIMEOUT_MS);
+
   test("keyboard import, an out-of-date preview's files, the one reverse proxy, long words and links with stray spaces", async () => {
     const page = await openPage();
     // Enter on Import JSON… opens the file chooser (clicks the file input), as on any button.

@@ -103,7 +103,7 @@ export function mountDeploy(store: Store): void {
     try {
       let finished = false;
       const chosen = provider.value === "coolify" ? destination.value.trim() : "";
-      const input = generateBody(store.form);
+      const input = generateBody(store.form, store.catalog.presetsById);
       // The bundle being previewed, or after an import the one that keeps its secrets (made now
       // when the choices changed since).
       if (store.bundle?.key !== JSON.stringify(input)) await store.settleBundle();

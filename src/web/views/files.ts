@@ -70,7 +70,7 @@ export function mountFiles(store: Store): void {
   /** What a bundle generated now holds, said after a download. */
   const secretsOf = (doc: api.CompleteDocument) => !hasSecrets(doc) ? "" : keptSecrets ? `, with the secrets imported from ${keptSecrets.from}` : ", with new secrets";
 
-  const currentKey = () => JSON.stringify(generateBody(store.form));
+  const currentKey = () => JSON.stringify(generateBody(store.form, store.catalog.presetsById));
   const blocker = () => store.outputBlocker("Choose a preset, a skill pack or a service first.");
 
   const say = (text: string, kind: "info" | "warning" | "error" = "info") => {
@@ -144,7 +144,7 @@ export function mountFiles(store: Store): void {
   /** The complete document for the current form, reusing the preview when it is current. */
   const completeDocument = async (): Promise<api.CompleteDocument> => {
     if (preview?.key === currentKey()) return preview.doc;
-    const body = generateBody(store.form);
+    const body = generateBody(store.form, store.catalog.presetsById);
     const key = JSON.stringify(body);
     if (pending?.key === key) return pending.doc;
     const shown = preview !== undefined;
@@ -302,7 +302,7 @@ export function mountFiles(store: Store): void {
       // Everything is worked out before the form changes: a failure leaves the page as it was.
       const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
       const hadEnv = typeof (imported as { files?: Record<string, unknown> })?.files?.[".env"] === "string";
-      const body = generateBody(state);
+      const body = generateBody(state, store.catalog.presetsById);
       let fresh: api.CompleteDocument | undefined;
       /** Why its choices make no bundle as they are (a conflict, a name refused): they are loaded
        *  all the same, marked in the form to fix, and its secrets wait for the next generation. */
