@@ -120,7 +120,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
   /** The .env the preview shows, its secrets revealed. */
   async function previewedEnv(page: Page): Promise<string> {
     await page.click("#preview button[data-path='.env']");
-    if ((await page.textContent("#reveal-button")) === "Reveal secrets") await page.click("#reveal-button");
+    if ((await page.getAttribute("#reveal-button", "aria-pressed")) === "false") await page.click("#reveal-button");
     return (await page.textContent("#file-content"))!;
   }
 
@@ -475,7 +475,10 @@ describe.skipIf(!haveChromium)("web UI", () => {
     const secretLine = masked.split("\n").find((l) => /^[A-Z0-9_]*(PASSWORD|SECRET|KEY|TOKEN)[A-Z0-9_]*=./.test(l));
     expect(secretLine).toBeDefined();
     expect(secretLine!).toEndWith("=••••••••");
+    // A toggle keeps its name and says its state: a label that changed too read "Hide secrets, pressed".
+    expect(await page.getByRole("button", { name: "Show secrets", pressed: false }).count()).toBe(1);
     await page.click("#reveal-button");
+    expect(await page.getByRole("button", { name: "Show secrets", pressed: true }).count()).toBe(1);
     const revealed = (await page.locator("#file-content").textContent())!;
     const name = secretLine!.split("=")[0];
     const value = revealed.split("\n").find((l) => l.startsWith(`${name}=`))!.slice(name.length + 1);

@@ -174,10 +174,12 @@ export function mountFiles(store: Store): void {
     const secrets = paths.filter(isEnvFile).flatMap((path) => secretValues(p.doc.files[path]));
     const content = p.doc.files[p.selected] ?? "";
     const shown = p.reveal ? content : maskSecrets(p.selected, content, secrets);
+    // A toggle button: one name, its state in aria-pressed (a name that changed with it was read
+    // as "Hide secrets, pressed").
     const revealButton = h("button", {
       type: "button", class: "button small", id: "reveal-button", "aria-pressed": String(p.reveal),
       onclick: () => { p.reveal = !p.reveal; renderPreview(); byId("reveal-button").focus(); },
-    }, p.reveal ? "Hide secrets" : "Reveal secrets");
+    }, "Show secrets");
     // Copy and save take the file as it is, secrets included: the masking is for the screen.
     const fileName = p.selected.split("/").pop()!;
     // Browsers drop a leading dot from a download's name (no hidden files): name it that way
