@@ -126,6 +126,7 @@ function openLink(store: Store): void {
   ].filter(Boolean).join(", ");
   note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${leftOut(ignored)}`;
   note.hidden = false;
+  store.choicesReplaced = () => (note.hidden = true);
   // What was left out leaves the address bar too: a link copied from it would carry it on.
   if (ignored.length) showLink(store);
 }

@@ -87,6 +87,10 @@ export class Store {
    *  secrets, not ones the server would make anew (the platform's would differ from the files'). */
   settleBundle: () => Promise<void> = async () => {};
 
+  /** Says a preset or an import replaced the choices (set by app.ts: the note on a link's choices
+   *  no longer describes them). */
+  choicesReplaced: () => void = () => {};
+
   /** Runs the stack check again now (set by the live validation; the summary's "Check again"). */
   recheck: () => void = () => {};
 

@@ -916,6 +916,24 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(address.hash).toBe("#deploy");
   }, TEST_TIMEOUT_MS);
 
+  test("the note on a link's choices goes once a preset or an import replaces them", async () => {
+    const page = await openPage();
+    await page.goto(`${base}/?services=n8n`);
+    await page.waitForSelector("body[data-ready=true]");
+    expect(await page.locator("#link-note").isVisible()).toBe(true);
+    await page.getByRole("button", { name: "Use Minimal" }).click();
+    expect(await page.locator("#link-note").isHidden()).toBe(true);
+    await settled(page);
+    await page.goto(`${base}/?services=n8n`);
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    expect(await page.locator("#link-note").isVisible()).toBe(true);
+    const exported = await apiJson("/v1/generate?format=complete", { projectName: "replaced", services: ["redis"] });
+    await page.setInputFiles("#import-input", { name: "replaced.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(exported)) });
+    await page.waitForSelector("#files-message:has-text('Imported replaced.json')");
+    expect(await page.locator("#link-note").isHidden()).toBe(true);
+  }, TEST_TIMEOUT_MS);
+
   test("importing a complete document fills the form", async () => {
     const input = {
       projectName: "imported-stack", services: ["n8n", "redis"], skillPacks: [], proxy: "traefik",

@@ -59,6 +59,7 @@ export function mountPresets(store: Store): void {
       onclick: () => {
         const previous = handMadeSelection(store.form, preset, store.catalog.presetsById);
         store.setForm(applyPreset(store.form, preset));
+        store.choicesReplaced();
         const done = `Preset ${preset.name} applied: ${plural(preset.services.length, "service")}.`;
         if (previous === undefined) return announce(done);
         const what = offerUndo(preset, previous, button);

@@ -339,6 +339,7 @@ export function mountFiles(store: Store): void {
         throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
       }
       store.setForm(state);
+      store.choicesReplaced();
       keptSecrets = keptValues ? { from: file.name, values: keptValues } : undefined;
       if (bundle && fresh && env) {
         useBundle({ ...fresh, files: { ...fresh.files, ".env": env.text } }, JSON.stringify(body));
