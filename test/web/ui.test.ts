@@ -449,8 +449,12 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await settled(page);
     expect(await page.textContent("#status-bar")).toStartWith("✗ Options need fixing");
     expect(await page.getAttribute("#status-bar", "href")).toBe("#options");
+    // Your stack agrees with the header (it said "✓ This stack is valid." beside "✗ Options need fixing").
+    expect(await page.textContent("#validity")).not.toContain("✓");
+    expect(await page.textContent("#validity")).toContain("options marked in step 3");
     await page.fill("#opt-projectName", "ui-preview");
     expect(await page.textContent("#status-bar")).toStartWith("✓ Valid");
+    expect(await page.textContent("#validity")).toBe("✓ This stack is valid.");
     // A domain without a proxy does nothing in the bundle: the hint says so until one is chosen.
     await page.fill("#opt-domain", "example.test");
     expect(await page.textContent("#opt-domain-hint")).toContain("A domain needs a reverse proxy");

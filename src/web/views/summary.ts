@@ -87,7 +87,8 @@ export function mountSummary(store: Store): void {
     );
   };
   store.onValidation(render);
-  store.onForm(renderStatus);
+  // Your stack's verdict counts the options too, as the header's does (no new check for a name).
+  store.onForm(render);
   render();
 }
 
@@ -96,8 +97,11 @@ function renderResult(store: Store, result: ValidateResponse, hostMB: number, st
   const out: HTMLElement[] = [];
   // Nothing chosen is neither a valid stack nor a wrong one: nothing can be generated yet.
   const empty = result.resolvedServices.length === 0;
-  out.push(h("p", { id: "validity", class: `validity ${empty ? "empty" : result.valid ? "ok" : "bad"}`, "data-valid": String(result.valid) },
+  // The options the API refuses block the files as conflicts do: not called valid then.
+  const badOptions = result.valid && Object.keys(fieldErrors(store.form)).length > 0;
+  out.push(h("p", { id: "validity", class: `validity ${empty ? "empty" : result.valid && !badOptions ? "ok" : "bad"}`, "data-valid": String(result.valid) },
     empty ? "Nothing selected yet: start from a preset, a skill pack or a service."
+      : badOptions ? "✗ The services fit together, but the options marked in step 3 need fixing first."
       : result.valid ? "✓ This stack is valid." : "✗ This stack cannot be generated until the conflicts below are fixed.",
     stale ? h("span", { class: "muted" }, " (updating…)") : null,
   ));
