@@ -532,10 +532,13 @@ describe.skipIf(!haveChromium)("web UI", () => {
     // The first preview has nothing to compare with.
     expect(await page.locator("#preview-changes").count()).toBe(0);
     expect(await page.locator(".file-change").count()).toBe(0);
+    await page.click("#preview button[data-path='.env']");
     await page.locator("#svc-qdrant").check();
     await settled(page);
     await page.click("#preview-button");
     await page.waitForSelector("#preview-changes");
+    // The file being read stays on screen (a new preview jumped back to docker-compose.yml).
+    expect(await page.textContent("#file-title")).toBe(".env");
     const marked = Object.fromEntries(await page.locator(".file-link:has(.file-change)").evaluateAll((links) => links.map((a) => [a.getAttribute("data-path"), a.querySelector(".file-change")!.getAttribute("data-change")])));
     expect(marked["skills/qdrant/SKILL.md"]).toBe("new");
     expect(marked["docker-compose.yml"]).toBe("changed");
@@ -543,12 +546,14 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(marked["skills/redis/SKILL.md"]).toBeUndefined();
     expect(await page.locator('.file-link[data-path="skills/qdrant/SKILL.md"]').getAttribute("aria-label")).toBe("skills/qdrant/SKILL.md (new since the previous preview)");
     expect(await page.textContent("#preview-changes")).toMatch(/^Since the previous preview: \d+ changed, 1 new\.$/);
-    // Taken out again: the skill is named as removed.
+    // Taken out again: the skill is named as removed, and the preview shows the compose file instead.
+    await page.click("#preview button[data-path='skills/qdrant/SKILL.md']");
     await page.locator("#svc-qdrant").uncheck();
     await settled(page);
     await page.click("#preview-button");
     await page.waitForSelector("#preview-changes:has-text('removed')");
     expect(await page.textContent("#preview-changes")).toContain("1 removed (skills/qdrant/SKILL.md)");
+    expect(await page.textContent("#file-title")).toBe("docker-compose.yml");
   }, TEST_TIMEOUT_MS);
 
   test("the preview lists each service's host ports as the compose file publishes them: moved ones and loopback-only ones said so", async () => {

@@ -133,7 +133,9 @@ export function mountFiles(store: Store): void {
    *  Choices changed while it was generated leave it marked out of date. */
   const useBundle = (doc: api.CompleteDocument, key: string) => {
     const changes = preview ? previewChanges(preview.doc.files, doc.files) : undefined;
-    preview = { key, doc, selected: firstFile(Object.keys(doc.files)) ?? "", reveal: false, changes };
+    // The file being read stays on screen while the new bundle has it.
+    const selected = preview && doc.files[preview.selected] !== undefined ? preview.selected : firstFile(Object.keys(doc.files)) ?? "";
+    preview = { key, doc, selected, reveal: false, changes };
     store.bundle = { key, doc, saved: false };
   };
 
