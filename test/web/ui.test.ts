@@ -1158,6 +1158,33 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#import-button").isDisabled()).toBe(false);
   }, TEST_TIMEOUT_MS);
 
+  test("an import picked while a deploy makes its bundle comes after that bundle, not under it", async () => {
+    const first = await apiJson("/v1/generate?format=complete", { projectName: "deployed-first", services: ["redis"] });
+    const second = await apiJson("/v1/generate?format=complete", { projectName: "imported-next", services: ["n8n"] });
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "first.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(first)) });
+    await page.waitForSelector("#files-message:has-text('Imported first.json')");
+    // Changed since the import: the deploy makes the bundle that keeps its secrets.
+    await page.locator("#svc-qdrant").check();
+    await settled(page);
+    await page.fill("#deploy-url", "http://127.0.0.1:9");
+    await page.fill("#deploy-key", "k-123456789");
+    const result = { type: "result", result: { success: true, steps: [] } };
+    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(result)}\n` }));
+    const release = await holdNext(page, "**/v1/generate*");
+    await page.click("#deploy-button");
+    await page.waitForSelector("#deploy-result:has-text('Deploying')");
+    await page.setInputFiles("#import-input", { name: "second.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(second)) });
+    await page.waitForTimeout(500); // an import that does not wait is done by now
+    release();
+    await page.waitForSelector("#deploy-result .alert");
+    await page.waitForSelector("#files-message:has-text('Imported second.json')");
+    await settled(page);
+    expect(await page.inputValue("#opt-projectName")).toBe("imported-next");
+    expect(await previewedEnv(page)).toBe(second.files[".env"]);
+    expect(await page.locator("#preview-stale").isHidden()).toBe(true);
+  }, TEST_TIMEOUT_MS);
+
   test("an export whose choices make no files as they are is loaded to be fixed, its secrets kept for then", async () => {
     const exported = await apiJson("/v1/generate?format=complete", { projectName: "to-fix", services: ["redis"] });
     // Two services that conflict: refused with "try again", which could never work.

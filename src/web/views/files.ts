@@ -273,6 +273,8 @@ export function mountFiles(store: Store): void {
     const file = importInput.files?.[0];
     if (!file) return;
     void run(`Importing ${file.name}`, async () => {
+      // A bundle a deploy is making (outside this step's queue) lands before the import, not over it.
+      await pending?.doc.catch(() => undefined);
       let imported: unknown;
       try {
         imported = JSON.parse(await file.text());
