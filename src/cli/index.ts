@@ -69,6 +69,50 @@ export function jsonRequested(argv: string[]): boolean {
   return json;
 }
 
+/** Examples under a command's --help, by its path: what a first run of each looks like. */
+export const EXAMPLES: Record<string, string[]> = {
+  "": [
+    "stackgen generate --preset researcher --dir ./lab   # write a bundle",
+    "stackgen doctor --dir ./lab                          # will it start on this host?",
+    "stackgen serve                                       # API on :3456, web UI on :3654",
+  ],
+  generate: [
+    "stackgen generate --services n8n,postgresql --proxy caddy --domain example.com --dir ./automation",
+    "stackgen generate --dir ./automation --services n8n,postgresql,redis --diff --dry-run   # see a change first",
+    "stackgen generate --from export.json --dir ./restored   # an export from the UI or the API",
+  ],
+  validate: ["stackgen validate --preset devops", "stackgen validate --services supabase,redis --json"],
+  deploy: ["STACKGEN_DEPLOY_API_KEY=… stackgen deploy --provider coolify --url https://coolify.example.com --dir ./lab"],
+  status: ["stackgen status --dir ./lab", "stackgen status --dir ./lab --json | jq '.summary'"],
+  update: ["stackgen update --dir ./lab --dry-run   # which images moved", "stackgen update --dir ./lab --backup"],
+  doctor: ["stackgen doctor --dir ./lab"],
+  "backup create": ["stackgen backup create --dir ./lab", "stackgen backup create --dir ./lab --hot --output /mnt/backups"],
+  "backup restore": ["stackgen backup restore ./lab/backups/lab-20261128T100000000Z.tar.gz --dir ./lab   # names from: stackgen backup list"],
+  serve: ["stackgen serve --port 8080 --ui-port 8081", "API_KEYS=secret-key REDIS_URL=redis://127.0.0.1:6379 stackgen serve"],
+  completion: ["stackgen completion bash > /etc/bash_completion.d/stackgen", "stackgen completion fish | source"],
+};
+
+/** Below every command's options: what every command takes, and its examples. */
+function helpFooter(path: string[]): string {
+  const examples = EXAMPLES[path.join(" ")] ?? [];
+  return [
+    "",
+    "Every command also takes --no-color (as NO_COLOR=1 does); those that print results take --json.",
+    ...(examples.length ? ["", "EXAMPLES", "", ...examples.map((e) => `  ${e}`)] : []),
+  ].join("\n");
+}
+
+/** Options that belong to every command, given before it (`stackgen --json services`): moved
+ *  after the command's words, where its parser reads them. */
+function globalsAfterCommand(argv: string[]): string[] {
+  let i = 0;
+  while (i < argv.length && /^--(no-)?json(=.*)?$/.test(argv[i]!)) i++;
+  if (i === 0 || i === argv.length || argv[i]!.startsWith("-")) return argv;
+  const end = argv.indexOf("--");
+  const head = end < 0 ? argv.slice(i) : argv.slice(i, end);
+  return [...head, ...argv.slice(0, i), ...(end < 0 ? [] : argv.slice(end))];
+}
+
 /** `argv` without `--no-color` (before `--`), which every command takes as NO_COLOR=1 does. */
 export function withoutNoColor(argv: string[]): string[] {
   const end = argv.indexOf("--");
@@ -79,7 +123,9 @@ export function withoutNoColor(argv: string[]): string[] {
 }
 
 export async function run(sent: string[]): Promise<number> {
-  const argv = withoutNoColor(sent);
+  // `stackgen help [command]` is `stackgen [command] --help`.
+  const asked = sent[0] === "help" ? [...sent.slice(1), "--help"] : sent;
+  const argv = globalsAfterCommand(withoutNoColor(asked));
   const json = jsonRequested(argv);
   // `--version` alone, in any order with the JSON switches (`--json --version` too).
   const words = argv.filter((w) => !/^--(no-)?json(=.*)?$/.test(w));
@@ -101,14 +147,19 @@ export async function run(sent: string[]): Promise<number> {
       // citty names a command after its parent only (`backup create`): give it the whole path.
       const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
       // citty pads its table rows to the terminal's width; trailing blanks only clutter a pipe or a file.
-      const usage = (await renderUsage(cmd, parent)).replace(/[ \t]+$/gm, "");
+      const usage = (await renderUsage(cmd, parent)).replace(/[ \t]+$/gm, "") + helpFooter(path);
       if (json) printJson({ command: ["stackgen", ...path].join(" "), usage: Bun.stripANSI(usage) });
       // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
       else printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
       return 0;
     }
     const [cmd, path] = await resolveCommand(argv);
-    if (cmd === main) throw new StackgenError("USAGE_ERROR", `Unknown command "${argv[0]}"${didYouMean(argv[0]!, Object.keys((await subcommandsOf(main)) ?? {}))}. Run stackgen --help.`, 400);
+    if (cmd === main) {
+      const first = argv[0]!;
+      // An option before any command: only --help, --version and --no-color go there.
+      if (first.startsWith("-")) throw usageError(`Unknown option "${first}"${didYouMean(first, ["--help", "--version", "--no-color", "--json"])}. Run stackgen --help.`);
+      throw new StackgenError("USAGE_ERROR", `Unknown command "${first}"${didYouMean(first, Object.keys((await subcommandsOf(main)) ?? {}))}. Run stackgen --help.`, 400);
+    }
     const name = path.join(" ");
     const subcommands = await subcommandsOf(cmd);
     if (subcommands && !cmd.run) {

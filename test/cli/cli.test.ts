@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { getCatalog } from "../../src/catalog/index.ts";
 import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { PROVIDER_NAMES } from "../../src/deploy/index.ts";
+import { EXAMPLES, loadCommand, main, subcommandsOf } from "../../src/cli/index.ts";
+import { checkArgs } from "../../src/cli/strict-args.ts";
 import { BUN, cli, expectOk, freePort, hasTool, MAIN, run } from "../support/tools.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "stackgen-cli-"));
@@ -61,6 +63,39 @@ describe("basics", () => {
     expect(help.stdout.split("\n").filter((line) => /[ \t]$/.test(line))).toEqual([]);
     const v = await cli(["--version"]);
     expect(v.stdout).toMatch(/^stackgen \d+\.\d+\.\d+/);
+  });
+
+  test("help ends with what every command takes and examples whose commands and options exist", async () => {
+    const help = await cli(["help", "generate"], { env });
+    expectOk(help);
+    expect(help.stdout).toContain("--no-color (as NO_COLOR=1 does)");
+    expect(help.stdout).toContain(`EXAMPLES\n\n  ${EXAMPLES.generate![0]}`);
+    expect((await cli(["help"], { env })).stdout).toContain(EXAMPLES[""]![0]);
+    for (const line of Object.values(EXAMPLES).flat()) {
+      // The command as typed: no comment, no pipe or redirection after it, no variables set before it.
+      const words = line.replace(/#.*$/, "").split(/ [|>] /)[0]!.trim().split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
+      expect([line, words[0]]).toEqual([line, "stackgen"]);
+      let cmd = main;
+      const path: string[] = [];
+      for (const word of words.slice(1)) {
+        const next = (await subcommandsOf(cmd))?.[word];
+        if (!next) break;
+        cmd = await loadCommand(next);
+        path.push(word);
+      }
+      expect([line, path.length > 0]).toEqual([line, true]);
+      expect(() => checkArgs(path.join(" "), cmd.args as never, words.slice(1 + path.length))).not.toThrow();
+    }
+  });
+
+  test("options before the command: --json is the command's, a mistyped one is named with a suggestion", async () => {
+    const listed = await cli(["--json", "services", "redis"], { env });
+    expectOk(listed);
+    expect(JSON.parse(listed.stdout).service.id).toBe("redis");
+    for (const [typo, meant] of [["--hlep", "--help"], ["--verison", "--version"]]) {
+      const r = await cli([typo], { env });
+      expect([r.code, r.stderr]).toEqual([2, expect.stringContaining(`Unknown option "${typo}" (did you mean "${meant}"?)`)]);
+    }
   });
 
   test("--version, --help and completion print one JSON document with --json", async () => {
