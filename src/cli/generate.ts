@@ -239,9 +239,10 @@ function withFlagHints<T>(generate: () => T): T {
   try {
     return generate();
   } catch (error) {
-    if (error instanceof StackgenError && error.details?.some((d) => d.field === "projectName" && d.message === "Required")) {
-      log.info("Name the project with --name <name>, or give --dir <folder> to use its name.");
-    }
+    const name = error instanceof StackgenError ? error.details?.find((d) => d.field === "projectName") : undefined;
+    if (name?.message === "Required") log.info("Name the project with --name <name>, or give --dir <folder> to use its name.");
+    // Refused, the name may be one the user never typed: the folder's or the --from file's.
+    else if (name) log.info("--name <name> sets the project name; without it, it is the bundle's in --dir, else the --from file's, else the --dir folder's.");
     throw error;
   }
 }

@@ -243,6 +243,10 @@ describe("basics", () => {
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stdout).error.details).toEqual([{ field: "projectName", message: "Required" }]);
     expect(r.stderr).toContain("--name <name>, or give --dir <folder>");
+    // A folder whose name makes no project name: where the name came from, and the flag that sets one.
+    const folder = await cli(["generate", "--services", "redis", "--dir", join(tmp, "___"), "--dry-run"], { env });
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toContain("--name <name> sets the project name; without it, it is the bundle's in --dir, else the --from file's, else the --dir folder's.");
   });
 
   test("unknown command and bad flags exit 2 with one line, no stack trace", async () => {
