@@ -127,7 +127,7 @@ export function resolveUncached(selection: Selection, catalog: Catalog): Resolve
     warnings.push({ code: "GPU_REQUIRED", message, service: null });
   } else {
     for (const s of services) {
-      if (s.gpuRequired) warnings.push({ code: "GPU_REQUIRED", message: `${s.name} needs an NVIDIA GPU; set gpu to true and install the NVIDIA Container Toolkit.`, service: s.id });
+      if (s.gpuRequired) warnings.push({ code: "GPU_REQUIRED", message: `${s.name} needs an NVIDIA GPU; set gpu to true (--gpu on the command line) and install the NVIDIA Container Toolkit.`, service: s.id });
     }
   }
 

@@ -48,7 +48,7 @@ const FALLBACK = { title: "Note", help: "" };
  *  its own controls, not flags. */
 const UI_WORDS: [RegExp, string][] = [
   [/set gpu to false, --no-gpu on the command line/g, "untick \u201cUse an NVIDIA GPU\u201d in Options"],
-  [/set gpu to true/g, "tick \u201cUse an NVIDIA GPU\u201d in Options"],
+  [/set gpu to true \(--gpu on the command line\)/g, "tick \u201cUse an NVIDIA GPU\u201d in Options"],
   [/Generate with --domain/g, "Fill in Domain in Options"],
 ];
 export const inPageWords = (text: string): string => UI_WORDS.reduce((out, [from, to]) => out.replace(from, to), text);

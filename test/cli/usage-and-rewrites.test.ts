@@ -420,6 +420,7 @@ describe("regenerating into an existing bundle", () => {
     const dry = await cli(["generate", "--name", "warned", "--services", "comfyui", "--dir", at("warned"), "--dry-run"], { env });
     expectOk(dry);
     for (const code of ["EXPERIMENTAL_SERVICE", "GPU_REQUIRED"]) expect(dry.stderr).toContain(`${code}: `);
+    expect(dry.stderr).toContain("ComfyUI needs an NVIDIA GPU; set gpu to true (--gpu on the command line)");
     expect(existsSync(at("warned"))).toBe(false);
     const empty = await cli(["generate", "--name", "empty", "--services", "redis,tailscale", "--no-secrets", "--dir", at("empty"), "--json"], { env });
     expectOk(empty);

@@ -308,7 +308,7 @@ describe("the page's own words", () => {
     expect(texts.some((t) => /--no-gpu|set gpu to|--domain/.test(t))).toBe(true);
     const flags = texts.map(inPageWords).filter((t) => /--(no-)?(gpu|domain|proxy|platform)\b|set gpu to/.test(t));
     expect(flags).toEqual([]);
-    expect(inPageWords("ComfyUI needs an NVIDIA GPU; set gpu to true and install the NVIDIA Container Toolkit.")).toBe("ComfyUI needs an NVIDIA GPU; tick \u201cUse an NVIDIA GPU\u201d in Options and install the NVIDIA Container Toolkit.");
+    expect(inPageWords("ComfyUI needs an NVIDIA GPU; set gpu to true (--gpu on the command line) and install the NVIDIA Container Toolkit.")).toBe("ComfyUI needs an NVIDIA GPU; tick \u201cUse an NVIDIA GPU\u201d in Options and install the NVIDIA Container Toolkit.");
   });
 });
 
