@@ -2,6 +2,7 @@
 // user's .env values or edits.
 import { defineCommand } from "citty";
 import { isJsonObject } from "../schema/json-kind.ts";
+import { envValues } from "../core/parse-env.ts";
 import { parse as parseYaml } from "yaml";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
@@ -124,7 +125,11 @@ export default defineCommand({
     // What .env leaves empty: values only the user has, and secrets compose will not start without.
     const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
     const toFill = valuesToFill(stack.services, envText);
-    const secretsToFill = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);
+    // Bare metal: the native install scripts stop on their empty secrets as compose does on its own.
+    const envNow = envValues(envText);
+    const natives = Object.entries(files).filter(([path]) => path.startsWith("native/")).map(([, text]) => text).join("\n");
+    const nativeSecrets = [...secretNames].filter((name) => !envNow.get(name)?.trim() && natives.includes(`\${${name}`));
+    const secretsToFill = [...new Set([...requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText), ...nativeSecrets])];
     const summary = {
       dir,
       files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })),

@@ -427,6 +427,10 @@ describe("regenerating into an existing bundle", () => {
     const out = JSON.parse(empty.stdout);
     expect(out.emptySecrets).toContain("REDIS_PASSWORD");
     expect(out.valuesToFill).toContainEqual({ name: "TAILSCALE_AUTHKEY", service: "Tailscale" });
+    // On bare metal, the secrets only the native install uses too (compose has no PostgreSQL then).
+    const native = await cli(["generate", "--name", "native", "--services", "postgresql", "--deployment", "bare-metal", "--no-secrets", "--dir", at("native"), "--json"], { env });
+    expectOk(native);
+    expect(JSON.parse(native.stdout).emptySecrets).toContain("POSTGRESQL_PASSWORD");
     const filled = JSON.parse((await cli(["generate", "--name", "full", "--services", "redis", "--dir", at("full"), "--json"], { env })).stdout);
     expect([filled.emptySecrets, filled.valuesToFill]).toEqual([[], []]);
   });
