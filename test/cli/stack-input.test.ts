@@ -154,6 +154,13 @@ describe("backup prune keeps the newest --keep backups of this stack, and nothin
     expect(jsonError(refused.stdout)).toMatchObject({ code: "CONFIRMATION_REQUIRED", message: expect.stringContaining("--yes") });
     expect(present()).toEqual(everything);
 
+    // Not while another command works on the stack (a restore may still read an archive): its lock stands.
+    writeFileSync(join(dir, ".stackgen.lock"), JSON.stringify({ pid: process.pid, command: "backup restore", startedAt: "now" }));
+    const busy = await prune("--keep", "2", "--yes");
+    expect([busy.code, jsonError(busy.stdout).code]).toEqual([1, "STACK_BUSY"]);
+    expect(present()).toEqual(everything);
+    rmSync(join(dir, ".stackgen.lock"));
+
     const done = await prune("--keep", "2", "--yes");
     expect(done.code, done.stderr).toBe(0);
     expect(JSON.parse(done.stdout).freedBytes).toBeGreaterThan(0);

@@ -4,6 +4,7 @@
 // what it would do with --dry-run, and asks first.
 import { rmSync } from "node:fs";
 import { defineCommand } from "citty";
+import { withStackLock } from "../../docker/stack-lock.ts";
 import { usageError } from "../../errors.ts";
 import { defaultBackupDir } from "../../docker/backup.ts";
 import { listBackups, planPrune, type ListedBackup, type Retention, type RetentionRule } from "../../docker/backup-list.ts";
@@ -67,13 +68,19 @@ export default defineCommand({
     const retention = retentionOf(args);
     const stack = loadStack(args.dir);
     const directory = backupFolder(args.output, defaultBackupDir(stack.dir));
-    const plan = planPrune(await listBackups(directory, progress), stack.project, retention);
     const dryRun = args["dry-run"];
-    if (!dryRun && plan.removed.length > 0) {
-      requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
-      await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" not kept by the rules (${newest(retention, [...plan.kept, ...plan.removed])})?`, "Prune cancelled; nothing was deleted.");
-      for (const b of plan.removed) rmSync(b.file, { force: true });
-    }
+    const prune = async () => {
+      const plan = planPrune(await listBackups(directory, progress), stack.project, retention);
+      if (!dryRun && plan.removed.length > 0) {
+        requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
+        await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" not kept by the rules (${newest(retention, [...plan.kept, ...plan.removed])})?`, "Prune cancelled; nothing was deleted.");
+        for (const b of plan.removed) rmSync(b.file, { force: true });
+      }
+      return plan;
+    };
+    // Not while a backup, a restore or an update of the stack runs: a restore may still read the
+    // archive it restores, and the backups are judged as they are once that command is done.
+    const plan = dryRun ? await prune() : await withStackLock(stack.dir, "backup prune", prune);
     const freed = plan.removed.reduce((sum, b) => sum + b.size, 0);
     if (args.json) {
       printJson({
