@@ -19,7 +19,7 @@ import {
   type VerifiedBackup,
 } from "./backup.ts";
 import { asSentence, createBackup, notInComposeNote, outsideTheBackup, oversizedConfig, runningServices, startAgain, type CreateResult } from "./backup-create.ts";
-import type { Compose, ComposeModel } from "./compose.ts";
+import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
 import { dependenciesByService, dependencyLayers, stillStarting } from "./layers.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { byteProgress, formatBytes } from "./format.ts";
@@ -183,6 +183,19 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
   }
   if (busy.length) {
     throw failure("RESTORE_FAILED", `Volumes the restore replaces are used by containers outside the stack: ${busy.join("; ")}. Stop and remove those containers (docker rm -f <name>), then restore again. Nothing was changed.`);
+  }
+}
+
+/** Pulls the images the stack runs that the engine lacks (a restore on a new machine), and only
+ *  those compose would pull itself: never a `pull_policy: never` or built one, whose name may mean
+ *  an unrelated image on a registry. One the engine has is kept, `pull_policy: always`
+ *  notwithstanding: the data goes back under the image that ran it, with no registry needed. */
+async function pullAbsent(engine: Engine, compose: Compose, say: (message: string) => void): Promise<void> {
+  for (const svc of (await compose.config()).services) {
+    if (!pulledFromRegistry(svc) || (await engine.inspectImage(svc.image!))) continue;
+    say(`Pulling ${svc.image} for ${svc.name} (not on this engine)`);
+    const pulled = await compose.pull(svc.name);
+    if (pulled.code !== 0) throw failure("COMPOSE_FAILED", `docker compose pull ${svc.name} failed: ${lastLine(pulled.stderr) || `exit code ${pulled.code}`}`);
   }
 }
 
@@ -468,6 +481,7 @@ export async function restoreBackup(
     if (!rollingBack) opts.signal?.throwIfAborted();
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = compose.reloaded(loadStack(stack.dir));
+    await pullAbsent(engine, current, say);
     if (only === undefined) {
       say("Starting the stack");
       // Made first, without a limit (an image pulled may take long), then started within

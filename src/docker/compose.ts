@@ -163,23 +163,23 @@ export class Compose {
     return this.must(["start", ...services], "docker compose start", deadlineMs);
   }
 
-  /** Create the containers without starting any. An image the engine has is used as it is, a
-   *  `pull_policy: always` notwithstanding: a restore puts data back under the images that ran it
-   *  (a newer one might migrate it), and must not fail because a registry cannot be reached. One
-   *  the engine lacks (a new machine) is pulled. */
+  /** Create the containers without starting any, from the images the engine has: a restore
+   *  pulls what is missing first, itself (see backup-restore.ts pullAbsent). Never pulls: not a
+   *  `pull_policy: always` image over the one that ran the data, not a `pull_policy: never` one
+   *  the engine lacks (its name may mean another image on a registry). */
   create(): Promise<RunResult> {
-    return this.must(["up", "--no-start", ...this.pullMissing()], "docker compose up --no-start");
+    return this.must(["up", "--no-start", ...this.pullNever()], "docker compose up --no-start");
   }
 
   /** Start the whole stack (images as `create`); `deadlineMs` bounds compose's own wait for the
    *  jobs it runs first. */
   up(deadlineMs?: number): Promise<RunResult> {
-    return this.must(["up", "--detach", ...this.pullMissing()], "docker compose up", deadlineMs);
+    return this.must(["up", "--detach", ...this.pullNever()], "docker compose up", deadlineMs);
   }
 
-  /** `--pull missing` where compose takes it: the flag overrides every service's pull_policy. */
-  private pullMissing(): string[] {
-    return this.cli.upTakesPull ? ["--pull", "missing"] : [];
+  /** `--pull never` where compose takes it: the flag overrides every service's pull_policy. */
+  private pullNever(): string[] {
+    return this.cli.upTakesPull ? ["--pull", "never"] : [];
   }
 
   /** Remove the containers (volumes are kept). */

@@ -1182,6 +1182,40 @@ describe("restore of a stack whose image is always pulled, its registry out of r
   );
 });
 
+describe("restore of a stack whose image the engine no longer has", () => {
+  const { stack, scratch } = stackAndScratch("bn");
+
+  e2e(
+    "pulls it as compose would; never one marked pull_policy: never (its name may mean another image on a registry)",
+    async () => {
+      const image = stack.ref("app");
+      await stack.publish(image, ["RUN echo published > /published"]);
+      stack.write("docker-compose.yml", appWithData(stack.project, { image }));
+      await stack.up();
+      await stack.exec("app", "sh", "-c", "echo backed-up > /data/f");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      const file = JSON.parse(made.stdout).file;
+      // A new machine, or an image prune: the tag is gone from the engine, the registry has it.
+      await docker("rmi", "-f", image);
+      const pulled = await cli(["backup", "restore", file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(pulled.code, pulled.stdout + pulled.stderr).toBe(0);
+      expect(pulled.stderr).toContain(`Pulling ${image} for app (not on this engine)`);
+      expect((await stack.exec("app", "cat", "/data/f")).trim()).toBe("backed-up");
+      // The same image marked local-only: not fetched from the registry, the restore fails instead.
+      stack.write("docker-compose.yml", appWithData(stack.project, { image, more: "    pull_policy: never\n" }));
+      const local = await cli(["backup", "create", "--dir", stack.dir, "--output", scratch, "--json"]);
+      expect(local.code, local.stderr).toBe(0);
+      await docker("rmi", "-f", image);
+      const refused = await cli(["backup", "restore", JSON.parse(local.stdout).file, "--dir", stack.dir, "--yes", "--json"]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).not.toContain("Pulling");
+      expect((await run(["docker", "image", "inspect", image])).code).not.toBe(0);
+    },
+    120_000,
+  );
+});
+
 describe("restore of a stack whose server quits cleanly on the restored data", () => {
   const { stack, scratch } = stackAndScratch("bq");
 
