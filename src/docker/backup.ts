@@ -20,7 +20,7 @@ import { VERSION } from "../version.ts";
 import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
-import { LOCK_FILE } from "./stack-lock.ts";
+import { isLockFile } from "./stack-lock.ts";
 import { PROJECT_NAME } from "./stack.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
 
@@ -33,8 +33,6 @@ export const sha256 = (data: Uint8Array) => new Bun.CryptoHasher("sha256").updat
 
 /** Directories of the bundle that are never part of a backup. */
 const SKIP_DIRS = new Set(["backups", ".git", "node_modules"]);
-/** Nor is the lock of the command at work (stack-lock.ts). */
-const SKIP_FILES = new Set([LOCK_FILE]);
 
 /** A path of the stack directory as a config member holds it (normalised), or why it can be
  *  none (a restore refuses it). One rule for both sides: create leaves such a file out (and names
@@ -47,7 +45,7 @@ export function configMemberPath(path: string): { path: string } | { problem: st
   if (first === undefined) return { problem: "is empty" };
   if (SKIP_DIRS.has(first)) return { problem: `lies in ${first}/, which no backup holds` };
   // Restored, it would block every later update, backup and restore of the stack.
-  if (comps.parts.length === 1 && SKIP_FILES.has(first)) return { problem: "is the lock of a stackgen command, which no backup holds" };
+  if (comps.parts.length === 1 && isLockFile(first)) return { problem: "is the lock of a stackgen command, which no backup holds" };
   return { path: comps.parts.join("/") };
 }
 
@@ -87,7 +85,8 @@ export function bundleFiles(dir: string, exclude: string[] = [], skipped?: strin
         if ("problem" in member) skipped?.push(`${rel}/ (a name a restore refuses: it ${member.problem})`);
         else if (!walk(path)) skipped?.push(`${rel}/ (an empty folder)`);
       } else if (st.isFile()) {
-        if (abs === dir && SKIP_FILES.has(name)) continue;
+        // Nor is the lock of the command at work (stack-lock.ts), nor its files beside it.
+        if (abs === dir && isLockFile(name)) continue;
         const member = configMemberPath(rel);
         if (isBackupArchiveName(name)) skipped?.push(`${rel} (a backup archive: backups never hold other backups)`);
         else if ("problem" in member) skipped?.push(`${rel} (a name a restore refuses: it ${member.problem})`);

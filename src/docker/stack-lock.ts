@@ -2,7 +2,7 @@
 // running together stop and start each other's services, and a backup taken during a restore
 // holds half of each state. A lock file in the stack directory says who is at work; one left by
 // a process that is gone (killed, a second Ctrl-C) does not block the next command.
-import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, linkSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { failure } from "../errors.ts";
 
@@ -63,25 +63,53 @@ function holderOf(path: string): { text?: string; holder: Holder | "unreadable" 
   }
 }
 
-/** Removes a lock judged left behind, only if it is still the one judged (`text`). Removed by
- *  path, it could be the lock another command made a moment ago after taking the same stale one
- *  away: both would then work on the stack at once. Moved aside first, which only one command
- *  can do to one file, then compared; another's lock goes back where it was. */
-export function removeStale(path: string, text: string | undefined): void {
-  const aside = `${path}.stale-${process.pid}-${crypto.randomUUID()}`;
+/** The lock, or a file of its making beside it (`.new-…` while it is written, `.break` while a
+ *  stale one is taken away): never part of a backup. */
+export const isLockFile = (name: string) => name === LOCK_FILE || name.startsWith(`${LOCK_FILE}.`);
+
+/** Creates the lock holding `text`, or returns false when there is one. Written aside in full and
+ *  linked into place: a lock is never seen empty or half written, so one that is can only be a
+ *  crashed writer's (the fallback below, where the file system has no hard links). */
+function create(path: string, text: string): boolean {
+  const written = `${path}.new-${process.pid}-${crypto.randomUUID()}`;
+  writeFileSync(written, text, { mode: 0o600, flag: "wx" });
   try {
-    renameSync(path, aside);
+    linkSync(written, path);
+    return true;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return; // taken away by another already
-    throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return false;
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP") throw e;
+    const fd = openSync(path, "wx", 0o600); // EEXIST: thrown, and read as taken by the caller
+    try {
+      writeSync(fd, text);
+    } finally {
+      closeSync(fd);
+    }
+    return true;
+  } finally {
+    rmSync(written, { force: true });
+  }
+}
+
+/** Takes away a lock judged left behind, only while it is still the one judged (`text`). Only the
+ *  command holding the `.break` guard does: two that found the same stale lock cannot both take it
+ *  away, the second removing the lock the first has made since. A guard left by a command that
+ *  died in these few lines goes once it is old. */
+export function removeStale(path: string, text: string | undefined): void {
+  const guard = `${path}.break`;
+  try {
+    closeSync(openSync(guard, "wx", 0o600));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    const since = statSync(guard, { throwIfNoEntry: false })?.mtimeMs;
+    if (since !== undefined && Date.now() - since > FRESH_MS) rmSync(guard, { force: true });
+    return; // another command is at it: the next attempt sees what it left
   }
   try {
-    if (holderOf(aside).text !== text) linkSync(aside, path);
-  } catch (e) {
-    // A third command locked in the moment between: the stack is busy, as the next attempt says.
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    if (holderOf(path).text === text) rmSync(path, { force: true });
   } finally {
-    rmSync(aside, { force: true });
+    rmSync(guard, { force: true });
   }
 }
 
@@ -90,26 +118,23 @@ export async function withStackLock<T>(dir: string, command: string, work: () =>
   const path = join(dir, LOCK_FILE);
   const start = startOf(process.pid);
   const mine: Holder = { pid: process.pid, ...(start ? { start } : {}), command, startedAt: new Date().toISOString() };
+  const text = JSON.stringify(mine);
   for (let attempt = 0; ; attempt++) {
     try {
-      const fd = openSync(path, "wx", 0o600);
-      try {
-        writeSync(fd, JSON.stringify(mine));
-      } finally {
-        closeSync(fd);
-      }
-      break;
+      if (create(path, text)) break;
     } catch (e) {
       if (unwritable(e)) return work();
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 2) throw e;
-      const { text, holder } = holderOf(path);
-      const young = holder === "unreadable" && Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0) < FRESH_MS;
-      if (young || (typeof holder === "object" && alive(holder))) {
-        const who = typeof holder === "object" ? `${holder.command} (process ${holder.pid}, since ${holder.startedAt})` : "another stackgen command";
-        throw failure("STACK_BUSY", `${who} is working on this stack; run this when it is done. Nothing was changed. If no such process runs any more, remove ${path}.`);
-      }
-      removeStale(path, text); // left by a process that is gone
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
+    const found = holderOf(path);
+    const { holder } = found;
+    const young = holder === "unreadable" && Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0) < FRESH_MS;
+    if (young || (typeof holder === "object" && alive(holder)) || attempt >= 5) {
+      const who = typeof holder === "object" ? `${holder.command} (process ${holder.pid}, since ${holder.startedAt})` : "another stackgen command";
+      throw failure("STACK_BUSY", `${who} is working on this stack; run this when it is done. Nothing was changed. If no such process runs any more, remove ${path}.`);
+    }
+    removeStale(path, found.text); // left by a process that is gone
+    if (attempt > 0) await Bun.sleep(20); // another command is taking it over: let it finish
   }
   try {
     return await work();

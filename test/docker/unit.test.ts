@@ -1,6 +1,6 @@
 // Pure logic of the day-2 commands: layering, uptime, tar and archive member checks, references.
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, utimesSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
@@ -1051,7 +1051,7 @@ describe("the stack lock", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
-  test("a stale lock is taken away only while it is the one judged stale: another command's new lock stays", () => {
+  test("a stale lock is taken away only while it is the one judged stale: another command's new lock stays", async () => {
     const dir = mkdtempSync(join(tmpdir(), "stackgen-lock-"));
     try {
       const lock = join(dir, LOCK_FILE);
@@ -1067,6 +1067,23 @@ describe("the stack lock", () => {
       removeStale(lock, stale);
       expect(existsSync(lock)).toBe(false);
       removeStale(lock, stale);
+      expect(readdirSync(dir)).toEqual([]);
+      // A stale lock left empty (a writer killed at once) judged by two: the first's new lock is
+      // written in full before it appears, so it never matches the empty one judged.
+      writeFileSync(lock, "");
+      removeStale(lock, "");
+      await withStackLock(dir, "update", async () => {
+        removeStale(lock, "");
+        expect(JSON.parse(readFileSync(lock, "utf8")).command).toBe("update");
+      });
+      // While another command takes a stale lock away (its guard), nothing is taken away twice;
+      // a guard left by a command that died goes once it is old.
+      writeFileSync(lock, stale);
+      writeFileSync(`${lock}.break`, "");
+      removeStale(lock, stale);
+      expect(readFileSync(lock, "utf8")).toBe(stale);
+      utimesSync(`${lock}.break`, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+      expect(await withStackLock(dir, "backup create", async () => readdirSync(dir).sort())).toEqual([LOCK_FILE]);
       expect(readdirSync(dir)).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
