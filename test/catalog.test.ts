@@ -285,6 +285,11 @@ describe("catalog", () => {
     expect(text).toContain("LC_ALL: C.UTF-8");
     const bad = { ...catalogFiles, "services/postgresql.yaml": text.replace("LC_ALL: C.UTF-8", "LC_ALL: \"C.UTF-8; curl x | sh\"") };
     expect(() => loadCatalog(bad)).toThrow(/services\/postgresql.yaml: \/native\/installEnv\/LC_ALL/);
+    // The names too: they are written before apt-get as they are.
+    for (const name of ["lc_all", "X=1; touch /tmp/pwned; Y"]) {
+      const badName = { ...catalogFiles, "services/postgresql.yaml": text.replace("LC_ALL: C.UTF-8", `${JSON.stringify(name)}: C.UTF-8`) };
+      expect(() => loadCatalog(badName)).toThrow(/services\/postgresql.yaml: \/native\/installEnv/);
+    }
   });
 
   test("a value the user must fill in before the start cannot also have one", () => {

@@ -32,7 +32,8 @@ const VarName = Type.String({ pattern: "^[A-Z][A-Z0-9_]*$", maxLength: 128 });
 const Duration = Type.String({ pattern: "^[0-9]+(ms|s|m|h)$" });
 
 /** Catalog files are written by hand: a key the schema does not know is a mistake (in a YAML flow
- *  mapping an unquoted comma silently ends a description and starts a new key). */
+ *  mapping an unquoted comma silently ends a description and starts a new key). Also given to
+ *  records whose keys have a pattern: TypeBox checks such keys only when no other is allowed. */
 const STRICT = { additionalProperties: false } as const;
 
 export const Port = Type.Object({
@@ -154,7 +155,7 @@ export const NativeRecipe = Type.Object({
   dataOnHost: Type.String({ minLength: 20 }),
   /** Variables set for apt-get's install (and so for the package's own scripts), as
    *  `NAME=value` words: a first PostgreSQL cluster made where no locale is set would be SQL_ASCII. */
-  installEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z_][A-Z0-9_]*$" }), Type.String({ pattern: "^[A-Za-z0-9._:/-]+$" }))),
+  installEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z_][A-Z0-9_]*$" }), Type.String({ pattern: "^[A-Za-z0-9._:/-]+$" }), STRICT)),
   /** What the install changes in one the host already has, beside listening on docker0 with the
    *  password of `.env` (the bundle README warns before install.sh is run on such a host). */
   hostChanges: Type.Optional(Type.String({ minLength: 10 })),
@@ -196,7 +197,7 @@ export const CatalogService = Type.Object({
   conflicts: Type.Array(Id),
   estimatedMemoryMB: Type.Number({ minimum: 0 }),
   /** Container environment; values may reference `.env` variables as `${NAME}`. */
-  env: Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_.]*$" }), Type.String()),
+  env: Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_.]*$" }), Type.String(), STRICT),
   variables: Type.Optional(Type.Array(Variable)),
   databases: Type.Optional(Type.Array(Database)),
   volumes: Type.Array(Volume),
@@ -222,9 +223,9 @@ export const CatalogService = Type.Object({
   /** Container environment added only when the stack's reverse proxy serves this service (an app
    *  that must be told to trust its proxy's forwarded headers, which it would otherwise refuse or
    *  take from any client). */
-  proxiedEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_.]*$" }), Type.String())),
+  proxiedEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_.]*$" }), Type.String(), STRICT)),
   /** What the core gateway is told about this service (hosts, ports, credentials as `${NAME}`). */
-  coreEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }), Type.String())),
+  coreEnv: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }), Type.String(), STRICT)),
   skills: Type.Array(Id),
   docsUrl: Type.String({ pattern: "^https://" }),
 }, STRICT);
