@@ -128,8 +128,9 @@ export default defineCommand({
     // Bare metal: the native install scripts stop on their empty secrets as compose does on its own.
     const envNow = envValues(envText);
     const natives = Object.entries(files).filter(([path]) => path.startsWith("native/")).map(([, text]) => text).join("\n");
-    const nativeSecrets = [...secretNames].filter((name) => !envNow.get(name)?.trim() && natives.includes(`\${${name}`));
-    const secretsToFill = [...new Set([...requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText), ...nativeSecrets])];
+    const composeSecrets = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);
+    const nativeSecrets = [...secretNames].filter((name) => !envNow.get(name)?.trim() && !composeSecrets.includes(name) && new RegExp(`\\$\\{${name}[}:]`).test(natives));
+    const secretsToFill = [...composeSecrets, ...nativeSecrets];
     const summary = {
       dir,
       files: plan.map(({ path, action, updatedValues }) => ({ path, action, ...(updatedValues ? { updatedValues } : {}) })),
@@ -226,7 +227,9 @@ export default defineCommand({
       // A .env already there wins over an export's values, changed or not.
       ...(envKept ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromPath}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
-      ...(secretsToFill.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${secretsToFill.join(", ")}. Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${shellWord(dir)} --from ${shellWord(join(dir, "stackgen.json"))} --secrets.`)] : []),
+      ...(composeSecrets.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${composeSecrets.join(", ")}.`)] : []),
+      ...(nativeSecrets.length ? [yellow(`Empty in .env, and install.sh stops before the native install without them: ${nativeSecrets.join(", ")}.`)] : []),
+      ...(secretsToFill.length ? [yellow(`Fill them in (at least 32 random letters and digits each), or have them made: stackgen generate --dir ${shellWord(dir)} --from ${shellWord(join(dir, "stackgen.json"))} --secrets.`)] : []),
       // A bare-metal bundle installs its native services first; its install.sh then starts compose.
       `Next: cd ${shellWord(dir)} && ${"install.sh" in files ? "sudo ./install.sh" : removed.length && oldProject === input.projectName ? "docker compose up -d --remove-orphans" : "docker compose up -d"}`,
     ].join("\n"));

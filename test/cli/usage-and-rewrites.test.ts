@@ -431,6 +431,9 @@ describe("regenerating into an existing bundle", () => {
     const native = await cli(["generate", "--name", "native", "--services", "postgresql", "--deployment", "bare-metal", "--no-secrets", "--dir", at("native"), "--json"], { env });
     expectOk(native);
     expect(JSON.parse(native.stdout).emptySecrets).toContain("POSTGRESQL_PASSWORD");
+    const said = await cli(["generate", "--name", "native", "--services", "postgresql", "--deployment", "bare-metal", "--no-secrets", "--dir", at("native-text")], { env });
+    expect(said.stdout).toContain("install.sh stops before the native install without them: POSTGRESQL_PASSWORD.");
+    expect(said.stdout).not.toMatch(/compose refuses to start without them: [^\n]*POSTGRESQL_PASSWORD\b/);
     const filled = JSON.parse((await cli(["generate", "--name", "full", "--services", "redis", "--dir", at("full"), "--json"], { env })).stdout);
     expect([filled.emptySecrets, filled.valuesToFill]).toEqual([[], []]);
   });
