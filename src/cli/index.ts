@@ -123,9 +123,10 @@ export function withoutNoColor(argv: string[]): string[] {
 }
 
 export async function run(sent: string[]): Promise<number> {
-  // `stackgen help [command]` is `stackgen [command] --help`.
-  const asked = sent[0] === "help" ? [...sent.slice(1), "--help"] : sent;
-  const argv = globalsAfterCommand(withoutNoColor(asked));
+  const given = globalsAfterCommand(withoutNoColor(sent));
+  // `stackgen help [command]` is `stackgen [command] --help` (options before it moved after it).
+  const asked = given.findIndex((w) => w !== "help");
+  const argv = given[0] === "help" ? [...given.slice(asked < 0 ? given.length : asked), "--help"] : given;
   const json = jsonRequested(argv);
   // `--version` alone, in any order with the JSON switches (`--json --version` too).
   const words = argv.filter((w) => !/^--(no-)?json(=.*)?$/.test(w));
@@ -147,7 +148,7 @@ export async function run(sent: string[]): Promise<number> {
       // citty names a command after its parent only (`backup create`): give it the whole path.
       const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
       // citty pads its table rows to the terminal's width; trailing blanks only clutter a pipe or a file.
-      const usage = (await renderUsage(cmd, parent)).replace(/[ \t]+$/gm, "") + helpFooter(path);
+      const usage = `${(await renderUsage(cmd, parent)).replace(/[ \t]+$/gm, "").trimEnd()}\n${helpFooter(path)}\n`;
       if (json) printJson({ command: ["stackgen", ...path].join(" "), usage: Bun.stripANSI(usage) });
       // citty colours its help unless NO_COLOR is exactly "1", even into a pipe or a file.
       else printText(stdoutStyled() ? usage : Bun.stripANSI(usage));
@@ -156,7 +157,7 @@ export async function run(sent: string[]): Promise<number> {
     const [cmd, path] = await resolveCommand(argv);
     if (cmd === main) {
       const first = argv[0]!;
-      // An option before any command: only --help, --version and --no-color go there.
+      // An option before any command: only --help, --version, --no-color and --json go there.
       if (first.startsWith("-")) throw usageError(`Unknown option "${first}"${didYouMean(first, ["--help", "--version", "--no-color", "--json"])}. Run stackgen --help.`);
       throw new StackgenError("USAGE_ERROR", `Unknown command "${first}"${didYouMean(first, Object.keys((await subcommandsOf(main)) ?? {}))}. Run stackgen --help.`, 400);
     }

@@ -70,7 +70,11 @@ describe("basics", () => {
     expectOk(help);
     expect(help.stdout).toContain("--no-color (as NO_COLOR=1 does)");
     expect(help.stdout).toContain(`EXAMPLES\n\n  ${EXAMPLES.generate![0]}`);
+    expect((await cli(["help"], { env })).stdout).toContain(`about a command.\n\nEvery command also takes --no-color`);
     expect((await cli(["help"], { env })).stdout).toContain(EXAMPLES[""]![0]);
+    // Options before `help` are the help's: --json gives it as JSON.
+    const asJson = await cli(["--json", "help", "generate"], { env });
+    expect(JSON.parse(asJson.stdout).command).toBe("stackgen generate");
     for (const line of Object.values(EXAMPLES).flat()) {
       // The command as typed: no comment, no pipe or redirection after it, no variables set before it.
       const words = line.replace(/#.*$/, "").split(/ [|>] /)[0]!.trim().split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
