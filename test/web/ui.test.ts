@@ -117,6 +117,21 @@ describe.skipIf(!haveChromium)("web UI", () => {
     return release;
   }
 
+  /** A page that imported `first` (its secrets kept), then added qdrant, its deploy form filled in
+   *  for a platform that answers at once. */
+  async function importedThenChanged(first: unknown): Promise<Page> {
+    const page = await openPage();
+    await page.setInputFiles("#import-input", { name: "first.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(first)) });
+    await page.waitForSelector("#files-message:has-text('Imported first.json')");
+    await page.locator("#svc-qdrant").check();
+    await settled(page);
+    await page.fill("#deploy-url", "http://127.0.0.1:9");
+    await page.fill("#deploy-key", "k-123456789");
+    const result = { type: "result", result: { success: true, steps: [] } };
+    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(result)}\n` }));
+    return page;
+  }
+
   /** The .env the preview shows, its secrets revealed. */
   async function previewedEnv(page: Page): Promise<string> {
     await page.click("#preview button[data-path='.env']");
@@ -1161,16 +1176,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
   test("an import picked while a deploy makes its bundle comes after that bundle, not under it", async () => {
     const first = await apiJson("/v1/generate?format=complete", { projectName: "deployed-first", services: ["redis"] });
     const second = await apiJson("/v1/generate?format=complete", { projectName: "imported-next", services: ["n8n"] });
-    const page = await openPage();
-    await page.setInputFiles("#import-input", { name: "first.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(first)) });
-    await page.waitForSelector("#files-message:has-text('Imported first.json')");
     // Changed since the import: the deploy makes the bundle that keeps its secrets.
-    await page.locator("#svc-qdrant").check();
-    await settled(page);
-    await page.fill("#deploy-url", "http://127.0.0.1:9");
-    await page.fill("#deploy-key", "k-123456789");
-    const result = { type: "result", result: { success: true, steps: [] } };
-    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(result)}\n` }));
+    const page = await importedThenChanged(first);
     const release = await holdNext(page, "**/v1/generate*");
     await page.click("#deploy-button");
     await page.waitForSelector("#deploy-result:has-text('Deploying')");
@@ -1183,6 +1190,27 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.inputValue("#opt-projectName")).toBe("imported-next");
     expect(await previewedEnv(page)).toBe(second.files[".env"]);
     expect(await page.locator("#preview-stale").isHidden()).toBe(true);
+  }, TEST_TIMEOUT_MS);
+
+  test("a deploy clicked while an import runs: its bundle of the choices before does not replace the import's", async () => {
+    const first = await apiJson("/v1/generate?format=complete", { projectName: "kept-before", services: ["redis"] });
+    const second = await apiJson("/v1/generate?format=complete", { projectName: "imported-during", services: ["n8n"] });
+    const page = await importedThenChanged(first);
+    // The import's own generation is held, then the deploy's (of the choices before the import).
+    const releaseImport = await holdNext(page, "**/v1/generate*");
+    await page.setInputFiles("#import-input", { name: "second.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(second)) });
+    await page.waitForSelector("#files-message:has-text('Importing second.json')");
+    const releaseDeploy = await holdNext(page, "**/v1/generate*");
+    await page.click("#deploy-button");
+    await page.waitForTimeout(300);
+    releaseImport();
+    await page.waitForSelector("#files-message:has-text('Imported second.json')");
+    releaseDeploy();
+    await page.waitForSelector("#deploy-result .alert");
+    await page.waitForTimeout(300); // a late bundle that replaced the import's would be in by now
+    expect(await page.inputValue("#opt-projectName")).toBe("imported-during");
+    expect(await previewedEnv(page)).toBe(second.files[".env"]);
+    expect(await page.textContent("#files-message")).toContain("Imported second.json");
   }, TEST_TIMEOUT_MS);
 
   test("an export whose choices make no files as they are is loaded to be fixed, its secrets kept for then", async () => {

@@ -142,6 +142,8 @@ export function mountFiles(store: Store): void {
   /** The generation under way, if any: a deploy and a preview of the same choices share it, so
    *  both hold the same secrets (two would make two sets for a service added since an import). */
   let pending: { key: string; doc: Promise<api.CompleteDocument> } | undefined;
+  /** Imports that replaced the choices so far. */
+  let imports = 0;
 
   /** The complete document for the current form, reusing the preview when it is current. */
   const completeDocument = async (): Promise<api.CompleteDocument> => {
@@ -150,8 +152,12 @@ export function mountFiles(store: Store): void {
     const key = JSON.stringify(body);
     if (pending?.key === key) return pending.doc;
     const shown = preview !== undefined;
+    const importsBefore = imports;
     const doc = (async () => {
       const made = await withKeptSecrets(await api.generateComplete(body));
+      // An import that replaced the choices meanwhile (a deploy clicked while it ran) keeps its
+      // own preview: this bundle of the choices before it is its caller's alone.
+      if (imports !== importsBefore) return made;
       useBundle(made, key);
       // A preview on screen shows what was just downloaded or exported, never an older bundle.
       if (shown) renderPreview();
@@ -343,6 +349,7 @@ export function mountFiles(store: Store): void {
         throw new Error(`Could not import ${file.name}: ${(e as Error).message} Nothing was changed.`);
       }
       store.setForm(state);
+      imports++;
       store.choicesReplaced();
       keptSecrets = keptValues ? { from: file.name, values: keptValues } : undefined;
       if (bundle && fresh && env) {
