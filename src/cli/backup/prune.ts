@@ -69,18 +69,16 @@ export default defineCommand({
     const stack = loadStack(args.dir);
     const directory = backupFolder(args.output, defaultBackupDir(stack.dir));
     const dryRun = args["dry-run"];
-    const prune = async () => {
-      const plan = planPrune(await listBackups(directory, progress), stack.project, retention);
-      if (!dryRun && plan.removed.length > 0) {
-        requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
-        await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" not kept by the rules (${newest(retention, [...plan.kept, ...plan.removed])})?`, "Prune cancelled; nothing was deleted.");
+    const plan = planPrune(await listBackups(directory, progress), stack.project, retention);
+    if (!dryRun && plan.removed.length > 0) {
+      requireYesWithoutTerminal(args.yes, `Prune deletes ${plural(plan.removed.length, "backup")}`);
+      await confirmOrAbort(args.yes, `Delete ${plural(plan.removed.length, "backup")} of "${stack.project}" not kept by the rules (${newest(retention, [...plan.kept, ...plan.removed])})?`, "Prune cancelled; nothing was deleted.");
+      // Deleted only while no backup, restore or update of the stack runs (a restore may still
+      // read the archive it restores); the archives are checked before, without holding anyone up.
+      await withStackLock(stack.dir, "backup prune", async () => {
         for (const b of plan.removed) rmSync(b.file, { force: true });
-      }
-      return plan;
-    };
-    // Not while a backup, a restore or an update of the stack runs: a restore may still read the
-    // archive it restores, and the backups are judged as they are once that command is done.
-    const plan = dryRun ? await prune() : await withStackLock(stack.dir, "backup prune", prune);
+      });
+    }
     const freed = plan.removed.reduce((sum, b) => sum + b.size, 0);
     if (args.json) {
       printJson({
