@@ -201,6 +201,9 @@ export interface ComposeService {
   name: string;
   image?: string;
   dependsOn: string[];
+  /** The condition compose waits for on each dependency (`service_started`, `service_healthy`,
+   *  `service_completed_successfully`); the list form of depends_on means `service_started`. */
+  dependsOnConditions?: Record<string, string>;
   hasBuild: boolean;
   /** Host paths mounted into the service (bind mounts), as compose resolved them. */
   binds: BindMount[];
@@ -240,7 +243,9 @@ export function normaliseModel(raw: Record<string, any>, project: string): Compo
   const services: ComposeService[] = Object.entries((raw.services ?? {}) as Record<string, any>).map(([name, svc]) => {
     const deps = svc?.depends_on;
     const dependsOn = Array.isArray(deps) ? deps.map(String) : deps && typeof deps === "object" ? Object.keys(deps) : [];
-    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}), ...(typeof svc?.pull_policy === "string" ? { pullPolicy: svc.pull_policy } : {}), ...(Array.isArray(svc?.profiles) ? { profiles: svc.profiles.map(String) } : {}) };
+    const conditionOf = (dep: string) => (Array.isArray(deps) ? undefined : deps[dep]?.condition);
+    const dependsOnConditions = Object.fromEntries(dependsOn.map((dep) => [dep, typeof conditionOf(dep) === "string" ? conditionOf(dep) : "service_started"]));
+    return { name, image: typeof svc?.image === "string" ? svc.image : undefined, dependsOn, dependsOnConditions, hasBuild: svc?.build !== undefined, binds: bindsOf(svc?.volumes), ...(typeof svc?.restart === "string" ? { restart: svc.restart } : {}), ...(typeof svc?.pull_policy === "string" ? { pullPolicy: svc.pull_policy } : {}), ...(Array.isArray(svc?.profiles) ? { profiles: svc.profiles.map(String) } : {}) };
   });
   const volumes: ComposeVolume[] = Object.entries((raw.volumes ?? {}) as Record<string, any>).map(([key, vol]) => {
     const external = vol?.external === true || (typeof vol?.external === "object" && vol?.external !== null);

@@ -510,6 +510,23 @@ function failedJobNeeded(containers: ContainerSummary[], running: ReadonlySet<st
   return undefined;
 }
 
+/** Services unhealthy or crash-looping before the update, on an image that does not change, that a
+ *  service the update starts again waits for to be healthy (`service_healthy`): compose's `up` of
+ *  that service refuses ("dependency failed to start"), and so would the rollback's. Each with the
+ *  services that wait for it, sorted. A new image of the dependency may be its fix: it is started
+ *  and waited for, and rolls back if it stays unhealthy. */
+function unhealthyDependenciesNeeded(model: ComposeModel, start: ReadonlySet<string>, brokenBefore: ReadonlySet<string>, changed: ReadonlySet<string>): { dependency: string; dependents: string[] }[] {
+  const waiting = new Map<string, string[]>();
+  for (const s of model.services) {
+    if (!start.has(s.name)) continue;
+    for (const [dep, condition] of Object.entries(s.dependsOnConditions ?? {})) {
+      if (condition !== "service_healthy" || !brokenBefore.has(dep) || changed.has(dep)) continue;
+      waiting.set(dep, [...(waiting.get(dep) ?? []), s.name]);
+    }
+  }
+  return [...waiting].sort(([a], [b]) => a.localeCompare(b)).map(([dependency, dependents]) => ({ dependency, dependents: dependents.sort() }));
+}
+
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
@@ -598,6 +615,18 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       const { job, code, dependents } = failedJob;
       const one = dependents.length === 1;
       throw failure("JOB_FAILED", `${job}, a one-shot job that ${dependents.join(", ")} ${one ? "waits" : "wait"} for, exited with code ${code} before the update: compose would run it again to start ${one ? "that service" : "them"}, and while it fails ${one ? "it" : "they"} would stay down. Nothing was stopped, and the images were left as they were. \`${composeCommand(compose, "logs", [job])}\` in ${stack.dir} shows why; once it runs to completion, update again.`);
+    }
+    // A service that was unhealthy before, on an image that does not change, which a service to be
+    // started again waits for to be healthy: compose would refuse to start that one, and the
+    // rollback the same, leaving down a service that ran. Refused while nothing is stopped yet.
+    const unhealthyNeeded = unhealthyDependenciesNeeded(model, running, plan.brokenBefore, new Set(changed.map((c) => c.service)));
+    if (unhealthyNeeded.length) {
+      await retag(engine, changed);
+      const deps = unhealthyNeeded.map((u) => u.dependency);
+      const dependents = [...new Set(unhealthyNeeded.flatMap((u) => u.dependents))].sort();
+      const which = unhealthyNeeded.map((u) => `${u.dependents.join(", ")} ${u.dependents.length === 1 ? "waits" : "wait"} for ${u.dependency} to be healthy`).join("; ");
+      const one = deps.length === 1;
+      throw failure("DEPENDENCY_UNHEALTHY", `${deps.join(", ")} ${one ? "was" : "were"} unhealthy or restarting before the update, on ${one ? "an image" : "images"} that did not change, and ${which} (depends_on condition service_healthy): compose would refuse to start ${dependents.join(", ")} again, and the rollback too, leaving down what runs now. Nothing was stopped, and the images were left as they were. \`${composeCommand(compose, "logs", deps)}\` in ${stack.dir} shows why; once ${deps.join(", ")} ${one ? "is" : "are"} healthy again (\`${composeCommand(compose, "restart", deps)}\` may be enough), update again.`);
     }
     if (stopped.length) {
       const newer = stopped.filter((name) => changed.some((c) => c.service === name));

@@ -277,6 +277,8 @@ describe("project names and compose model", () => {
       ["b", ["c"], false],
       ["c", [], true],
     ]);
+    // The condition compose waits for on each: the list form is service_started.
+    expect(m.services.map((s) => s.dependsOnConditions)).toEqual([{ b: "service_started" }, { c: "service_healthy" }, {}]);
     expect(m.volumes).toEqual([
       { key: "data", name: "proj_data", external: false },
       { key: "named", name: "custom", external: false },

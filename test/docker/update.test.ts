@@ -697,6 +697,51 @@ describe("update of a stack with a job that ran to completion", () => {
   );
 });
 
+describe("update of a stack whose app waits for a database that turned unhealthy", () => {
+  const stack = TestStack.unique("uh");
+  const dbRef = stack.ref("db");
+  const appRef = stack.ref("app");
+
+  // db passes its check only until /tmp/ok2 goes: started again, it stays unhealthy.
+  startedStack(stack, `services:
+  db:
+    image: ${dbRef}
+    init: true
+    command: ["sh", "-c", "mkdir -p /tmp; [ -f /tmp/started ] || touch /tmp/started /tmp/ok2; exec sleep 3600"]
+    healthcheck: {test: ["CMD", "test", "-f", "/tmp/ok2"], interval: 1s, timeout: 2s, retries: 2}
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    depends_on: {db: {condition: service_healthy}}
+`, { [dbRef]: ["RUN echo db-v1 > /version"], [appRef]: ["RUN echo app-v1 > /version"] });
+
+  e2e(
+    "is refused before anything stops, naming the unhealthy dependency: compose would not start the app again",
+    async () => {
+      await stack.exec("db", "rm", "/tmp/ok2");
+      for (let i = 0; i < 100 && (await stack.container("db")).State.Health.Status !== "unhealthy"; i++) await Bun.sleep(200);
+      const before = { db: await stack.container("db"), app: await stack.container("app") };
+      expect(before.db.State.Health.Status).toBe("unhealthy");
+      const { oldId } = await stack.pushNewVersion(appRef, ["RUN echo app-v2 > /version"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "30"]);
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      const error = JSON.parse(r.stdout).error;
+      expect(error.code).toBe("DEPENDENCY_UNHEALTHY");
+      expect(error.message).toContain("app waits for db to be healthy");
+      expect(error.message).toContain("Nothing was stopped");
+      expect(error.message).toContain("docker compose logs db");
+      for (const s of ["db", "app"] as const) {
+        const now = await stack.container(s);
+        expect({ s, id: now.Id, running: now.State.Running, startedAt: now.State.StartedAt }).toEqual({ s, id: before[s].Id, running: true, startedAt: before[s].State.StartedAt });
+      }
+      // The pulled tag is put back: a later plain `docker compose up` runs what ran.
+      expect(await stack.imageId(appRef)).toBe(oldId);
+    },
+    120_000,
+  );
+});
+
 describe("update of a service whose job hangs when compose runs it again", () => {
   const stack = TestStack.unique("uh");
   const appRef = stack.ref("app");
