@@ -434,8 +434,10 @@ async function startInOrder(engine: Engine, stack: Stack, compose: Compose, orde
     // would fetch the new ones again (Compose v1 and v2 before 2.6 have no --pull; v1 never pulls on up).
     // Not --no-deps: compose hashes a container made that way without its dependencies, and the
     // user's next plain `docker compose up -d` would make it again. The earlier layers are up.
-    // A service the user scaled keeps its count (plain `up` would make it one container again).
-    const scaled = layer.flatMap((name) => (scales.has(name) ? ["--scale", `${name}=${scales.get(name)}`] : []));
+    // A service the user scaled keeps its count (plain `up` would make it one container again),
+    // on every layer's `up`: compose reconciles the dependencies it starts with the layer too, so
+    // a later layer's `up` would scale one of an earlier layer back to one.
+    const scaled = [...scales].flatMap(([name, n]) => ["--scale", `${name}=${n}`]);
     const upArgs = [...(compose.cli.upTakesPull ? ["--pull", "never"] : []), ...scaled, ...layer];
     order.onUp?.(layer);
     // Compose's `up` starts every dependency that is not running, so it would run a job again for

@@ -742,6 +742,53 @@ describe("update of a stack whose app waits for a database that turned unhealthy
   );
 });
 
+describe("update of a stack with a scaled service a later layer depends on", () => {
+  const stack = TestStack.unique("uk");
+  const dbRef = stack.ref("db");
+  const appRef = stack.ref("app");
+  const health = `    healthcheck: {test: ["CMD", "test", "-f", "/ok"], interval: 1s, timeout: 2s, retries: 2}\n`;
+
+  startedStack(stack, `services:
+  db:
+    image: ${dbRef}
+    init: true
+    command: ["sleep", "3600"]
+${health}  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+${health}    depends_on: {db: {condition: service_healthy}}
+`, { [dbRef]: ["RUN touch /ok"], [appRef]: ["RUN echo v1 > /version && touch /ok"] }, async () => {
+    const up = await stack.compose("up", "-d", "--wait", "--scale", "db=2");
+    if (up.code !== 0) throw new Error(`compose up failed: ${up.stderr}`);
+  });
+
+  const running = async (service: string) =>
+    (await docker("ps", "-q", "--filter", `label=com.docker.compose.project=${stack.project}`, "--filter", `label=com.docker.compose.service=${service}`)).split("\n").filter(Boolean).length;
+
+  e2e(
+    "keeps its count through the later layer's start and through a rollback",
+    async () => {
+      expect(await running("db")).toBe(2);
+      const { newId } = await stack.pushNewVersion(appRef, ["RUN echo v2 > /version && touch /ok"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).restarted).toEqual(["db", "app"]);
+      expect((await stack.container("app")).Image).toBe(newId);
+      expect(await running("db")).toBe(2);
+
+      // A new app that never turns healthy: the rollback's layers keep the count too.
+      await stack.pushNewVersion(appRef, ["RUN echo v3 > /version"]);
+      const failed = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "10"]);
+      expect(failed.code, failed.stdout + failed.stderr).toBe(1);
+      expect(JSON.parse(failed.stdout).rolledBack).toMatchObject({ services: ["app"], recovered: true });
+      expect((await stack.container("app")).Image).toBe(newId);
+      expect(await running("db")).toBe(2);
+    },
+    150_000,
+  );
+});
+
 describe("update of a service whose job hangs when compose runs it again", () => {
   const stack = TestStack.unique("uh");
   const appRef = stack.ref("app");
