@@ -1,5 +1,8 @@
 // Runs `docker compose` (v2 plugin) or, where only it exists, `docker-compose` (v1), always with
 // argument arrays. Also reads the normalised project model through `compose config`.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import YAML from "yaml";
 import { failure } from "../errors.ts";
 import { invalidStack, type Stack } from "./stack.ts";
@@ -33,6 +36,15 @@ async function outputOf(argv: string[]): Promise<string | undefined> {
 }
 
 let detected: Promise<ComposeCli> | undefined;
+
+/** Whether this compose's `pull` takes `--policy` (added in Compose 2.22), by its help; per command. */
+const pullPolicyFlag = new Map<string, Promise<boolean>>();
+export function pullTakesPolicy(cli: ComposeCli): Promise<boolean> {
+  const key = cli.argv.join("\0");
+  let known = pullPolicyFlag.get(key);
+  if (!known) pullPolicyFlag.set(key, (known = outputOf([...cli.argv, "pull", "--help"]).then((help) => /\s--policy\b/.test(help ?? ""))));
+  return known;
+}
 
 export function detectCompose(): Promise<ComposeCli> {
   detected ??= (async () => {
@@ -146,9 +158,23 @@ export class Compose {
     return normaliseModel(YAML.parse(result.stdout) ?? {}, this.stack.project);
   }
 
-  /** Pulls only move tags (update puts them back), so a pull is stopped as soon as `stopOn` aborts. */
-  pull(service: string, stopOn?: AbortSignal): Promise<RunResult> {
-    return this.run(["pull", "--quiet", service], { stopOn });
+  /** Pulls only move tags (update puts them back), so a pull is stopped as soon as `stopOn` aborts.
+   *  Always asks the registry: compose's own pull skips an image the engine has when the service
+   *  says `pull_policy: missing` (or `if_not_present`), and the update would never update it.
+   *  `--policy always` where compose takes it (`pull --help` names it); an older v2 is given a
+   *  file of our own setting the service's `pull_policy: always`. v1 pulls whatever the policy. */
+  async pull(service: string, stopOn?: AbortSignal): Promise<RunResult> {
+    if (!this.cli.v2) return this.run(["pull", "--quiet", service], { stopOn });
+    if (await pullTakesPolicy(this.cli)) return this.run(["pull", "--quiet", "--policy", "always", service], { stopOn });
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-pull-"));
+    try {
+      const document = { services: { [service]: { pull_policy: "always" } } };
+      const file = join(dir, "pull.compose.yml");
+      writeFileSync(file, YAML.stringify(document));
+      return await this.withFile(file, document).run(["pull", "--quiet", service], { stopOn });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 
   /** `docker compose stop`, tried a second time before it counts as failed: the engine now and

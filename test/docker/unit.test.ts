@@ -1007,6 +1007,23 @@ describe("a compose run with a deadline", () => {
   });
 });
 
+describe("compose pull asks the registry whatever the service's pull_policy", () => {
+  // A shell stands in for `docker compose`: it prints its arguments and the files given with
+  // --file, and answers `pull --help` as a compose with (or without) `pull --policy`.
+  const standIn = (help: string) =>
+    new Compose({ argv: ["sh", "-c", `case "$*" in *--help*) echo "${help}";; *) for a; do case "$a" in *.yml) cat "$a";; esac; done; echo "args: $*";; esac`, "sh"], v2: true } as unknown as ComposeCli, { dir: tmpdir(), project: "p", composeFiles: [], documents: [] } as unknown as Stack);
+  test("--policy always where compose takes it", async () => {
+    const r = await standIn("      --policy string   Apply pull policy").pull("app");
+    expect(r.stdout).toContain("pull --quiet --policy always app");
+  });
+  test("an older compose is given a file of ours setting the service's pull_policy to always", async () => {
+    const r = await standIn("  -q, --quiet   Pull without printing progress information").pull("app");
+    expect(r.stdout).not.toContain("--policy");
+    expect(r.stdout).toContain("pull --quiet app");
+    expect(r.stdout).toMatch(/services:\s+app:\s+pull_policy: always/);
+  });
+});
+
 describe("compose versions", () => {
   test("up --pull is passed from Compose 2.6 on (earlier ones refuse the flag)", () => {
     for (const [version, takes] of [["Docker Compose version v2.26.1", true], ["Docker Compose version 2.5.0", false], ["2.26.1-4", true], ["v2.6.0", true], ["2.5.1", false], ["2.0.0-rc.3", false], ["1.29.2", false], ["3.0.0", true], ["", false]] as const) {

@@ -789,6 +789,38 @@ ${health}    depends_on: {db: {condition: service_healthy}}
   );
 });
 
+describe("update of a service with pull_policy missing", () => {
+  const stack = TestStack.unique("um");
+  const appRef = stack.ref("app");
+
+  startedStack(stack, `services:
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+    pull_policy: missing
+`, { [appRef]: ["RUN echo v1 > /version"] });
+
+  e2e(
+    "pulls the new image the dry run reports, though compose's own pull skips one the engine has",
+    async () => {
+      const { oldId, newId } = await stack.pushNewVersion(appRef, ["RUN echo v2 > /version"]);
+      const dry = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dry.updated.map((u: any) => u.service)).toEqual(["app"]);
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "60"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["app"]);
+      expect(out.restarted).toEqual(["app"]);
+      const app = await stack.container("app");
+      expect(app.Image).not.toBe(oldId);
+      expect(app.Image).toBe(newId);
+      expect((await stack.exec("app", "cat", "/version")).trim()).toBe("v2");
+    },
+    150_000,
+  );
+});
+
 describe("update of a service whose job hangs when compose runs it again", () => {
   const stack = TestStack.unique("uh");
   const appRef = stack.ref("app");
