@@ -554,6 +554,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       if (imageBefore(s) && !keptRollbackTags.has(tag)) await engine.removeImage(tag);
     }
   };
+  /** What to do when the update ends with the tags perhaps still on the new images. */
+  const quitNote = () => quitUpdateNote(stack.project, before.filter(imageBefore).map((s) => s.service));
   /** What the update was doing when an unexpected error ended it: said before that error. */
   let doing = "";
 
@@ -584,9 +586,16 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     // 2. What changed.
     const result: UpdateResult = { updated: [], unchanged: [], restarted: [] };
     const changed: ServiceImage[] = [];
+    const notPulled = new Set(model.services.filter((svc) => !pulledFromRegistry(svc)).map((svc) => svc.name));
     for (const s of before) {
       const now = await engine.inspectImage(s.image);
-      if (!now) throw failure("PULL_FAILED", `Image ${s.image} is not present after the pull.`);
+      // One the update does not pull (built here, pull_policy never or build), absent from the
+      // engine: nothing new came for it, as the dry run says (compose builds or refuses it on up).
+      if (!now && notPulled.has(s.service)) {
+        result.unchanged.push(s.service);
+        continue;
+      }
+      if (!now) throw failure("PULL_FAILED", `Image ${s.image} is not present after the pull, so nothing was stopped and the images were left as they were.`);
       // A new name counts as a change even for the same image: the container is made again under it.
       if (now.Id === imageBefore(s) && !s.ranImage) result.unchanged.push(s.service);
       else {
@@ -732,10 +741,18 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   } catch (e) {
     // Ours (a failed pull, a refused stop, an interrupt) already say what stands; the engine's
     // (an API error mid-way, tags perhaps moved, the stack perhaps down) is told with the way back.
-    if (e instanceof StackgenError && !(e instanceof EngineError)) throw e;
+    if (e instanceof StackgenError && !(e instanceof EngineError)) {
+      // A refusal after the pulls: their tags go back on the images that ran (where that is not
+      // done already), or the next `docker compose up` would start images never checked, their
+      // previous ones named by nothing once the rollback tags are removed.
+      const putBack = await retag(engine, before).then(() => undefined, (x: Error) => x);
+      if (!putBack) throw e;
+      keepRollbackTags = true;
+      throw new StackgenError(e.code, `${e.message} Putting the image tags back failed too (${putBack.message}): ${quitNote()}`, e.status, e.details, e.exitCode);
+    }
     keepRollbackTags = true;
     const code = e instanceof StackgenError ? e.code : "INTERNAL_ERROR";
-    throw failure(code, `${doing ? `${doing}: ` : ""}${(e as Error).message}; ${quitUpdateNote(stack.project, before.filter(imageBefore).map((s) => s.service))}`);
+    throw failure(code, `${doing ? `${doing}: ` : ""}${(e as Error).message}; ${quitNote()}`);
   } finally {
     // Only tidying: a failure here (the engine gone) must not replace the update's outcome.
     await dropRollbackTags().catch((e: Error) => opts.progress(`Could not remove the rollback tags (${e.message}): \`docker image ls ${rollbackRepo(stack.project)}\` lists them, \`docker image rm\` removes them`));

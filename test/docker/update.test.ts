@@ -821,6 +821,84 @@ describe("update of a service with pull_policy missing", () => {
   );
 });
 
+describe("update of a stack with services the update does not pull whose images are absent", () => {
+  const stack = TestStack.unique("un");
+  const appRef = stack.ref("app");
+  const sideRef = stack.ref("side");
+  // Never built, never pulled: no image of these names exists on the engine.
+  const localRef = `${stack.project}-local:dev`;
+  const builtRef = stack.ref("built", "local");
+
+  startedStack(stack, `services:
+  app:
+    image: ${appRef}
+    init: true
+    command: ["sleep", "3600"]
+  side:
+    image: ${sideRef}
+    init: true
+    command: ["sleep", "3600"]
+  local:
+    image: ${localRef}
+    pull_policy: never
+    command: ["sleep", "3600"]
+  built:
+    build: ./app
+    image: ${builtRef}
+    command: ["sleep", "3600"]
+`, { [appRef]: ["RUN echo v1 > /version"], [sideRef]: ["RUN echo v1 > /version"] }, async () => {
+    mkdirSync(join(stack.dir, "app"));
+    stack.write("app/Dockerfile", `FROM ${BASE_IMAGE}\n`);
+    const up = await stack.compose("up", "-d", "app", "side");
+    if (up.code !== 0) throw new Error(`compose up failed: ${up.stderr}`);
+  });
+
+  e2e(
+    "counts them unchanged, as the dry run does, and updates the others",
+    async () => {
+      const { newId } = await stack.pushNewVersion(appRef, ["RUN echo v2 > /version"]);
+      const dry = JSON.parse((await cli(["update", "--dir", stack.dir, "--dry-run", "--json"])).stdout);
+      expect(dry).toMatchObject({ unchanged: ["built", "local", "side"] });
+      const r = await cli(["update", "--dir", stack.dir, "--json", "--timeout", "30"]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.updated.map((u: any) => u.service)).toEqual(["app"]);
+      expect(out.unchanged).toEqual(["built", "local", "side"]);
+      expect((await stack.container("app")).Image).toBe(newId);
+      expect((await run(["docker", "image", "inspect", localRef])).code).not.toBe(0);
+    },
+    120_000,
+  );
+
+  e2e(
+    "a refusal after the pulls puts the tags they moved back on the images that ran",
+    async () => {
+      const before = { app: await stack.container("app"), side: await stack.container("side") };
+      await stack.pushNewVersion(appRef, ["RUN echo v3 > /version"]);
+      await stack.pushNewVersion(sideRef, ["RUN echo v2 > /version"]);
+      // side's image goes missing once the pulls are done: the update refuses after app's pull moved its tag.
+      let pulled = false;
+      const engine = new (class extends Engine {
+        override async inspectImage(ref: string) {
+          return pulled && ref === sideRef ? undefined : super.inspectImage(ref);
+        }
+      })();
+      const { stack: loaded, compose, model } = await stack.opened();
+      const progress = (line: string) => void (pulled ||= line === `Pulled ${sideRef}`);
+      const error: StackgenError = await runUpdate(engine, loaded, compose, model, { timeoutMs: 30_000, progress }).then(
+        () => { throw new Error("the update did not fail"); },
+        (e) => e,
+      );
+      expect(error.code).toBe("PULL_FAILED");
+      expect(error.message).toContain(`Image ${sideRef} is not present after the pull`);
+      expect(await stack.imageId(appRef)).toBe(before.app.Image);
+      expect(await stack.imageId(sideRef)).toBe(before.side.Image);
+      for (const s of ["app", "side"] as const) expect((await stack.container(s)).State.StartedAt).toBe(before[s].State.StartedAt);
+    },
+    120_000,
+  );
+});
+
 describe("update of a service whose job hangs when compose runs it again", () => {
   const stack = TestStack.unique("uh");
   const appRef = stack.ref("app");
