@@ -81,6 +81,8 @@ export interface EngineInfo {
   Runtimes?: Record<string, unknown>;
   /** Where the engine keeps images, containers and volumes, on its host. */
   DockerRootDir?: string;
+  /** Registries it reaches without TLS (`insecure-registries`): by name, and address ranges. */
+  RegistryConfig?: { IndexConfigs?: Record<string, { Secure?: boolean }>; InsecureRegistryCIDRs?: string[] };
 }
 
 export class EngineError extends StackgenError {

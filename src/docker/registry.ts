@@ -45,12 +45,44 @@ export function parseImageRef(ref: string): ImageRef {
   return { registry, repository: path, tag, ...(digest ? { digest } : {}) };
 }
 
-/** Where to send API calls for a registry; loopback registries speak plain HTTP. */
-export function registryBaseUrl(registry: string): string {
+/** Which registries the engine reaches over plain HTTP (the daemon's `insecure-registries`), as
+ *  its `/info` says: by name, or by an IPv4 address in one of its ranges. The engine pulls from
+ *  them over HTTP, so asking them for a digest over TLS would fail where the pull works. */
+export function insecureRegistries(info: { RegistryConfig?: { IndexConfigs?: Record<string, { Secure?: boolean }>; InsecureRegistryCIDRs?: string[] } } | undefined): (registry: string) => boolean {
+  const byName = new Set(Object.entries(info?.RegistryConfig?.IndexConfigs ?? {}).filter(([, c]) => c?.Secure === false).map(([name]) => name));
+  const ranges = (info?.RegistryConfig?.InsecureRegistryCIDRs ?? []).flatMap((cidr) => {
+    const [address, bits] = cidr.split("/");
+    const base = ipv4(address ?? "");
+    const size = Number(bits);
+    return base === undefined || !Number.isInteger(size) || size < 0 || size > 32 ? [] : [{ base, mask: size === 0 ? 0 : (~0 << (32 - size)) >>> 0 }];
+  });
+  return (registry) => {
+    if (byName.has(registry)) return true;
+    const address = ipv4(registry.replace(/:\d+$/, ""));
+    return address !== undefined && ranges.some((r) => ((address & r.mask) >>> 0) === ((r.base & r.mask) >>> 0));
+  };
+}
+
+/** An IPv4 address as a number, or undefined for anything else (a name, IPv6). */
+function ipv4(text: string): number | undefined {
+  const parts = text.split(".");
+  if (parts.length !== 4 || parts.some((p) => !/^\d{1,3}$/.test(p) || Number(p) > 255)) return undefined;
+  return parts.reduce((n, p) => n * 256 + Number(p), 0);
+}
+
+/** Where to send API calls for a registry; loopback registries, and those the engine is told to
+ *  reach without TLS (`plainHttp`), speak plain HTTP. */
+export function registryBaseUrl(registry: string, plainHttp: (registry: string) => boolean = () => false): string {
   if (registry === "docker.io" || registry === "index.docker.io") return "https://registry-1.docker.io";
   const host = registry.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
   const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
-  return `${loopback ? "http" : "https"}://${registry}`;
+  return `${loopback || plainHttp(registry) ? "http" : "https"}://${registry}`;
+}
+
+/** How the registries are reached: which of them speak plain HTTP (see insecureRegistries). */
+export interface RegistryAccess {
+  plainHttp?: (registry: string) => boolean;
+  timeoutMs?: number;
 }
 
 /** Parse `Bearer realm="...",service="...",scope="..."`. */
@@ -137,8 +169,8 @@ async function fetchToken(challenge: Record<string, string>, ref: ImageRef, time
 
 /** Sends manifest requests for `reference` (a tag or digest) in `ref`'s repository; a 401 is
  *  answered once with a token (Bearer challenge) or stored credentials (Basic), kept for later calls. */
-function manifestRequests(ref: ImageRef, reference: string, timeoutMs: number): (method: string) => Promise<Response> {
-  const url = `${registryBaseUrl(ref.registry)}/v2/${ref.repository}/manifests/${encodeURIComponent(reference)}`;
+function manifestRequests(ref: ImageRef, reference: string, timeoutMs: number, plainHttp?: (registry: string) => boolean): (method: string) => Promise<Response> {
+  const url = `${registryBaseUrl(ref.registry, plainHttp)}/v2/${ref.repository}/manifests/${encodeURIComponent(reference)}`;
   const headers: Record<string, string> = { Accept: MANIFEST_TYPES.join(", ") };
   const attempt = (method: string) => fetch(url, { method, headers, signal: AbortSignal.timeout(timeoutMs) });
   return async (method) => {
@@ -168,10 +200,10 @@ async function reaching<T>(ref: ImageRef, work: () => Promise<T>): Promise<T> {
 const sha256Of = (body: Uint8Array) => `sha256:${new Bun.CryptoHasher("sha256").update(body).digest("hex")}`;
 
 /** The digest the registry has for `ref`'s tag now (index digest for multi-arch images). */
-export async function remoteDigest(image: string, timeoutMs = 20000): Promise<string> {
+export async function remoteDigest(image: string, { timeoutMs = 20000, plainHttp }: RegistryAccess = {}): Promise<string> {
   const ref = parseImageRef(image);
   if (ref.digest) return ref.digest;
-  const send = manifestRequests(ref, ref.tag, timeoutMs);
+  const send = manifestRequests(ref, ref.tag, timeoutMs, plainHttp);
   return reaching(ref, async () => {
     const res = await send("HEAD");
     if (res.ok && res.headers.get("docker-content-digest")) return res.headers.get("docker-content-digest")!;
@@ -199,10 +231,10 @@ export interface RemoteManifest {
 
 /** The manifest (or index) of `image`'s repository under `reference` (a digest; by default the
  *  reference's own tag or digest), fetched with the same credentials as remoteDigest. */
-export async function remoteManifest(image: string, reference?: string, timeoutMs = 20000): Promise<RemoteManifest> {
+export async function remoteManifest(image: string, reference?: string, { timeoutMs = 20000, plainHttp }: RegistryAccess = {}): Promise<RemoteManifest> {
   const ref = parseImageRef(image);
   const wanted = reference ?? ref.digest ?? ref.tag;
-  const send = manifestRequests(ref, wanted, timeoutMs);
+  const send = manifestRequests(ref, wanted, timeoutMs, plainHttp);
   return reaching(ref, async () => {
     const res = await send("GET");
     if (res.status === 404) throw new RegistryError(`${ref.repository}@${wanted} not found on ${ref.registry}`);

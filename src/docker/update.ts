@@ -11,7 +11,7 @@ import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from ".
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
 import { awaitedJobs, dependenciesByService, dependenciesOf, exitCodeOf, ranToCompletion, startLayers, stillStarting } from "./layers.ts";
-import { parseImageRef, remoteDigest, remoteManifest } from "./registry.ts";
+import { insecureRegistries, parseImageRef, remoteDigest, remoteManifest, type RegistryAccess } from "./registry.ts";
 import type { Stack } from "./stack.ts";
 
 export interface UpdatedImage {
@@ -140,14 +140,14 @@ const samePlatform = (a: Platform, b: Platform) => a.os === b.os && a.architectu
 /** What a pull of `image` (the registry's `digest` for it) would give: the image ids it may get
  *  (its config's digest, the engine's id of an image; or, with containerd's image store, the
  *  digest pulled), or why that cannot be told without pulling. `failure`: the pull itself would fail. */
-export async function idsAPullGives(image: string, digest: string, platform: Platform): Promise<{ ids: string[] } | { unknown: string } | { failure: string }> {
-  let manifest = await remoteManifest(image, digest);
+export async function idsAPullGives(image: string, digest: string, platform: Platform, access: RegistryAccess = {}): Promise<{ ids: string[] } | { unknown: string } | { failure: string }> {
+  let manifest = await remoteManifest(image, digest, access);
   const entries = manifest.body.manifests;
   if (Array.isArray(entries)) {
     const entry = entries.find((m) => typeof m?.digest === "string" && typeof m.platform === "object" && m.platform !== null && samePlatform(normalPlatform(m.platform), platform));
     const name = [platform.os, platform.architecture, platform.variant].filter(Boolean).join("/");
     if (!entry) return { failure: `the registry's index for it has no image for ${name}, so a pull would fail` };
-    manifest = await remoteManifest(image, entry.digest);
+    manifest = await remoteManifest(image, entry.digest, access);
   }
   const config = manifest.body.config?.digest;
   if (typeof config === "string" && config) return { ids: [config, digest] };
@@ -297,10 +297,13 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   const result: UpdateResult = { dryRun: true, updated: [], unchanged: local, restarted: [] };
   const remote = new Map<string, Promise<string>>();
   let platform: Platform | undefined;
+  // Registries the engine pulls from over plain HTTP (its insecure-registries) are asked so too.
+  const info = await engine.info().catch(() => undefined);
+  const access: RegistryAccess = { plainHttp: insecureRegistries(info) };
   for (const s of images) {
     if (!remote.has(s.image)) {
       opts.progress(`Checking ${s.image}`);
-      const digest = remoteDigest(s.image);
+      const digest = remoteDigest(s.image, access);
       // Awaited in order below; one that fails before its turn must not count as unhandled.
       digest.catch(() => {});
       remote.set(s.image, digest);
@@ -326,8 +329,8 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
       // pull, so compare the id this platform's pull would give.
       let pull: Awaited<ReturnType<typeof idsAPullGives>>;
       try {
-        platform ??= pullPlatform(await engine.info());
-        pull = await idsAPullGives(s.image, newDigest, platform);
+        platform ??= pullPlatform(info ?? (await engine.info()));
+        pull = await idsAPullGives(s.image, newDigest, platform, access);
       } catch (e) {
         pull = { unknown: `asking the registry for its manifest failed (${(e as Error).message})` };
       }

@@ -129,7 +129,7 @@ async function digestWith(image: string, auths?: Record<string, { auth: string }
   process.env.DOCKER_CONFIG = dir;
   process.env.PATH = `${join(work, "bin")}:${before.PATH}`;
   try {
-    return await remoteDigest(image, 10_000);
+    return await remoteDigest(image, { timeoutMs: 10_000 });
   } finally {
     for (const [key, value] of Object.entries(before)) {
       if (value === undefined) delete process.env[key];

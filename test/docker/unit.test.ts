@@ -14,7 +14,7 @@ import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
 import { awaitedJobs, dependencyLayers, stillStarting } from "../../src/docker/layers.ts";
-import { parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
+import { insecureRegistries, parseChallenge, parseImageRef, registryBaseUrl } from "../../src/docker/registry.ts";
 import { loadStack, normaliseProjectName, projectNameOf, type Stack } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
@@ -311,6 +311,24 @@ describe("image references", () => {
     expect(registryBaseUrl("127.0.0.1:5000")).toBe("http://127.0.0.1:5000");
     expect(registryBaseUrl("docker.io")).toBe("https://registry-1.docker.io");
     expect(registryBaseUrl("ghcr.io")).toBe("https://ghcr.io");
+  });
+  test("a registry the engine reaches without TLS (daemon insecure-registries, as /info gives them) is asked over HTTP too", () => {
+    const info = {
+      RegistryConfig: {
+        IndexConfigs: { "docker.io": { Secure: true }, "registry.lan:5000": { Secure: false } },
+        InsecureRegistryCIDRs: ["127.0.0.0/8", "192.168.1.0/24", "not-a-range", "10.0.0.0/40"],
+      },
+    };
+    const plainHttp = insecureRegistries(info);
+    expect(registryBaseUrl("registry.lan:5000", plainHttp)).toBe("http://registry.lan:5000");
+    expect(registryBaseUrl("192.168.1.10:5000", plainHttp)).toBe("http://192.168.1.10:5000");
+    expect(registryBaseUrl("192.168.2.10:5000", plainHttp)).toBe("https://192.168.2.10:5000");
+    expect(registryBaseUrl("10.1.2.3", plainHttp)).toBe("https://10.1.2.3");
+    expect(registryBaseUrl("ghcr.io", plainHttp)).toBe("https://ghcr.io");
+    expect(registryBaseUrl("docker.io", plainHttp)).toBe("https://registry-1.docker.io");
+    // An engine that says nothing (or could not be asked): TLS but for loopback.
+    expect(registryBaseUrl("192.168.1.10:5000", insecureRegistries(undefined))).toBe("https://192.168.1.10:5000");
+    expect(insecureRegistries({ RegistryConfig: { InsecureRegistryCIDRs: ["0.0.0.0/0"] } })("8.8.8.8")).toBe(true);
   });
   test("bearer challenge", () => {
     expect(parseChallenge('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/redis:pull"')).toEqual({
