@@ -125,6 +125,19 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#files-message:has-text('Imported first.json')");
     await page.locator("#svc-qdrant").check();
     await settled(page);
+    return withDeployForm(page);
+  }
+
+  /** A page with redis chosen, its deploy form filled in as in importedThenChanged. */
+  async function redisWithDeployForm(): Promise<Page> {
+    const page = await openPage();
+    await page.locator("#svc-redis").check();
+    await settled(page);
+    return withDeployForm(page);
+  }
+
+  /** The deploy form filled in, for a platform (faked) that answers at once. */
+  async function withDeployForm(page: Page): Promise<Page> {
     await page.fill("#deploy-url", "http://127.0.0.1:9");
     await page.fill("#deploy-key", "k-123456789");
     const result = { type: "result", result: { success: true, steps: [] } };
@@ -1130,14 +1143,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
   }, TEST_TIMEOUT_MS);
 
   test("a deploy while the preview of the same choices is generated sends that preview's secrets", async () => {
-    const page = await openPage();
-    await page.locator("#svc-redis").check();
-    await settled(page);
-    await page.fill("#deploy-url", "http://127.0.0.1:9");
-    await page.fill("#deploy-key", "k-123456789");
+    const page = await redisWithDeployForm();
     const release = await holdNext(page, "**/v1/generate*");
-    const result = { type: "result", result: { success: true, steps: [] } };
-    await page.route("**/v1/deploy", (route) => route.fulfill({ status: 200, contentType: "application/x-ndjson", body: `${JSON.stringify(result)}\n` }));
     const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
     await page.click("#preview-button");
     await page.waitForSelector("#files-message:has-text('Generating the preview')");
@@ -1171,6 +1178,27 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await previewedEnv(page)).toBe(exported.files[".env"]);
     expect(await page.locator("#preview-stale").isHidden()).toBe(true);
     expect(await page.locator("#import-button").isDisabled()).toBe(false);
+  }, TEST_TIMEOUT_MS);
+
+  test("a deploy waiting on a preview that then fails goes out with the choices alone", async () => {
+    const page = await redisWithDeployForm();
+    let refuse!: () => void;
+    const refused = new Promise<void>((r) => (refuse = r));
+    await page.route("**/v1/generate*", async (route) => {
+      await refused;
+      await route.fulfill({ status: 429, contentType: "application/json", headers: { "retry-after": "60" }, body: JSON.stringify({ error: { code: "RATE_LIMITED", message: "Too many requests; try again in 60 s." } }) });
+    }, { times: 1 });
+    const sent = page.waitForRequest((r) => new URL(r.url()).pathname === "/v1/deploy");
+    await page.click("#preview-button");
+    await page.waitForSelector("#files-message:has-text('Generating the preview')");
+    await page.click("#deploy-button");
+    await page.waitForTimeout(200);
+    refuse();
+    const deployed = (await sent).postDataJSON();
+    expect(deployed.complete).toBeUndefined();
+    expect(deployed.input.services).toEqual(["redis"]);
+    await page.waitForSelector("#deploy-result .alert");
+    problems = problems.filter((p) => !p.includes("429"));
   }, TEST_TIMEOUT_MS);
 
   test("an import picked while a deploy makes its bundle comes after that bundle, not under it", async () => {

@@ -172,7 +172,10 @@ export function mountFiles(store: Store): void {
   };
 
   store.settleBundle = async () => {
-    if (keptSecrets || pending?.key === currentKey()) await completeDocument();
+    if (keptSecrets) await completeDocument();
+    // A preview of these choices under way: the deploy takes its secrets, or, when it fails
+    // (the generation limit reached), goes out with the choices alone, as it would have.
+    else if (pending?.key === currentKey()) await pending.doc.catch(() => undefined);
   };
 
   const renderPreview = () => {
