@@ -49,7 +49,7 @@ export function unknownIdIssues(body: unknown, catalog: Catalog): FieldIssue[] {
   };
   // A pack's id among the services (or the reverse) is the likeliest mix-up: said as such.
   each(services, "services", (id) => catalog.servicesById.has(id), "service", (id) => (catalog.packsById.has(id) ? ` ("${id}" is a skill pack)` : didYouMean(id, catalog.servicesById.keys())));
-  each(skillPacks, "skillPacks", (id) => catalog.packsById.has(PACK_ALIASES[id] ?? id), "skill pack", (id) => (catalog.servicesById.has(id) ? ` ("${id}" is a service)` : didYouMean(id, catalog.packsById.keys())));
+  each(skillPacks, "skillPacks", (id) => catalog.packsById.has(PACK_ALIASES[id] ?? id), "skill pack", (id) => (catalog.servicesById.has(id) ? ` ("${id}" is a service)` : didYouMean(id, [...catalog.packsById.keys(), ...Object.keys(PACK_ALIASES)])));
   return issues;
 }
 

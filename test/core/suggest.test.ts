@@ -22,13 +22,15 @@ describe("closestMatch", () => {
 
 describe("unknown ids in a body", () => {
   test("name the id, and the id meant or the other kind it belongs to", () => {
-    const issues = unknownIdIssues({ preset: "devop", services: ["postgres", "research-agent", "kubernetes"], skillPacks: ["redis"] }, catalog);
+    const issues = unknownIdIssues({ preset: "devop", services: ["postgres", "research-agent", "kubernetes"], skillPacks: ["redis", "reserch"] }, catalog);
     expect(issues).toEqual([
       { field: "preset", message: 'Unknown preset id "devop" (did you mean "devops"?)' },
       { field: "services.0", message: 'Unknown service id "postgres" (did you mean "postgresql"?)' },
       { field: "services.1", message: 'Unknown service id "research-agent" ("research-agent" is a skill pack)' },
       { field: "services.2", message: 'Unknown service id "kubernetes"' },
       { field: "skillPacks.0", message: 'Unknown skill pack id "redis" ("redis" is a service)' },
+      // The short names a pack is also known by (CONTRACT's aliases) are meant too.
+      { field: "skillPacks.1", message: 'Unknown skill pack id "reserch" (did you mean "research"?)' },
     ]);
   });
 });
