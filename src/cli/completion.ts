@@ -64,8 +64,10 @@ export async function completionScript(shell: string): Promise<string> {
   };
   /** A command's first positional argument. */
   const backupSubcommands = Object.keys(commandsFlags).filter((k) => k.startsWith("backup ")).map((k) => k.slice(7)).join(" ");
-  const positional: Record<string, string> = { backup: backupSubcommands, completion: "bash zsh fish", presets, services: lists["--services"]! };
-  const commands = [...new Set(Object.keys(commandsFlags).map((k) => k.split(" ")[0]!))].join(" ");
+  const named = [...new Set(Object.keys(commandsFlags).map((k) => k.split(" ")[0]!))].join(" ");
+  // `stackgen help <command>` is that command's --help.
+  const commands = `${named} help`;
+  const positional: Record<string, string> = { backup: backupSubcommands, completion: "bash zsh fish", help: named, presets, services: lists["--services"]! };
   const rows = (f: (key: string, words: string) => string, table: Record<string, string>) => Object.entries(table).map(([k, w]) => f(k, w)).join("\n");
   const offered = new Set([...FILE_FLAGS, ...DIR_FLAGS, ...Object.keys(values), ...Object.keys(lists)]);
   /** Flags whose value is the user's own text: nothing is offered after them (not flags, not files). */

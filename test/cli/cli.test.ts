@@ -382,6 +382,8 @@ describe("basics", () => {
       ["backup verify --", ["--json"], ["--dir", "--yes"]],
       ["backup ", ["create", "list", "verify", "restore", "prune"], ["myfile.json"]],
       ["completion ", ["bash", "zsh", "fish"], ["myfile.json"]],
+      ["hel", ["help"], []],
+      ["help ", ["generate", "backup", "serve"], ["help", "myfile.json"]],
       ["generate ", [], ["myfile.json"]],
       ["generate --", ["--from", "--deployment"], []],
       ["serve --", ["--port"], ["--preset", "--from"]],
