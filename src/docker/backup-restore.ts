@@ -19,7 +19,7 @@ import {
   type VerifiedBackup,
 } from "./backup.ts";
 import { asSentence, createBackup, notInComposeNote, outsideTheBackup, oversizedConfig, runningServices, startAgain, type CreateResult } from "./backup-create.ts";
-import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
+import { lastLine, pulledFromRegistry, restartsForGood, type Compose, type ComposeModel } from "./compose.ts";
 import { dependenciesByService, dependencyLayers, stillStarting } from "./layers.ts";
 import { isOneOff, isVolumeHelper, type ContainerSummary, type Engine, type VolumeInspect } from "./engine.ts";
 import { byteProgress, formatBytes } from "./format.ts";
@@ -190,8 +190,8 @@ export async function checkRestoreTargets(engine: Engine, backup: VerifiedBackup
  *  those compose would pull itself: never a `pull_policy: never` or built one, whose name may mean
  *  an unrelated image on a registry. One the engine has is kept, `pull_policy: always`
  *  notwithstanding: the data goes back under the image that ran it, with no registry needed. */
-async function pullAbsent(engine: Engine, compose: Compose, say: (message: string) => void): Promise<void> {
-  for (const svc of (await compose.config()).services) {
+async function pullAbsent(engine: Engine, compose: Compose, model: ComposeModel, say: (message: string) => void): Promise<void> {
+  for (const svc of model.services) {
     if (!pulledFromRegistry(svc) || (await engine.inspectImage(svc.image!))) continue;
     say(`Pulling ${svc.image} for ${svc.name} (not on this engine)`);
     const pulled = await compose.pull(svc.name);
@@ -436,6 +436,8 @@ export async function restoreBackup(
   const createdVolumes: string[] = [];
   /** Files the backup lacks that the restore removed (see staleStackFiles). */
   const removedFiles: string[] = [];
+  /** What compose makes of the config files last put in place (read once per putInPlace). */
+  let placedModel: ComposeModel | undefined;
   /** Replace config and volumes with `from`'s and start the stack (with `only`, just those services). */
   const putInPlace = async (from: VerifiedBackup, volumeTars: { name: string; path: string }[], only?: string[]) => {
     if ((await engine.listProjectContainers(stack.project)).length > 0) {
@@ -481,7 +483,8 @@ export async function restoreBackup(
     if (!rollingBack) opts.signal?.throwIfAborted();
     // The restored config may bring (or drop) an override file: compose runs with the files now there.
     current = compose.reloaded(loadStack(stack.dir));
-    await pullAbsent(engine, current, say);
+    placedModel = await current.config();
+    await pullAbsent(engine, current, placedModel, say);
     if (only === undefined) {
       say("Starting the stack");
       // Made first, without a limit (an image pulled may take long), then started within
@@ -489,7 +492,7 @@ export async function restoreBackup(
       await current.create();
       // --timeout per layer of dependencies, as update waits: compose waits for each layer's
       // health checks in turn before the next starts (a large database replaying its log).
-      const layers = dependencyLayers(dependenciesByService(await current.config().catch(() => model))).length;
+      const layers = dependencyLayers(dependenciesByService(placedModel)).length;
       await namingWhatStarts(current.up(opts.timeoutMs * Math.max(1, layers)));
     } else {
       await current.create();
@@ -550,10 +553,11 @@ export async function restoreBackup(
   // One listing of the started containers: the services to wait for and the images they run.
   const started = (await runningServices(engine, stack.project)).all;
   const unique = [...started.keys()].sort();
-  const restoredModel = await current.config().catch(() => undefined);
+  // The config the restore put in place, as compose read it before starting the stack.
+  const restoredModel = placedModel!;
   // A server that ran before the restore, or one compose restarts for good, that exits after it
   // (even with 0: a server that finds its data unreadable and quits) is down, not a finished job.
-  const mustStayUp = new Set([...running, ...(restoredModel?.services ?? []).filter((s) => /^(always|unless-stopped)$/.test(s.restart ?? "")).map((s) => s.name)]);
+  const mustStayUp = new Set([...running, ...restoredModel.services.filter(restartsForGood).map((s) => s.name)]);
   if (unique.length > 0) say(`Waiting for ${unique.join(", ")} to be healthy`);
   // A restore after which nothing runs did not bring the stack back.
   const problems: ServiceReadiness[] = unique.length === 0
@@ -561,9 +565,9 @@ export async function restoreBackup(
     : await waitReady(engine, stack.project, unique, { timeoutMs: opts.timeoutMs, onProgress: (p) => say(`Still waiting for ${p.map((x) => x.service).join(", ")}`), signal: opts.signal, mustStayUp });
   const imageChanges = await imageChangesSince(engine, backup.manifest, started);
   // Only a note: a restore that worked is not turned into a failure by it.
-  const outside = restoredModel ? outsideTheBackup(current.stack, restoredModel) : [];
+  const outside = outsideTheBackup(current.stack, restoredModel);
   // A volume of the stack the backup does not hold kept its data: a later time than the rest.
-  const lacking = (restoredModel?.volumes ?? []).filter((v) => !v.external && !backup.volumes.some((b) => b.name === v.name)).map((v) => `volume ${v.name} (not in the backup: left as it was, so it may hold newer data than the rest)`);
+  const lacking = restoredModel.volumes.filter((v) => !v.external && !backup.volumes.some((b) => b.name === v.name)).map((v) => `volume ${v.name} (not in the backup: left as it was, so it may hold newer data than the rest)`);
   // The containers were made again: an anonymous volume's data stays in the old, now unused, volume.
   const notRestored = [...outside, ...lacking, ...anonymous.map((a) => `${a} (the new container has a new, empty one; the old one is kept unused: docker volume ls -f dangling=true)`)];
   return {

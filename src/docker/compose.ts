@@ -245,6 +245,11 @@ export interface ComposeService {
  *  pull_policy says never to (a local-only image: its name may mean another image on Docker Hub). */
 export const pulledFromRegistry = (svc: ComposeService) => svc.image !== undefined && !svc.hasBuild && svc.pullPolicy !== "never" && svc.pullPolicy !== "build";
 
+/** Whether compose keeps this service running for good (`restart: always` or `unless-stopped`): a
+ *  server, whose exit means it is down; any other policy (`no`, `on-failure`) may be a job that
+ *  finishes. Read by update (which jobs to run again) and restore (which exits are failures). */
+export const restartsForGood = (svc: Pick<ComposeService, "restart">) => /^(always|unless-stopped)$/.test(svc.restart ?? "");
+
 /** A service's bind mounts from `compose config`: v2's long form, or v1's `src:dst[:mode]` strings
  *  (v1 writes host paths absolute). */
 function bindsOf(volumes: unknown): BindMount[] {

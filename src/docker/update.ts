@@ -7,7 +7,7 @@ import { join } from "node:path";
 import YAML from "yaml";
 import { failure, interruptedError, StackgenError } from "../errors.ts";
 import { composeAsItRuns, composeCommand, createBackup, oversizedConfig } from "./backup-create.ts";
-import { lastLine, pulledFromRegistry, type Compose, type ComposeModel } from "./compose.ts";
+import { lastLine, pulledFromRegistry, restartsForGood, type Compose, type ComposeModel } from "./compose.ts";
 import { EngineError, type ContainerSummary, type Engine, type ImageInspect } from "./engine.ts";
 import { servicesNotRunning, waitReady } from "./health.ts";
 import { awaitedJobs, dependenciesByService, dependenciesOf, exitCodeOf, ranToCompletion, startLayers, stillStarting } from "./layers.ts";
@@ -222,14 +222,14 @@ async function crashLooping(engine: Engine, containers: ContainerSummary[]): Pro
 
 
 function startPlan(containers: ContainerSummary[], model: ComposeModel, looping: ReadonlySet<string>): StartPlan {
-  const restartOf = new Map(model.services.map((s) => [s.name, s.restart]));
-  const isJob = (service: string) => ["no", "on-failure"].includes((restartOf.get(service) ?? "no").split(":")[0]!);
+  const serviceNamed = new Map(model.services.map((s) => [s.name, s]));
+  const isJob = (service: string) => !restartsForGood(serviceNamed.get(service)!);
   const plan: StartPlan = { start: new Set(), mustStayUp: new Set(), paused: new Set(), scales: new Map(), brokenBefore: new Set(), outsideModel: [] };
   const completedJobs = new Set<string>();
   for (const c of containers) {
     const service = c.Labels["com.docker.compose.service"];
     if (!service) continue;
-    if (!restartOf.has(service)) {
+    if (!serviceNamed.has(service)) {
       if (!plan.outsideModel.includes(service)) plan.outsideModel.push(service);
       continue;
     }

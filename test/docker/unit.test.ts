@@ -9,7 +9,7 @@ import { LOCK_FILE, removeStale, withStackLock } from "../../src/docker/stack-lo
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
 import { configTargetProblems, loadVerifiedBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-restore.ts";
-import { Compose, normaliseModel, takesUpPull, type ComposeCli, type ComposeModel } from "../../src/docker/compose.ts";
+import { Compose, normaliseModel, restartsForGood, takesUpPull, type ComposeCli, type ComposeModel } from "../../src/docker/compose.ts";
 import { byteProgress, formatBytes, formatPorts, formatUptime, uptimeOf } from "../../src/docker/format.ts";
 import { EngineError, parseDockerHost, unreachableMessage, type Engine } from "../../src/docker/engine.ts";
 import { readiness, waitReady } from "../../src/docker/health.ts";
@@ -299,6 +299,10 @@ describe("project names and compose model", () => {
       v2: [{ source: "/srv/a", target: "/a", readOnly: false }, { source: "/srv/b", target: "/b", readOnly: true }],
       v1: [{ source: "/srv/c", target: "/c", readOnly: false }, { source: "/srv/d", target: "/d", readOnly: true }],
     });
+  });
+  test("servers are the services compose restarts for good; any other policy may be a job that ends", () => {
+    const m = normaliseModel({ services: { a: { restart: "always" }, b: { restart: "unless-stopped" }, c: { restart: "no" }, d: { restart: "on-failure:3" }, e: {} } }, "proj");
+    expect(m.services.filter(restartsForGood).map((s) => s.name)).toEqual(["a", "b"]);
   });
 });
 
