@@ -2,7 +2,6 @@
 // user's .env values or edits.
 import { defineCommand } from "citty";
 import { isJsonObject } from "../schema/json-kind.ts";
-import { envValues } from "../core/parse-env.ts";
 import { parse as parseYaml } from "yaml";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
@@ -13,7 +12,7 @@ import { keptPortsOf } from "../core/kept-ports.ts";
 import { httpsMissingFor, includesProxy } from "../core/generate/context.ts";
 import { valuesToFill } from "../core/generate/env.ts";
 import { CORE_VERSION_VAR } from "../core/generate/variables.ts";
-import { requiredByCompose } from "../core/required-variables.ts";
+import { requiredByCompose, requiredByNativeScripts } from "../core/required-variables.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { StackgenError, validationError } from "../errors.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
@@ -126,10 +125,9 @@ export default defineCommand({
     const envText = plan.find((f) => f.path === ".env")?.content || files[".env"]!;
     const toFill = valuesToFill(stack.services, envText);
     // Bare metal: the native install scripts stop on their empty secrets as compose does on its own.
-    const envNow = envValues(envText);
-    const natives = Object.entries(files).filter(([path]) => path.startsWith("native/")).map(([, text]) => text).join("\n");
     const composeSecrets = requiredByCompose([parseYaml(files["docker-compose.yml"]!)], envText);
-    const nativeSecrets = [...secretNames].filter((name) => !envNow.get(name)?.trim() && !composeSecrets.includes(name) && new RegExp(`\\$\\{${name}[}:]`).test(natives));
+    const nativeScripts = Object.entries(files).filter(([path]) => path.startsWith("native/")).map(([, text]) => text);
+    const nativeSecrets = requiredByNativeScripts(nativeScripts, envText).filter((name) => !composeSecrets.includes(name));
     const secretsToFill = [...composeSecrets, ...nativeSecrets];
     const summary = {
       dir,

@@ -1,8 +1,10 @@
-// The variables a compose file refuses to start without: `${NAME:?…}` stops when NAME is unset or
-// empty, `${NAME?…}` only when it is unset. One reading serves generate and doctor (which name
-// the empty secrets of a bundle made without them) and deploy (which refuses to send a stack the
-// platform would accept and then fail to start). It reads the parsed file, so comments do not
-// count, and every string compose interpolates is read, keys included; `$$` is a literal `$`.
+// The variables a bundle refuses to start without. Compose: `${NAME:?…}` stops when NAME is unset
+// or empty, `${NAME?…}` only when it is unset; it reads the parsed file, so comments do not count,
+// and every string compose interpolates is read, keys included; `$$` is a literal `$`. A bare-metal
+// bundle's native install scripts stop on each empty secret they use (nativeSecretGuard). One
+// reading serves generate and doctor (which name the empty secrets of a bundle made without
+// them) and deploy (which refuses to send a stack the platform would accept and then fail to
+// start).
 import { envValues } from "./parse-env.ts";
 
 export interface RequiredReference {
@@ -42,4 +44,19 @@ export function requiredByCompose(documents: readonly unknown[], envText: string
       return value === undefined || (refusesEmpty && !value.trim());
     })
     .map((r) => r.name);
+}
+
+/** The line a native install script (native/<id>.sh) has for each secret it uses: it stops before
+ *  installing anything while the secret is empty (a role or password file made from an empty value
+ *  would stay so when the script runs again). `name` is a variable name ([A-Z0-9_]). */
+export const nativeSecretGuard = (name: string) => `[ -n "\${${name}:-}" ] || { echo "${name} is empty in .env: fill it in, then run this again" >&2; exit 1; }`;
+
+const NATIVE_SECRET_GUARD = /^\[ -n "\$\{([A-Za-z_][A-Za-z0-9_]*):-\}" \] \|\|/gm;
+
+/** The secrets the native install scripts stop on while `envText` leaves them empty (or blank),
+ *  once each, in order of first use. */
+export function requiredByNativeScripts(scripts: readonly string[], envText: string): string[] {
+  const values = envValues(envText);
+  const names = new Set(scripts.flatMap((script) => [...script.matchAll(NATIVE_SECRET_GUARD)].map((m) => m[1]!)));
+  return [...names].filter((name) => !values.get(name)?.trim());
 }

@@ -2,7 +2,7 @@
 // out the hard way: engine and compose present, every published host port free (or held by this
 // stack itself), memory against the estimate, platform, NVIDIA runtime for GPU reservations, and
 // the .env file. Each check is independent, so one missing piece does not hide the others.
-import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import os from "node:os";
@@ -12,7 +12,7 @@ import { hostPlatform } from "../core/check-input.ts";
 import { FIXED_PORTS } from "../core/resolve.ts";
 import { validateSelection } from "../core/validate.ts";
 import { valuesToFill } from "../core/generate/env.ts";
-import { requiredByCompose } from "../core/required-variables.ts";
+import { requiredByCompose, requiredByNativeScripts } from "../core/required-variables.ts";
 import { Compose, detectCompose } from "./compose.ts";
 import { SOCKET_FORBIDDEN, type ContainerSummary, type Engine, type EngineInfo } from "./engine.ts";
 import { formatBytes } from "./format.ts";
@@ -279,10 +279,16 @@ function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): D
   }
   const envText = readFileSync(file, "utf8");
   const empty = valuesToFill(services, envText);
-  // Secrets of a bundle made without them: compose refuses to start at all (`${VAR:?...}`).
+  // Secrets of a bundle made without them: compose refuses to start at all (`${VAR:?...}`), and a
+  // bare-metal bundle's install.sh stops before the native installs.
   const required = requiredByCompose(stack.documents, envText);
-  if (required.length) {
-    return { id: "values", status: "fail", message: `empty in .env, and compose refuses to start without them: ${required.join(", ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${shellWord(stack.dir)} --from ${shellWord(join(stack.dir, "stackgen.json"))} --secrets` };
+  const native = requiredByNativeScripts(nativeScripts(stack.dir), envText).filter((name) => !required.includes(name));
+  if (required.length || native.length) {
+    const refusals = [
+      ...(required.length ? [`compose refuses to start without them: ${required.join(", ")}`] : []),
+      ...(native.length ? [`install.sh stops before the native install without them: ${native.join(", ")}`] : []),
+    ];
+    return { id: "values", status: "fail", message: `empty in .env, and ${refusals.join("; ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${shellWord(stack.dir)} --from ${shellWord(join(stack.dir, "stackgen.json"))} --secrets` };
   }
   if (!services.some((s) => s.variables?.some((v) => v.beforeStart))) return undefined;
   if (empty.length === 0) return { id: "values", status: "ok", message: "every value to fill in before the first start is set in .env" };
@@ -291,6 +297,13 @@ function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): D
     status: "warn",
     message: `empty in .env: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}; these services do not start, or cannot do their job, until they are filled in (the bundle's README says where to get each)`,
   };
+}
+
+/** The texts of a bare-metal bundle's native install scripts (none for a container-only one). */
+function nativeScripts(dir: string): string[] {
+  const folder = join(dir, "native");
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder, { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith(".sh")).map((e) => readFileSync(join(folder, e.name), "utf8"));
 }
 
 /** Containers of the project whose service the compose files no longer name (a service taken out
@@ -366,6 +379,8 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   const { config } = stack;
   // Compose merges a later file's ports and devices into the earlier ones': check every file.
   const files = stack.documents;
+  // Read first, said later: it decides whether compose's own refusal is said too.
+  const fill = fillCheck(config, stack);
 
   let info: EngineInfo | undefined;
   let containers: ContainerSummary[] = [];
@@ -381,10 +396,13 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
     const cli = await detectCompose();
     checks.push({ id: "compose", status: cli.v2 ? "ok" : "warn", message: cli.v2 ? "docker compose (v2 plugin)" : "only docker-compose v1, which is no longer maintained; install the compose v2 plugin" });
     // Files compose refuses (a `ports: "80"` where a list belongs, an override that cannot merge)
-    // would pass every other check and still not start.
+    // would pass every other check and still not start. Compose stops at the first empty required
+    // secret: when the values check names them all, that refusal is not said a second time.
     await new Compose(cli, stack).config().then(
       () => checks.push({ id: "compose-config", status: "ok", message: `${stack.composeFiles.map((f) => relative(stack.dir, f) || f).join(", ")} read by compose` }),
-      (e: Error) => checks.push({ id: "compose-config", status: "fail", message: e.message }),
+      (e: Error) => {
+        if (!(fill?.status === "fail" && /required variable \S+ is missing a value/.test(e.message))) checks.push({ id: "compose-config", status: "fail", message: e.message });
+      },
     );
   } catch (e) {
     checks.push({ id: "compose", status: "fail", message: (e as Error).message });
@@ -418,13 +436,7 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   }
 
   checks.push(envCheck(stack));
-  const fill = fillCheck(config, stack);
   if (fill) checks.push(fill);
-  // Compose stops at the first empty required secret; the values check names them all already.
-  if (fill?.status === "fail") {
-    const refused = checks.findIndex((c) => c.id === "compose-config" && c.status === "fail" && /required variable \S+ is missing a value/.test(c.message));
-    if (refused >= 0) checks.splice(refused, 1);
-  }
   const orphans = orphanCheck(stack, containers);
   if (orphans) checks.push(orphans);
   return { project: stack.project, dir: stack.dir, ok: !checks.some((c) => c.status === "fail"), checks };

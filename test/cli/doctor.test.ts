@@ -199,6 +199,19 @@ services:
     expect(after.checks.some((c) => c.id === "values" && c.status !== "ok")).toBe(false);
   });
 
+  test("on bare metal, a secret only the native install uses, left empty, fails the values check too", async () => {
+    const dir = join(tmp, "native-empty");
+    expect((await cli(["generate", "--services", "postgresql", "--deployment", "bare-metal", "--no-secrets", "--dir", dir], { env })).code).toBe(0);
+    // Compose's secrets filled in: only install.sh's is left, which compose never reads.
+    const envText = (await Bun.file(join(dir, ".env")).text()).replace(/^(?!POSTGRESQL_PASSWORD=)([A-Z][A-Z0-9_]*(?:PASSWORD|TOKEN))=$/gm, "$1=filledfilledfilledfilledfilled12");
+    writeFileSync(join(dir, ".env"), envText, { mode: 0o600 });
+    const report = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+    const values = report.checks.find((c) => c.id === "values")!;
+    expect(values.status).toBe("fail");
+    expect(values.message).toContain("install.sh stops before the native install without them: POSTGRESQL_PASSWORD");
+    expect(values.message).not.toContain("compose refuses");
+  });
+
   test("a bundle beside a compose.yaml, which docker compose reads in its place, fails", async () => {
     const dir = join(tmp, "shadowed");
     expect((await cli(["generate", "--services", "redis", "--dir", dir], { env })).code).toBe(0);

@@ -1,7 +1,7 @@
 // The one reading of `${NAME:?…}` / `${NAME?…}` that generate, doctor and deploy share.
 import { describe, expect, test } from "bun:test";
 import { parse as parseYaml } from "yaml";
-import { requiredByCompose, requiredReferences } from "../../src/core/required-variables.ts";
+import { nativeSecretGuard, requiredByCompose, requiredByNativeScripts, requiredReferences } from "../../src/core/required-variables.ts";
 
 const base = parseYaml(`services:
   app:
@@ -37,5 +37,14 @@ describe("required variables of a compose file", () => {
     expect(requiredByCompose([base], env)).toEqual(["EMPTY_A", "MISSING_C", "KEY_K"]);
     expect(requiredByCompose([base, override], env)).toEqual(["EMPTY_A", "EMPTY_B", "MISSING_C", "KEY_K"]);
     expect(requiredByCompose([base], "EMPTY_A=1\nEMPTY_B=\nMISSING_C=\nSET_E=x\nKEY_K=k\n")).toEqual([]);
+  });
+});
+
+describe("secrets the native install scripts stop without", () => {
+  test("the guard line generate writes is what is read back; only empty or blank values count", () => {
+    const script = ["#!/usr/bin/env bash", nativeSecretGuard("PG_PASSWORD"), nativeSecretGuard("OTHER"), 'echo "${NOT_GUARDED}"', `# ${nativeSecretGuard("IN_A_COMMENT")}`].join("\n");
+    expect(requiredByNativeScripts([script, nativeSecretGuard("PG_PASSWORD")], "PG_PASSWORD=\nOTHER=set\n")).toEqual(["PG_PASSWORD"]);
+    expect(requiredByNativeScripts([script], "OTHER='  '\n")).toEqual(["PG_PASSWORD", "OTHER"]);
+    expect(requiredByNativeScripts([script], "PG_PASSWORD=a\nOTHER=b\n")).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@
 import type { FileMap, GenContext } from "./context.ts";
 import { POSTGRES_INIT_SCRIPT } from "./postgres-init.ts";
 import { needsPostgresInit } from "./mounts.ts";
+import { nativeSecretGuard } from "../required-variables.ts";
 import dotenvLoader from "./dotenv-loader.sh" with { type: "text" };
 
 const HEADER = (ctx: GenContext) => `#!/usr/bin/env bash
@@ -71,11 +72,10 @@ export function bareMetalFiles(ctx: GenContext, rendered: FileMap): FileMap {
 }
 
 /** Lines that stop the script before it installs anything when a secret it uses is empty (a
- *  --no-secrets bundle not filled in): a role or a password file made from an empty value stays
- *  that way when the script runs again. */
+ *  --no-secrets bundle not filled in). */
 function requireSecrets(ctx: GenContext, names: string[]): string[] {
   const secret = new Set(ctx.variables.filter((v) => v.secret).map((v) => v.name));
-  return names.filter((name) => secret.has(name)).map((name) => `[ -n "\${${name}:-}" ] || { echo "${name} is empty in .env: fill it in, then run this again" >&2; exit 1; }`);
+  return names.filter((name) => secret.has(name)).map(nativeSecretGuard);
 }
 
 /** The bundle's variables a script refers to (`$NAME` or `${NAME}`). */
