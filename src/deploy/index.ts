@@ -177,8 +177,12 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
   };
   const steps: StepContext = {
     async run(step, work) {
+      // Stopped between steps: none failed (the one before finished, this one never began).
+      if (opts.signal?.aborted) {
+        current = undefined;
+        throw new DeployError(`Interrupted before "${step}": nothing more was sent to ${provider.label}`);
+      }
       current = step;
-      if (opts.signal?.aborted) throw new DeployError(`Interrupted before "${step}": nothing more was sent to ${provider.label}`);
       emit({ step, status: "running" });
       try {
         const { value, detail } = await work();
@@ -217,7 +221,7 @@ export async function deployBundle(opts: DeployOptions, onStep: StepHandler = ()
     const err = e as { name?: string; message?: string; status?: number; detail?: string; retryAfterSeconds?: number };
     result.error = clean(err?.name === "DeployError" ? String(err.message) : `Unexpected failure: ${err?.message ?? String(e)}`);
     if (current) result.failedStep = current;
-    const hint = err?.name !== "DeployError" || !err.status ? undefined : err.status === 429 ? rateLimitHint(provider.label, err.retryAfterSeconds) : provider.hintFor?.(err.status, err.detail ?? "");
+    const hint = err?.name !== "DeployError" || !err.status ? undefined : err.status === 429 ? rateLimitHint(provider.label, err.retryAfterSeconds, result.created.length > 0 || (result.possiblyCreated?.length ?? 0) > 0) : provider.hintFor?.(err.status, err.detail ?? "");
     if (hint) result.hint = hint;
   }
   return result;
@@ -242,10 +246,11 @@ export function unsetRequiredVariables(compose: unknown, envVars: readonly EnvVa
   return { refused, leftToPlatform };
 }
 
-/** What to do after a platform limited the call rate: wait as long as its Retry-After asked. */
-function rateLimitHint(label: string, seconds: number | undefined): string {
+/** What to do after a platform limited the call rate: wait as long as its Retry-After asked, and
+ *  run again, with --update once this run made (or may have made) something there. */
+function rateLimitHint(label: string, seconds: number | undefined, made: boolean): string {
   const wait = seconds === undefined ? "a minute" : seconds <= 1 ? "a second" : seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
-  return `${label} limits how fast its API may be called: wait ${wait}${seconds === undefined ? "" : " (its Retry-After)"} and run again with --update.`;
+  return `${label} limits how fast its API may be called: wait ${wait}${seconds === undefined ? "" : " (its Retry-After)"} and run again${made ? " with --update" : ""}.`;
 }
 
 /** Addresses no Coolify or Dokploy instance has, which a caller of the relay could use to reach

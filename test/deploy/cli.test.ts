@@ -226,6 +226,9 @@ describe("stackgen deploy (subprocess)", () => {
     expect(stderr).toContain("SIGINT: stopping the deploy at the next safe point; what it made so far is reported");
     const result = JSON.parse(stdout);
     expect(result).toMatchObject({ success: false, error: expect.stringContaining("Interrupted before") });
+    // Stopped between two steps: none of them failed.
+    expect(result.failedStep).toBeUndefined();
+    expect(result.steps.every((s: { status: string }) => s.status === "ok")).toBe(true);
     expect(result.created).toEqual([expect.stringContaining(`Coolify project "${PROJECT}"`)]);
     expect(fake.projects).toHaveLength(1);
     expect(fake.services).toHaveLength(0);

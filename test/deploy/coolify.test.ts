@@ -216,9 +216,19 @@ describe("Coolify deployer against a spec-validating fake", () => {
       const result = await deployBundle(options(fake, { sleep: async (ms) => slept.push(ms) }));
       expect(result.error).toBe("Coolify API 429: Too Many Requests");
       expect(result.hint).toContain(wait);
+      // Nothing was made yet: a plain run again, not one with --update.
+      expect(result.hint).toEndWith("and run again.");
       expect(slept).toEqual([...waits]);
       expect(fake.calls.filter((c) => c.operationId === "list-servers")).toHaveLength(waits.length + 1);
     }
+  });
+
+  test("a 429 that goes on once the project exists says to run again with --update", async () => {
+    const fake = await startFake();
+    fake.injections.push({ operationId: "create-service", reply: { status: 429, headers: { "retry-after": "30" }, body: { message: "Too Many Attempts." } } });
+    const result = await deployBundle(options(fake, { sleep: async () => {} }));
+    expect(result).toMatchObject({ success: false, failedStep: "Create compose service", created: [expect.stringContaining("Coolify project")] });
+    expect(result.hint).toEndWith("wait 30 seconds (its Retry-After) and run again with --update.");
   });
 
   test("one 429 in the middle of a deploy is waited out and the call made again: one project, one service, deployed", async () => {
