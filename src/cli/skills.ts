@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { StackgenError } from "../errors.ts";
-import { scorePacks } from "../core/listings.ts";
+import { scorePacks, unknownServicesMessage } from "../core/listings.ts";
 import { printJson, printText } from "./output.ts";
 
 export default defineCommand({
@@ -17,7 +17,7 @@ export default defineCommand({
       const ids = args.services.split(",").map((s) => s.trim()).filter(Boolean);
       const unknown = ids.filter((id) => !catalog.servicesById.has(id));
       // The API's code for the same query (GET /v1/skills?services=...), still bad input (exit 2).
-      if (unknown.length) throw new StackgenError("INVALID_SERVICE_ID", `Unknown service id: ${unknown.join(", ")}`, 400);
+      if (unknown.length) throw new StackgenError("INVALID_SERVICE_ID", `${unknownServicesMessage(catalog, unknown)}; stackgen services lists them`, 400);
       packs = scorePacks(catalog.packs, ids);
     }
     if (args.json) return printJson({ packs, total: packs.length });

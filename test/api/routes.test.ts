@@ -179,6 +179,9 @@ describe("read endpoints", () => {
     const r = await call("GET", "/v1/skills?services=redis,nope");
     expect(r.status).toBe(400);
     expect(await json(r)).toEqual({ error: expect.stringContaining("nope"), code: "INVALID_SERVICE_ID" });
+    // A near miss gets the id meant, as the body routes' errors do.
+    const near = await call("GET", "/v1/skills?services=qdrnt,nope");
+    expect(await json(near)).toEqual({ error: 'Unknown service ids: qdrnt (did you mean "qdrant"?), nope', code: "INVALID_SERVICE_ID" });
   });
 
   test("GET /v1/skills takes at most 200 ids, as an id array in a body", async () => {

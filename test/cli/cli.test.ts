@@ -275,6 +275,8 @@ describe("basics", () => {
     expect(JSON.parse(maturity.stdout).error.details).toEqual([{ field: "maturity", message: 'Expected one of "stable", "beta", "experimental", received "nope"' }]);
     const skills = await cli(["skills", "--services", "nope", "--json"], { env });
     expect([skills.code, JSON.parse(skills.stdout).error.code]).toEqual([2, "INVALID_SERVICE_ID"]);
+    const near = await cli(["skills", "--services", "qdrnt"], { env });
+    expect([near.code, near.stderr]).toEqual([2, expect.stringContaining('Unknown service id: qdrnt (did you mean "qdrant"?); stackgen services lists them')]);
     // What the user typed is quoted back with its control characters shown, never sent to the
     // terminal as escape sequences (colour, clear screen, window title).
     for (const args of [["generate", "--services", "redis,\x1b[31mX", "--dir", join(tmp, "esc")], ["services", "--category", "\x1b[2J"], ["presets", "\x1b]0;t\x07"]]) {

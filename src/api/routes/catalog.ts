@@ -1,7 +1,7 @@
 // Read-only catalog routes: services, presets, skill packs.
 import { Elysia } from "elysia";
 import type { Catalog } from "../../catalog/index.ts";
-import { categorySummary, scorePacks } from "../../core/listings.ts";
+import { categorySummary, scorePacks, unknownServicesMessage } from "../../core/listings.ts";
 import {
   ServicesQuery, ServicesResponse, ServiceResponse, PresetsResponse, PresetResponse, SkillsQuery, SkillsResponse,
   ErrorBody, FlatErrorBody, MAX_IDS, routeSchema,
@@ -62,7 +62,7 @@ export const catalogRoutes = (catalog: Catalog) =>
       const unknown = ids.filter((id) => !catalog.servicesById.has(id));
       if (unknown.length) {
         set.status = 400;
-        return { error: `Unknown service id${unknown.length > 1 ? "s" : ""}: ${unknown.slice(0, 20).join(", ")}`.slice(0, 500), code: "INVALID_SERVICE_ID" };
+        return { error: unknownServicesMessage(catalog, unknown).slice(0, 500), code: "INVALID_SERVICE_ID" };
       }
       const packs = scorePacks(catalog.packs, ids);
       return { packs, total: packs.length };
