@@ -906,6 +906,9 @@ describe("input fields take effect", () => {
         'REDIS_PASSWORD="with # hash"',
         // Escapes back to back, at the start and the end; a long value (a certificate) read whole.
         'REDIS_PASSWORD="\\$\\\\\\"x\\"\\\\"',
+        // Every escape compose reads: control characters, and octal bytes (three digits up to 377).
+        'REDIS_PASSWORD="\\t tab\\r\\a\\b\\f\\v\\q"',
+        'REDIS_PASSWORD="\\0101\\08x\\0\\0400\\01234"',
         `REDIS_PASSWORD="${"k3y-\\$".repeat(5000)}end"`,
         // A quoted value over several lines is read whole, and a line inside another variable's
         // value that looks like an assignment is that value's text, not an assignment.

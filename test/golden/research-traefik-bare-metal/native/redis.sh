@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Redis: native install from Debian packages.
 # The values this script needs, read from .env as data (never run as shell code): quotes removed,
-# \" \\ \$ \n undone inside double quotes, an inline # comment dropped, as compose reads them.
+# escapes (\" \\ \$ \n \t \0NNN...) undone inside double quotes, an inline # comment dropped,
+# as compose reads them.
 dotenv_value() {
-  local raw=$1 out="" rest chunk n
+  local raw=$1 out="" rest chunk n digits
   case "$raw" in
     \"*)
       # A run of plain text at a time, up to the next backslash or quote: linear in the value's
@@ -21,7 +22,17 @@ dotenv_value() {
         esac
         n=${rest:1:1}
         if [ -z "$n" ]; then out+='\'; break; fi
-        case "$n" in n) out+=$'\n' ;; '"' | '\' | '$') out+=$n ;; *) out+="\\$n" ;; esac
+        case "$n" in
+          n) out+=$'\n' ;; t) out+=$'\t' ;; r) out+=$'\r' ;; a) out+=$'\a' ;; b) out+=$'\b' ;; f) out+=$'\f' ;; v) out+=$'\v' ;;
+          '"' | '\' | '$') out+=$n ;;
+          0)
+            # \0 and up to three digits: a byte when they are three octal digits up to 377, else
+            # a backslash and the digits (compose drops the 0).
+            digits=${rest:2:3}; digits=${digits%%[!0-9]*}
+            if [[ $digits =~ ^[0-7]{3}$ ]] && ((8#$digits <= 8#377)); then printf -v chunk "\\$digits"; out+=$chunk; else out+="\\$digits"; fi
+            rest=${rest:${#digits}} ;;
+          *) out+="\\$n" ;;
+        esac
         rest=${rest:2}
       done ;;
     \'*) out=${raw#\'}; out=${out%%\'*} ;;
