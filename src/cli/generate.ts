@@ -20,7 +20,7 @@ import type { CatalogService } from "../schema/catalog.ts";
 import { serviceVolumes } from "../core/listings.ts";
 import { COMPOSE_FILES_READ_FIRST, composeSettings, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
 import { mergeEnv, settingsTaken } from "../core/env-merge.ts";
-import { domainWithoutProxy, readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
+import { domainWithoutProxy, inputName, readInputDocument, selectionArgs, selectionFromArgs } from "./selection-args.ts";
 import { EDIT_KEPT_SUFFIX, planBundle, writePlan } from "./write-bundle.ts";
 import type { FileDiff } from "./bundle-diff.ts";
 import { shellWord } from "../core/paths.ts";
@@ -35,7 +35,7 @@ export default defineCommand({
     secrets: { type: "boolean", default: true, description: "Generate random secrets (--no-secrets leaves them empty)" },
     "memory-limits": { type: "boolean", description: "Cap each container's memory at twice its estimate, at least 256 MiB (--no-memory-limits: none, over a --from file that has them)" },
     dir: { type: "string", description: "Output directory (default ./<name>)" },
-    from: { type: "string", description: "A complete JSON export or a stackgen.json to generate from" },
+    from: { type: "string", description: "A complete JSON export or a stackgen.json to generate from (-: read it from standard input)" },
     "dry-run": { type: "boolean", description: "Show what would be written, write nothing" },
     force: { type: "boolean", description: "Overwrite files you edited since the last generate" },
     diff: { type: "boolean", description: "Show each file the run changes as a unified diff against the folder (.env by variable, values hidden); with --dry-run, nothing is written" },
@@ -70,7 +70,7 @@ export default defineCommand({
       body.projectName = args.name;
       if (existing && existing !== args.name) log.warn(renamed(existing, args.name));
     } else if (existing) {
-      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${fromPath} names "${body.projectName}"); --name renames it.`);
+      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${inputName(fromPath!)} names "${body.projectName}"); --name renames it.`);
       body.projectName = existing;
     } else if (body.projectName === undefined && outDir) {
       // Named after the folder as Compose names a project after it (MyStack -> mystack).
@@ -109,9 +109,9 @@ export default defineCommand({
     }
     if (fromExport && !envKept) {
       const taken = settingsTaken(fromExport, generatedEnv, secretNames);
-      if (taken.length) log.warn(`Settings taken from ${fromPath} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
-      if (fromExport.extra.length) log.warn(`Not taken from ${fromPath}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
-      if (fromExport.refused.length) log.warn(`Not taken from ${fromPath}: ${misshapen(fromExport.refused)}.`);
+      if (taken.length) log.warn(`Settings taken from ${inputName(fromPath!)} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
+      if (fromExport.extra.length) log.warn(`Not taken from ${inputName(fromPath!)}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
+      if (fromExport.refused.length) log.warn(`Not taken from ${inputName(fromPath!)}: ${misshapen(fromExport.refused)}.`);
     }
     const refused = plan.find((f) => f.refusedValues)?.refusedValues ?? [];
     if (refused.length) log.warn(`Replaced in .env: ${misshapen(refused)}.`);
@@ -223,7 +223,7 @@ export default defineCommand({
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       // A .env already there wins over an export's values, changed or not.
-      ...(envKept ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromPath}.`)] : []),
+      ...(envKept ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${inputName(fromPath!)}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
       ...(composeSecrets.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${composeSecrets.join(", ")}.`)] : []),
       ...(nativeSecrets.length ? [yellow(`Empty in .env, and install.sh stops before the native install without them: ${nativeSecrets.join(", ")}.`)] : []),

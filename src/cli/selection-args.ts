@@ -54,6 +54,9 @@ async function readCapped(path: string, limit: number): Promise<Buffer> {
 }
 
 
+/** How an input file is named to the user: `-` is standard input (a piped export). */
+export const inputName = (path: string) => (path === "-" ? "standard input" : path);
+
 /** Read a JSON input file: a `complete` document (its `input`), a stackgen.json or a plain body. */
 export async function readInputFile(path: string): Promise<Record<string, unknown>> {
   return (await readInputDocument(path)).input;
@@ -61,28 +64,29 @@ export async function readInputFile(path: string): Promise<Record<string, unknow
 
 /** An input file's generation input, and the `.env` a complete export carries (its secrets). */
 export async function readInputDocument(path: string): Promise<{ input: Record<string, unknown>; exportedEnv?: string }> {
+  const name = inputName(path);
   let bytes: Buffer;
   try {
     // Input files are request bodies: the API's body limit applies.
-    bytes = await readCapped(path, MAX_BODY_BYTES);
+    bytes = await readCapped(path === "-" ? "/dev/stdin" : path, MAX_BODY_BYTES);
   } catch (e) {
-    throw usageError(`Cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw usageError(`Cannot read ${name}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  if (bytes.length > MAX_BODY_BYTES) throw usageError(`${path} is larger than 1 MiB`);
+  if (bytes.length > MAX_BODY_BYTES) throw usageError(`${name} is larger than 1 MiB`);
   const text = bytes.toString("utf8");
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
-    throw usageError(`${path} is not valid JSON`);
+    throw usageError(`${name} is not valid JSON`);
   }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${path} must hold a JSON object`);
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${name} must hold a JSON object`);
   const d = doc as Record<string, unknown>;
   if ("formatVersion" in d) {
     // A complete export: its input is what is generated, its .env holds the secrets to keep. A
     // broken one is named as such, not read as a generation input missing every field.
-    if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw usageError(`${path} has format version ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"`);
-    const broken = (field: string, value: unknown, want: string) => validationError(`${path} is not a usable complete export`, [{ field, message: `Expected ${want}, received ${jsonKind(value)}` }]);
+    if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw usageError(`${name} has format version ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}"`);
+    const broken = (field: string, value: unknown, want: string) => validationError(`${name} is not a usable complete export`, [{ field, message: `Expected ${want}, received ${jsonKind(value)}` }]);
     if (!isJsonObject(d.input)) throw broken("input", d.input, "object");
     if (d.files !== undefined && !isJsonObject(d.files)) throw broken("files", d.files, "object");
     const env = d.files?.[".env"];

@@ -57,7 +57,7 @@ export default defineCommand({
     if (args["dry-run"] && args.backup) log.warn("--backup has no effect with --dry-run: a dry run changes nothing, so it takes no backup.");
     let interrupted = false;
     const result = args["dry-run"]
-      ? await dryRunUpdate(engine, stack, model, options)
+      ? await dryRunUpdate(engine, stack, compose, model, options)
       : await withDeferredInterrupts(
           "the update",
           async (signal) => {
@@ -74,6 +74,11 @@ export default defineCommand({
       process.exitCode = interrupted ? INTERRUPTED_EXIT : 1;
     } else if (result.failed && result.failed.length > 0) {
       log.error(`Could not ask the registry about ${result.failed.map((f) => f.image).join(", ")}.`);
+      process.exitCode = 1;
+    }
+    // The plan cannot be carried out as things stand: a script's `update --dry-run && update` stops.
+    if (result.wouldRefuse) {
+      log.error(`The update would refuse (${result.wouldRefuse.code}): ${result.wouldRefuse.message}`);
       process.exitCode = 1;
     }
   },

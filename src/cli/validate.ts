@@ -7,7 +7,7 @@ import { domainWithoutProxy, readInputFile, selectionArgs, selectionFromArgs } f
 
 export default defineCommand({
   meta: { name: "validate", description: "Check a selection: dependencies, conflicts, ports, platform, memory" },
-  args: { ...selectionArgs, file: { type: "string", description: "JSON file with the request body (or a stackgen.json)" } },
+  args: { ...selectionArgs, file: { type: "string", description: "JSON file with the request body (or a stackgen.json; -: read it from standard input)" } },
   async run({ args }) {
     const body = { ...(args.file ? await readInputFile(args.file) : {}), ...selectionFromArgs(args) };
     const catalog = getCatalog();

@@ -37,6 +37,9 @@ export interface UpdateResult {
   unhealthyBefore?: string[];
   /** Services with containers that the compose files (as read now) do not have: not updated. */
   notInCompose?: string[];
+  /** Dry run: the refusal the update would end with, before stopping anything (its error code
+   *  and message), when the stack is not in a state a restart would bring back. */
+  wouldRefuse?: { code: UpdateRefusal["code"]; message: string };
   /** Services the user had paused, restarted with the stack: running, no longer paused. */
   unpaused?: string[];
   /** The backup taken with the stack stopped, right before the new images started (--backup). */
@@ -288,7 +291,7 @@ export interface UpdateOptions {
   signal?: AbortSignal;
 }
 
-export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
+export async function dryRunUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   // Images built here (or kept local by pull_policy) are not pulled by the update, so no registry
   // is asked about them (a plain name would otherwise go to Docker Hub): they stay as they are.
   const local = model.services.filter((s) => s.image && !pulledFromRegistry(s)).map((s) => s.name);
@@ -344,7 +347,12 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, model: ComposeM
   // The running services restart, as the real update does, when one of them changes.
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   // In the order the update would start them, layer by layer.
-  if (accountForPlan(result, plan, model)) result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
+  if (accountForPlan(result, plan, model)) {
+    result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
+    // What the update would refuse once it had pulled, said now.
+    const refusal = refusalBeforeStop(compose, containers, model, plan, new Set(result.updated.map((u) => u.service)));
+    if (refusal) result.wouldRefuse = { code: refusal.code, message: refusal.message("The update would pull the new images, then stop nothing and put the old tags back.") };
+  }
   // As the update says it: only when it starts them again.
   const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
   if (unhealthy.length && result.restarted.length) result.unhealthyBefore = unhealthy;
@@ -499,6 +507,39 @@ async function upLeavingDependencies(compose: Compose, upArgs: string[], layer: 
   return started.code === 0 ? started : compose.run(["up", "--detach", ...upArgs], { deadlineMs });
 }
 
+/** Why an update that restarts the stack would leave down what runs now, found before it stops
+ *  anything: the dry run foresees it and the update refuses. `message` takes what was done
+ *  ("Nothing was stopped..."), said before the way out. */
+export interface UpdateRefusal {
+  code: "JOB_FAILED" | "DEPENDENCY_UNHEALTHY";
+  message: (done: string) => string;
+}
+
+function refusalBeforeStop(compose: Compose, containers: ContainerSummary[], model: ComposeModel, plan: StartPlan, changed: ReadonlySet<string>): UpdateRefusal | undefined {
+  const running = plan.start;
+  const dir = compose.stack.dir;
+  // A job that had failed before, on an image that did not change: compose would run it again to
+  // start the services waiting for it, fail, and roll back an update it did not cause.
+  const failedJob = failedJobNeeded(containers, running, dependenciesByService(model), changed);
+  if (failedJob) {
+    const { job, code, dependents } = failedJob;
+    const one = dependents.length === 1;
+    return { code: "JOB_FAILED", message: (done) => `${job}, a one-shot job that ${dependents.join(", ")} ${one ? "waits" : "wait"} for, exited with code ${code} before the update: compose would run it again to start ${one ? "that service" : "them"}, and while it fails ${one ? "it" : "they"} would stay down. ${done} \`${composeCommand(compose, "logs", [job])}\` in ${dir} shows why; once it runs to completion, update again.` };
+  }
+  // A service that was unhealthy before, on an image that does not change, which a service to be
+  // started again waits for to be healthy: compose would refuse to start that one, and the
+  // rollback the same, leaving down a service that ran.
+  const unhealthyNeeded = unhealthyDependenciesNeeded(model, running, plan.brokenBefore, changed);
+  if (unhealthyNeeded.length) {
+    const deps = unhealthyNeeded.map((u) => u.dependency);
+    const dependents = [...new Set(unhealthyNeeded.flatMap((u) => u.dependents))].sort();
+    const which = unhealthyNeeded.map((u) => `${u.dependents.join(", ")} ${u.dependents.length === 1 ? "waits" : "wait"} for ${u.dependency} to be healthy`).join("; ");
+    const one = deps.length === 1;
+    return { code: "DEPENDENCY_UNHEALTHY", message: (done) => `${deps.join(", ")} ${one ? "was" : "were"} unhealthy or restarting before the update, on ${one ? "an image" : "images"} that did not change, and ${which} (depends_on condition service_healthy): compose would refuse to start ${dependents.join(", ")} again, and the rollback too, leaving down what runs now. ${done} \`${composeCommand(compose, "logs", deps)}\` in ${dir} shows why; once ${deps.join(", ")} ${one ? "is" : "are"} healthy again (\`${composeCommand(compose, "restart", deps)}\` may be enough), update again.` };
+  }
+  return undefined;
+}
+
 /** A one-shot job a running service waits for (service_completed_successfully) whose container
  *  ended with an error: the first such, with its exit code and the running services that need it. */
 function failedJobNeeded(containers: ContainerSummary[], running: ReadonlySet<string>, dependsOn: Record<string, string[]>, changed: ReadonlySet<string>): { job: string; code: number; dependents: string[] } | undefined {
@@ -620,27 +661,11 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       opts.progress(`Only services that are not running have new images (${names.join(", ")}); nothing restarted. \`${composeCommand(compose, "up -d", names)}\` in ${stack.dir} starts ${names.length === 1 ? "it" : "them"} on the new ${names.length === 1 ? "image" : "images"} (\`docker compose start\` would run the old containers)`);
       return result;
     }
-    // A job that had failed before, on an image that did not change: compose would run it again to
-    // start the services waiting for it, fail, and roll back an update it did not cause. Refused
-    // while nothing is stopped yet (the pulled tags are put back).
-    const failedJob = failedJobNeeded(containers, running, dependsOn, new Set(changed.map((c) => c.service)));
-    if (failedJob) {
+    // Refused while nothing is stopped yet, the pulled tags put back (see refusalBeforeStop).
+    const refusal = refusalBeforeStop(compose, containers, model, plan, new Set(changed.map((c) => c.service)));
+    if (refusal) {
       await retag(engine, changed);
-      const { job, code, dependents } = failedJob;
-      const one = dependents.length === 1;
-      throw failure("JOB_FAILED", `${job}, a one-shot job that ${dependents.join(", ")} ${one ? "waits" : "wait"} for, exited with code ${code} before the update: compose would run it again to start ${one ? "that service" : "them"}, and while it fails ${one ? "it" : "they"} would stay down. Nothing was stopped, and the images were left as they were. \`${composeCommand(compose, "logs", [job])}\` in ${stack.dir} shows why; once it runs to completion, update again.`);
-    }
-    // A service that was unhealthy before, on an image that does not change, which a service to be
-    // started again waits for to be healthy: compose would refuse to start that one, and the
-    // rollback the same, leaving down a service that ran. Refused while nothing is stopped yet.
-    const unhealthyNeeded = unhealthyDependenciesNeeded(model, running, plan.brokenBefore, new Set(changed.map((c) => c.service)));
-    if (unhealthyNeeded.length) {
-      await retag(engine, changed);
-      const deps = unhealthyNeeded.map((u) => u.dependency);
-      const dependents = [...new Set(unhealthyNeeded.flatMap((u) => u.dependents))].sort();
-      const which = unhealthyNeeded.map((u) => `${u.dependents.join(", ")} ${u.dependents.length === 1 ? "waits" : "wait"} for ${u.dependency} to be healthy`).join("; ");
-      const one = deps.length === 1;
-      throw failure("DEPENDENCY_UNHEALTHY", `${deps.join(", ")} ${one ? "was" : "were"} unhealthy or restarting before the update, on ${one ? "an image" : "images"} that did not change, and ${which} (depends_on condition service_healthy): compose would refuse to start ${dependents.join(", ")} again, and the rollback too, leaving down what runs now. Nothing was stopped, and the images were left as they were. \`${composeCommand(compose, "logs", deps)}\` in ${stack.dir} shows why; once ${deps.join(", ")} ${one ? "is" : "are"} healthy again (\`${composeCommand(compose, "restart", deps)}\` may be enough), update again.`);
+      throw failure(refusal.code, refusal.message("Nothing was stopped, and the images were left as they were."));
     }
     if (stopped.length) {
       const newer = stopped.filter((name) => changed.some((c) => c.service === name));

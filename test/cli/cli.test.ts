@@ -813,6 +813,19 @@ describe("generate", () => {
     expect((await cli(["generate", "--from", join(tmp, "broken.json"), "--dir", join(tmp, "g12")], { env })).code).toBe(2);
   });
 
+  test("--from - and --file - read standard input (a piped export), named so in errors", async () => {
+    const dir = join(tmp, "piped");
+    const complete = JSON.stringify({ formatVersion: "1", input: { projectName: "piped", services: ["redis"], coreVersion: "9.9.8" }, files: {}, metadata: {} });
+    expectOk(await cli(["generate", "--from", "-", "--dir", dir], { env, stdin: complete }));
+    expect(readFileSync(join(dir, ".env"), "utf8")).toContain("CORE_VERSION=9.9.8");
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toMatch(/^name: piped$/m);
+    const broken = await cli(["generate", "--from", "-", "--dir", join(tmp, "piped-broken")], { env, stdin: "{nope" });
+    expect([broken.code, broken.stderr]).toEqual([2, expect.stringContaining("standard input is not valid JSON")]);
+    const checked = await cli(["validate", "--file", "-", "--json"], { env, stdin: JSON.stringify({ projectName: "piped", services: ["redis"] }) });
+    expectOk(checked);
+    expect(JSON.parse(checked.stdout).valid).toBe(true);
+  });
+
   test("--from a complete export brings back its .env values; new variables get fresh ones; a .env in --dir still wins", async () => {
     const { generateJson } = await import("../../src/api/routes/generate.ts");
     const { getCatalog } = await import("../../src/catalog/index.ts");

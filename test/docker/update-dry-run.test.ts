@@ -3,7 +3,7 @@
 // here), which the real update, comparing image ids after its pull, may well call unchanged.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { renderUpdate } from "../../src/cli/update.ts";
-import type { ComposeModel } from "../../src/docker/compose.ts";
+import type { Compose, ComposeModel } from "../../src/docker/compose.ts";
 import type { ContainerSummary, Engine, ImageInspect } from "../../src/docker/engine.ts";
 import type { Stack } from "../../src/docker/stack.ts";
 import { dryRunUpdate, normalPlatform, pullPlatform } from "../../src/docker/update.ts";
@@ -68,9 +68,11 @@ function engineRunning(image: ImageInspect | Record<string, ImageInspect>, statu
 }
 
 const stack = { dir: "/nonexistent", composeFiles: [], documents: [], project: "p" } as Stack;
+/** Read only for the commands the messages give. */
+const compose = { cli: { argv: ["docker", "compose"] }, profiles: [], stack } as unknown as Compose;
 const modelOf = (image: string): ComposeModel => ({ services: [{ name: "app", image, dependsOn: [], hasBuild: false, binds: [] }], volumes: [] });
 const dryRun = (image: string, local: Omit<ImageInspect, "RepoTags">) =>
-  dryRunUpdate(engineRunning({ ...local, RepoTags: [image] }), stack, modelOf(image), { timeoutMs: 1000, progress: () => {} });
+  dryRunUpdate(engineRunning({ ...local, RepoTags: [image] }), stack, compose, modelOf(image), { timeoutMs: 1000, progress: () => {} });
 
 describe("update --dry-run of an image without a registry digest", () => {
   const registry = new FakeRegistry();
@@ -132,17 +134,24 @@ test("the dry run lists the services it would restart in the order the update st
     registry.image("team/zdb", sha("db-v1"), "1");
     const engine = engineRunning({ web: { Id: sha("web-v1"), RepoTags: [web], RepoDigests: [] }, zdb: { Id: sha("db-v1"), RepoTags: [db], RepoDigests: [] } });
     const model: ComposeModel = { services: [{ name: "web", image: web, dependsOn: ["zdb"], hasBuild: false, binds: [] }, { name: "zdb", image: db, dependsOn: [], hasBuild: false, binds: [] }], volumes: [] };
-    const out = await dryRunUpdate(engine, stack, model, { timeoutMs: 1000, progress: () => {} });
+    const out = await dryRunUpdate(engine, stack, compose, model, { timeoutMs: 1000, progress: () => {} });
     expect(out.updated.map((u) => u.service)).toEqual(["web"]);
     expect(out.restarted).toEqual(["zdb", "web"]); // not alphabetical: zdb is started first
     // A service unhealthy before is named only when the update would start it again, as the update names it.
     const zdbUnhealthy = { zdb: "Up 1 hour (unhealthy)" };
     const images = { web: { Id: sha("web-v1"), RepoTags: [web], RepoDigests: [] }, zdb: { Id: sha("db-v1"), RepoTags: [db], RepoDigests: [] } };
-    expect((await dryRunUpdate(engineRunning(images, zdbUnhealthy), stack, model, { timeoutMs: 1000, progress: () => {} })).unhealthyBefore).toEqual(["zdb"]);
+    expect((await dryRunUpdate(engineRunning(images, zdbUnhealthy), stack, compose, model, { timeoutMs: 1000, progress: () => {} })).unhealthyBefore).toEqual(["zdb"]);
     const current = { ...images, web: { ...images.web, Id: sha("web-v2") } };
-    const quiet = await dryRunUpdate(engineRunning(current, zdbUnhealthy), stack, model, { timeoutMs: 1000, progress: () => {} });
+    const quiet = await dryRunUpdate(engineRunning(current, zdbUnhealthy), stack, compose, model, { timeoutMs: 1000, progress: () => {} });
     expect(quiet).toMatchObject({ updated: [], restarted: [] });
     expect(quiet.unhealthyBefore).toBeUndefined();
+    // Waited for as healthy, the unhealthy zdb would make the update refuse: the dry run says so now.
+    expect(out.wouldRefuse).toBeUndefined();
+    const waiting: ComposeModel = { ...model, services: model.services.map((svc) => (svc.name === "web" ? { ...svc, dependsOnConditions: { zdb: "service_healthy" } } : svc)) };
+    const refused = await dryRunUpdate(engineRunning(images, zdbUnhealthy), stack, compose, waiting, { timeoutMs: 1000, progress: () => {} });
+    expect(refused.updated.map((u) => u.service)).toEqual(["web"]);
+    expect(refused.wouldRefuse).toEqual({ code: "DEPENDENCY_UNHEALTHY", message: expect.stringContaining("zdb was unhealthy or restarting before the update") });
+    expect(refused.wouldRefuse!.message).toContain("The update would pull the new images, then stop nothing and put the old tags back. `docker compose logs zdb` in /nonexistent shows why");
   } finally {
     registry.stop();
   }
