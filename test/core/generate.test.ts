@@ -403,7 +403,7 @@ describe("input fields take effect", () => {
       expect(withDomain(file, "GITEA_ROOT_URL")).toBe("https://gitea.example.com/");
     }
     // A loopback-only port is not proxied: the address on the host stays.
-    expect(withDomain(".env", "PENTAGI_PUBLIC_URL")).toBe("https://localhost:15883");
+    expect(withDomain(".env", "PENTAGI_PUBLIC_URL")).toBe("https://localhost:8443");
     expect(urlOf({ proxy: "traefik" })(".env", "SEARXNG_BASE_URL")).toBe("http://searxng.localhost/");
     // The proxy as a chosen service routes like the proxy option: the URL follows the Caddyfile.
     const g = gen({ services: ["searxng", "caddy"], domain: "example.com" });
