@@ -75,6 +75,17 @@ describe("basics", () => {
     // Options before `help` are the help's: --json gives it as JSON.
     const asJson = await cli(["--json", "help", "generate"], { env });
     expect(JSON.parse(asJson.stdout).command).toBe("stackgen generate");
+    // Every command and command group has some.
+    const paths: string[] = [];
+    const walk = async (cmd: typeof main, path: string[]) => {
+      for (const [word, sub] of Object.entries((await subcommandsOf(cmd)) ?? {})) {
+        paths.push([...path, word].join(" "));
+        await walk(await loadCommand(sub), [...path, word]);
+      }
+    };
+    await walk(main, []);
+    expect(paths.length).toBeGreaterThan(15);
+    expect(paths.filter((path) => !EXAMPLES[path]?.length)).toEqual([]);
     for (const line of Object.values(EXAMPLES).flat()) {
       // The command as typed: no comment, no pipe or redirection after it, no variables set before it.
       const words = line.replace(/#.*$/, "").split(/ [|>] /)[0]!.trim().split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w));
