@@ -15,6 +15,7 @@ import { CORE_VERSION_VAR } from "../core/generate/variables.ts";
 import { requiredByCompose, requiredByNativeScripts } from "../core/required-variables.ts";
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { StackgenError, validationError } from "../errors.ts";
+import { withDeferredInterrupts } from "./interrupt.ts";
 import { log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { serviceVolumes } from "../core/listings.ts";
@@ -209,7 +210,8 @@ export default defineCommand({
       throw refusal;
     }
     if (refusal) throw refusal;
-    await writePlan(dir, plan);
+    // A Ctrl-C while the files are written puts back those already written (all or nothing).
+    await withDeferredInterrupts("writing the bundle", (signal) => writePlan(dir, plan, signal), () => `the bundle in ${dir} may be half-written: compare it with its stackgen.json, or generate again.`, "what was written is put back");
     const replaced = plan.filter((f) => f.action === "overwrite-edited").map((f) => f.path);
     if (replaced.length) log.warn(`Replaced files you had changed (--force): ${replaced.join(", ")}. Your text of each is kept beside it, in ${replaced.map((p) => `${p}${EDIT_KEPT_SUFFIX}`).join(", ")}, to carry over what you still need.`);
     sayWarnings();

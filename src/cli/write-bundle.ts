@@ -8,7 +8,7 @@ import { CONFIG_FILE, sha256 } from "../core/generate/config.ts";
 import { fileMode } from "../core/file-modes.ts";
 import { mergeEnv, type MergeOptions } from "../core/env-merge.ts";
 import { isWithin } from "../core/paths.ts";
-import { StackgenError, usageError } from "../errors.ts";
+import { interruptedError, StackgenError, usageError } from "../errors.ts";
 
 /** Refuses (UNSAFE_PATH, bad input: exit 2) a file whose folder really lies outside the target. */
 function refuseOutside(realParent: string, realRoot: string, path: string, root: string): void {
@@ -197,7 +197,7 @@ const WRITES = new Set<FileAction>(["create", "update", "keep-values", "overwrit
  *  All or nothing: a write that fails (a full disk) puts back the files written before it, so
  *  the bundle and its stackgen.json record never disagree (a half-written compose file would
  *  otherwise count as the user's edit at the next run). */
-export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void> {
+export async function writePlan(dir: string, plan: PlannedFile[], signal?: AbortSignal): Promise<void> {
   const root = resolve(dir);
   await makeFolders(root, root).catch((e: NodeJS.ErrnoException) => {
     // A folder that cannot be made there (a read-only or virtual file system, no permission).
@@ -211,6 +211,8 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
   try {
     for (const f of plan) {
       current = f.path;
+      // Ctrl-C: the files written so far are put back (below), as after a failed write.
+      if (signal?.aborted) throw interruptedError(`Interrupted while writing the bundle in ${root}`);
       // An unchanged .env still gets back its 0600 (it holds every secret), a script its 0755.
       if (f.action === "unchanged" && fileMode(f.path) !== 0o644) {
         const target = insideDir(root, f.path);
@@ -260,6 +262,9 @@ export async function writePlan(dir: string, plan: PlannedFile[]): Promise<void>
   } catch (error) {
     const failed = [];
     for (const step of undo.reverse()) await step().catch(() => failed.push(step));
+    if (error instanceof StackgenError && error.code === "INTERRUPTED") {
+      throw interruptedError(failed.length ? `${error.message}, and ${failed.length} of the files written before could not be put back: compare the folder with its stackgen.json before you use it.` : `${error.message}: the files written before were put back, the bundle is as it was.`);
+    }
     if (error instanceof StackgenError) throw error; // refused (a planted link): put back, as said
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new StackgenError("WRITE_FAILED", failed.length

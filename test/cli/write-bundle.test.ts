@@ -59,6 +59,24 @@ describe("writing a bundle", () => {
     expect(readdirSync(dir).sort()).toEqual(["docker-compose.yml", "old-skill.md", "skills"]);
   });
 
+  test("a Ctrl-C while the files are written puts back those written before it (exit 130)", async () => {
+    const dir = join(tmp, "interrupted");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "docker-compose.yml"), "old compose\n", { mode: 0o644 });
+    const plan = [
+      { path: "docker-compose.yml", action: "update" as const, content: "new compose\n" },
+      { path: "README.md", action: "create" as const, content: "new readme\n" },
+      { path: "skills/redis/SKILL.md", action: "create" as const, content: "skill\n" },
+    ];
+    // The signal comes after two files are written (it is read once before each).
+    let reads = 0;
+    const signal = { get aborted() { return ++reads > 2; } } as AbortSignal;
+    const error = await writePlan(dir, plan, signal).then(() => undefined, (e) => e);
+    expect(error).toMatchObject({ code: "INTERRUPTED", exitCode: 130, message: `Interrupted while writing the bundle in ${dir}: the files written before were put back, the bundle is as it was.` });
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toBe("old compose\n");
+    expect(readdirSync(dir)).toEqual(["docker-compose.yml"]);
+  });
+
   test("a stack on a read-only file system: generate refuses before writing and says why (exit 2), backup list still reads it", async () => {
     if (process.getuid?.() !== 0) return; // mounting needs root
     const mountPoint = mkdtempSync(join(tmpdir(), "stackgen-rofs-"));
