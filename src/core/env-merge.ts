@@ -87,6 +87,8 @@ function userNotes(text: string, ours: ReadonlySet<string>): { above: Map<string
 interface EnvEntry {
   /** Raw value text as written, quotes included. */
   value: string;
+  /** `export ` as written before the key, or "". */
+  prefix: string;
   /** The comment lines directly above the line (no blank line between), our own header excluded. */
   comments: string[];
 }
@@ -100,7 +102,7 @@ function readEnvFile(text: string): Map<string, EnvEntry> {
     // Compose refuses such a file, and a value that swallows the rest of it, written back among
     // other lines, would close on a later quote and make whatever follows an assignment.
     if (!s.closed) throw validationError(`The .env whose values are kept has a quoted value that never closes (${s.key}, line ${s.line}); Docker Compose cannot read that file either. Close the quote, then run this again.`);
-    out.set(s.key, { value: s.raw, comments: s.comments.filter((c) => c !== KEPT_HEADER) });
+    out.set(s.key, { value: s.raw, prefix: s.exported ? "export " : "", comments: s.comments.filter((c) => c !== KEPT_HEADER) });
   }
   return out;
 }
@@ -169,7 +171,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
       return line;
     }
     kept.push(m[1]);
-    return `${m[1]}=${before.value}`;
+    return `${before.prefix}${m[1]}=${before.value}`;
   });
   signAgain(lines, derived, new Set(kept));
   const extra = [...old.keys()].filter((k) => !seen.has(k));
@@ -179,7 +181,7 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
   const withNotes = ownFile ? lines.flatMap((line) => [...(notes.above.get(LINE.exec(line)?.[1] ?? "") ?? []), line]) : lines;
   if (extra.length && ownFile) {
     // The user's own variables keep every comment written right above them.
-    withNotes.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${k}=${old.get(k)!.value}`]), "");
+    withNotes.push(KEPT_HEADER, ...extra.flatMap((k) => [...old.get(k)!.comments, `${old.get(k)!.prefix}${k}=${old.get(k)!.value}`]), "");
   }
   if (notes.loose.length && ownFile) withNotes.push(NOTES_HEADER, ...notes.loose, "");
   return { text: endingInOneNewline(withNotes.join("\n")), kept, added, filled, extra, updated, refused };

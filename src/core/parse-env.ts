@@ -29,12 +29,14 @@ export interface DotenvStatement {
   closed: boolean;
   /** The line the assignment starts on (1-based). */
   line: number;
+  /** Written `export KEY=...` (a file also sourced by a shell): kept so when it is written back. */
+  exported?: boolean;
 }
 
 /** Spaces that are not line breaks, as compose's dotenv parser counts them. */
 const SPACE = /[\t\v\f\r \u0085\u00a0]/;
 /** `export`, a key (letters, digits, `_.-[]`), and its separator: `=`, `:` or a line break. */
-const KEY = /(?:export[\t ]+)?([\p{L}\p{N}_.\-[\]]+)[\t\v\f\r ]*([=:\n])/uy;
+const KEY = /(export[\t ]+)?([\p{L}\p{N}_.\-[\]]+)[\t\v\f\r ]*([=:\n])/uy;
 /** Escapes compose expands in a double-quoted value, and `$$`, its literal `$`. */
 const ESCAPE = /\\(?:[abfnrtv$"\\]|0\d{0,3})|\$\$/g;
 /** `$$` in an unquoted value. */
@@ -121,7 +123,7 @@ export function scanDotenv(text: string): DotenvStatement[] {
     lineEmpty = false;
     KEY.lastIndex = i;
     const key = KEY.exec(src);
-    if (!key || key[2] === "\n") {
+    if (!key || key[3] === "\n") {
       skipLine();
       comments = [];
       continue;
@@ -137,7 +139,7 @@ export function scanDotenv(text: string): DotenvStatement[] {
       const { chars, close } = quotedValue(src, i);
       // Never closed: Compose stops there and refuses the file; so does the scan.
       const end = close < 0 ? src.length : close + 1;
-      out.push({ key: key[1]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, ...(quote === '"' ? { template: readEscapes(chars) } : {}), comments: above, closed: close >= 0, line: at });
+      out.push({ key: key[2]!, raw: src.slice(i, end).trimEnd(), value: quote === '"' ? expandEscapes(chars) : chars, ...(quote === '"' ? { template: readEscapes(chars) } : {}), comments: above, closed: close >= 0, line: at, ...(key[1] ? { exported: true } : {}) });
       i = end;
     } else {
       const start = i;
@@ -145,7 +147,7 @@ export function scanDotenv(text: string): DotenvStatement[] {
       const raw = src.slice(start, i).trim();
       const comment = raw.indexOf(" #");
       const text = (comment < 0 ? raw : raw.slice(0, comment)).trimEnd();
-      out.push({ key: key[1]!, raw, value: text.replace(DOLLARS, "$"), template: text, comments: above, closed: true, line: at });
+      out.push({ key: key[2]!, raw, value: text.replace(DOLLARS, "$"), template: text, comments: above, closed: true, line: at, ...(key[1] ? { exported: true } : {}) });
     }
   }
   return out;

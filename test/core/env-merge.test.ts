@@ -10,7 +10,7 @@ const generated = ["# header", "DB_PASSWORD=fresh-secret-0123456789abcdefghijkl"
 
 describe("mergeEnv", () => {
   test("keeps every old value, adds new variables, keeps the user's own at the end", () => {
-    const old = ["DB_PASSWORD=old-password", "SITE_URL=https://mine.example", "", "# my note", "# on two lines", "MY_OWN=kept", "export EXPORTED=also kept", ""].join("\n");
+    const old = ["export DB_PASSWORD=old-password", "SITE_URL=https://mine.example", "", "# my note", "# on two lines", "MY_OWN=kept", "export EXPORTED=also kept", ""].join("\n");
     const merged = mergeEnv(old, generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
     const values = parseEnvValues(merged.text);
     expect(values.get("DB_PASSWORD")).toBe("old-password");
@@ -21,7 +21,9 @@ describe("mergeEnv", () => {
     expect(values.get("EXPORTED")).toBe("also kept");
     expect(merged.added.sort()).toEqual(["API_TOKEN", "NEW_SETTING"]);
     expect(merged.extra.sort()).toEqual(["EXPORTED", "MY_OWN"]);
-    expect(merged.text).toContain("# my note\n# on two lines\nMY_OWN=kept\nEXPORTED=also kept\n");
+    // `export` stays where the user wrote it (a .env a shell sources too).
+    expect(merged.text).toContain("# my note\n# on two lines\nMY_OWN=kept\nexport EXPORTED=also kept\n");
+    expect(merged.text).toContain("\nexport DB_PASSWORD=old-password\n");
     // Regenerating again changes nothing: no second header, the notes stay once.
     const again = mergeEnv(merged.text, generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
     expect(again.text).toBe(merged.text);
