@@ -87,10 +87,15 @@ _stackgen_list() { # complete the last item of a comma-separated list, keeping t
   compopt -o nospace 2>/dev/null # so that a comma can follow for the next item
 }
 _stackgen() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" opts=""
+  local -a words=("\${COMP_WORDS[@]}"); local cword=$COMP_CWORD
+  # Options every command takes, given before it (stackgen --json services): the command follows.
+  while (( cword > 1 )); do
+    case "\${words[1]}" in --json|--no-json|--no-color) words=("\${words[0]}" "\${words[@]:2}"); ((cword--)) ;; *) break ;; esac
+  done
+  local cur="\${words[cword]}" prev="\${words[cword-1]}" opts=""
   # --flag=value: bash splits at "=", so the flag is one word further back.
-  if [[ $cur == "=" ]]; then cur=""; elif [[ $prev == "=" ]]; then prev="\${COMP_WORDS[COMP_CWORD-2]}"; fi
-  if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=( $(compgen -W "${commands} --help --version" -- "$cur") ); return; fi
+  if [[ $cur == "=" ]]; then cur=""; elif [[ $prev == "=" ]]; then prev="\${words[cword-2]}"; fi
+  if [ "$cword" -eq 1 ]; then COMPREPLY=( $(compgen -W "${commands} --help --version" -- "$cur") ); return; fi
   case "$prev" in
     ${FILE_FLAGS.join("|")}) _stackgen_paths -f; return ;;
     ${DIR_FLAGS.join("|")}) _stackgen_paths -d; return ;;
@@ -99,15 +104,15 @@ ${rows((flag, ids) => `    ${flag}) _stackgen_list "${ids}"; return ;;`, lists)}
 ${rows((flag, v) => `    ${flag}) COMPREPLY=( $(compgen -W "${v}" -- "$cur") ); return ;;`, values)}
   esac
   if [[ $cur != -* ]]; then
-    case "\${COMP_WORDS[*]:1:COMP_CWORD-1}" in
+    case "\${words[*]:1:cword-1}" in
 ${FILE_COMMANDS.map((cmd) => `      "${cmd}"*) _stackgen_paths -f; return ;;`).join("\n")}
 ${rows((cmd, w) => `      ${cmd}|${cmd}\\ -*) opts="${w}" ;;`, positional)}
     esac
   fi
-  [ -z "$opts" ] && case "\${COMP_WORDS[1]} \${COMP_WORDS[2]}" in
+  [ -z "$opts" ] && case "\${words[1]} \${words[2]}" in
 ${nested.map(([path, c]) => `    "${path}") opts="${[...c.flags, "--help"].join(" ")}" ;;`).join("\n")}
   esac
-  [ -z "$opts" ] && case "\${COMP_WORDS[1]}" in
+  [ -z "$opts" ] && case "\${words[1]}" in
 ${single.map(([path, c]) => `    ${path}) opts="${[...c.flags, "--help"].join(" ")}" ;;`).join("\n")}
   esac
   COMPREPLY=( $(compgen -W "$opts" -- "$cur") )
@@ -120,6 +125,8 @@ complete -F _stackgen stackgen
 # zsh completion for stackgen; load with: source <(stackgen completion zsh)
 # (compinit must have run first, as in any zsh set up for completion: autoload -U compinit && compinit)
 _stackgen() {
+  # Options every command takes, given before it (stackgen --json services): the command follows.
+  while (( CURRENT > 2 )) && [[ $words[2] == (--json|--no-json|--no-color) ]]; do words[2]=(); (( CURRENT-- )); done
   if (( CURRENT == 2 )); then _values 'command' ${commands} --help --version; return; fi
   local prev=$words[CURRENT-1]
   # --flag=value: the flag is in the word itself; complete what follows the "=".

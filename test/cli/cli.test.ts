@@ -418,6 +418,11 @@ describe("basics", () => {
       ["generate --name backup --", ["--from", "--dir"], ["--hot", "--keep"]],
       ["deploy --dir backup --", ["--provider", "--url"], ["--hot"]],
       ["presets minimal ", [], ["devops"]],
+      // Options every command takes, before the command: it is completed as without them.
+      ["--json ", ["services", "generate", "backup"], ["myfile.json"]],
+      ["--no-color --json services --", ["--category", "--maturity"], ["--from"]],
+      ["--json generate --proxy ", ["caddy", "traefik"], ["myfile.json"]],
+      ["--json backup ", ["create", "restore"], ["myfile.json"]],
       ["services postg", ["postgresql"], ["myfile.json"]],
       ["services ", ["redis", "coolify"], ["myfile.json"]],
       ...values.map(([flag, v]): [string, string[], string[]] => [`${flag === "--provider" ? "deploy" : "generate"} ${flag} `, v, ["myfile.json"]]),
@@ -484,7 +489,7 @@ describe("basics", () => {
       "done",
       "zpty -d z",
     ].join("\n");
-    const lines: [string, string][] = [["stackgen generate --preset=de", "--preset=devops"], ["stackgen presets --json min", "minimal"], ["stackgen validate --no-g", "--no-gpu"], ["stackgen backup cr", "create"]];
+    const lines: [string, string][] = [["stackgen generate --preset=de", "--preset=devops"], ["stackgen presets --json min", "minimal"], ["stackgen validate --no-g", "--no-gpu"], ["stackgen backup cr", "create"], ["stackgen --json backup cr", "create"]];
     const out = await run(["timeout", "30", "zsh", "-f", "-c", driver, "zsh", fp, ...lines.flat()], { env });
     expect(out.stdout.split("\n").filter((l) => l.startsWith("ok: ")).sort()).toEqual(lines.map(([line]) => `ok: ${line}`).sort());
   });
