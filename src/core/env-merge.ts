@@ -6,7 +6,8 @@ import { validationError } from "../errors.ts";
 import { envValue, isGeneratedEnvComment } from "./generate/env.ts";
 import type { DerivedSecret } from "./generate/secrets.ts";
 
-const LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+/** An assignment line: its key and value (a kept line may start with the user's `export `). */
+const LINE = /^(?:export[\t ]+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
 
 export interface EnvMerge {
   text: string;
@@ -41,11 +42,14 @@ export interface MergeOptions {
   follow?: ReadonlySet<string>;
 }
 
+/** `export ` (as the user wrote it) when the line has it, else "". */
+const exportPrefix = (line: string) => /^export[\t ]+/.exec(line)?.[0] ?? "";
+
 /** A derived secret (an API key signed with another secret) must match the secret the stack
  *  keeps: one that is new, or whose secret is the kept old one, is signed again with the value
  *  that secret ends up with. Both kept: left as the user has them. */
 function signAgain(lines: string[], derived: readonly DerivedSecret[], kept: ReadonlySet<string>): void {
-  const lineOf = (name: string) => lines.findIndex((line) => line.startsWith(`${name}=`));
+  const lineOf = (name: string) => lines.findIndex((line) => LINE.exec(line)?.[1] === name);
   for (const d of derived) {
     if (kept.has(d.name) && kept.has(d.from)) continue;
     const at = lineOf(d.name);
@@ -53,7 +57,7 @@ function signAgain(lines: string[], derived: readonly DerivedSecret[], kept: Rea
     if (at < 0 || from < 0) continue;
     // The kept value may be quoted or span lines: read it as compose would.
     const value = parseEnvText(lines[from]!).find((v) => v.key === d.from)?.value ?? "";
-    if (value !== "") lines[at] = `${d.name}=${envValue(d.derive(value))}`;
+    if (value !== "") lines[at] = `${exportPrefix(lines[at]!)}${d.name}=${envValue(d.derive(value))}`;
   }
 }
 
@@ -151,24 +155,26 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
       added.push(m[1]);
       return line;
     }
+    // A new value still goes where the user's was, `export ` and all.
+    const replaced = `${before.prefix}${line}`;
     if (secrets.has(m[1]) && isEmptyValue(before.value) && !isEmptyValue(m[2])) {
       filled.push(m[1]);
-      return line;
+      return replaced;
     }
     if (options.follow?.has(m[1]) && !secrets.has(m[1])) {
       if (before.value !== made?.get(m[1])?.value) updated.push(m[1]);
-      return line;
+      return replaced;
     }
     const shape = options.patterns?.get(m[1]);
     const foreignSecret = shape === undefined && options.keepExtra === false && secrets.has(m[1]);
     if ((shape && !shape.test(before.value)) || (foreignSecret && !FOREIGN_SECRET.test(valueRead(m[1], before.value)))) {
       refused.push(m[1]);
-      return line;
+      return replaced;
     }
     const was = addressNames.has(m[1]) && !secrets.has(m[1]) ? previous?.get(m[1]) : undefined;
     if (was !== undefined && was.value === before.value && made?.get(m[1])?.value !== before.value) {
       updated.push(m[1]);
-      return line;
+      return replaced;
     }
     kept.push(m[1]);
     return `${before.prefix}${m[1]}=${before.value}`;

@@ -21,7 +21,9 @@ describe("mergeEnv", () => {
     expect(values.get("EXPORTED")).toBe("also kept");
     expect(merged.added.sort()).toEqual(["API_TOKEN", "NEW_SETTING"]);
     expect(merged.extra.sort()).toEqual(["EXPORTED", "MY_OWN"]);
-    // `export` stays where the user wrote it (a .env a shell sources too).
+    // `export` stays where the user wrote it (a .env a shell sources too), and so do notes above such a line.
+    const noted = mergeEnv("# why this password\nexport DB_PASSWORD=old-password\n", generated, new Set(["DB_PASSWORD", "API_TOKEN"]));
+    expect(noted.text).toContain("# why this password\nexport DB_PASSWORD=old-password\n");
     expect(merged.text).toContain("# my note\n# on two lines\nMY_OWN=kept\nexport EXPORTED=also kept\n");
     expect(merged.text).toContain("\nexport DB_PASSWORD=old-password\n");
     // Regenerating again changes nothing: no second header, the notes stay once.
@@ -187,6 +189,12 @@ describe("mergeEnv", () => {
       expect(values.get("JWT_SECRET")).toBe("old-secret-0123456789abcdefghijklmnopq");
       expect(values.get("API_KEY")).toBe(signJwt("old-secret-0123456789abcdefghijklmnopq", { role: "anon" }));
       expect(merged.added).toEqual(["API_KEY"]);
+    });
+
+    test("an exported kept secret signs the key too, and both keep their export", () => {
+      const merged = mergeEnv("export JWT_SECRET=old-secret-0123456789abcdefghijklmnopq\nexport API_KEY=\n", newText, secrets, derived);
+      expect(parseEnvValues(merged.text).get("API_KEY")).toBe(signJwt("old-secret-0123456789abcdefghijklmnopq", { role: "anon" }));
+      expect(merged.text).toStartWith("export JWT_SECRET=old-secret-0123456789abcdefghijklmnopq\nexport API_KEY=");
     });
 
     test("a quoted kept secret is read as compose reads it", () => {
