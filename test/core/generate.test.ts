@@ -888,7 +888,7 @@ describe("input fields take effect", () => {
       // A $ compose would read as a variable (unquoted, or unescaped in double quotes): the
       // containers would get another value, so the script stops and says how to write it.
       // An escaped backslash before a $ leaves the $ unescaped: "a\\$b" is a\ and $b to compose.
-      for (const value of [`"pa$(touch ${pwned})ss"`, "Pa$sw0rd", '"ab$HOME"', '"a\\\\$b"', '"x\\\\\\\\$HOME"']) {
+      for (const value of [`"pa$(touch ${pwned})ss"`, "Pa$sw0rd", '"ab$HOME"', '"a\\\\$b"', '"x\\\\\\\\$HOME"', '"octal\\0044HOME"']) {
         writeFileSync(join(dir, ".env"), `REDIS_PASSWORD=${value}\n`);
         const refused = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; echo read`]);
         expect(refused.code, value).toBe(1);
@@ -908,7 +908,10 @@ describe("input fields take effect", () => {
         'REDIS_PASSWORD="\\$\\\\\\"x\\"\\\\"',
         // Every escape compose reads: control characters, and octal bytes (three digits up to 377).
         'REDIS_PASSWORD="\\t tab\\r\\a\\b\\f\\v\\q"',
-        'REDIS_PASSWORD="\\0101\\08x\\0\\0400\\01234"',
+        'REDIS_PASSWORD="\\0101\\08x\\0\\0400\\01234\\0351\\0377\\0200"',
+        // Trailing line breaks are the value's; only a space before # starts a comment.
+        'REDIS_PASSWORD="ends in breaks\\n\\n"',
+        "REDIS_PASSWORD=tab\t#not-a-comment # a comment",
         `REDIS_PASSWORD="${"k3y-\\$".repeat(5000)}end"`,
         // A quoted value over several lines is read whole, and a line inside another variable's
         // value that looks like an assignment is that value's text, not an assignment.

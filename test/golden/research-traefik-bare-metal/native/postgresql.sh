@@ -26,19 +26,25 @@ dotenv_value() {
           n) out+=$'\n' ;; t) out+=$'\t' ;; r) out+=$'\r' ;; a) out+=$'\a' ;; b) out+=$'\b' ;; f) out+=$'\f' ;; v) out+=$'\v' ;;
           '"' | '\' | '$') out+=$n ;;
           0)
-            # \0 and up to three digits: a byte when they are three octal digits up to 377, else
-            # a backslash and the digits (compose drops the 0).
+            # \0 and up to three digits: when they are three octal digits up to 377, the character
+            # of that code (UTF-8: two bytes from 200 on), else a backslash and the digits (compose
+            # drops the 0).
             digits=${rest:2:3}; digits=${digits%%[!0-9]*}
-            if [[ $digits =~ ^[0-7]{3}$ ]] && ((8#$digits <= 8#377)); then printf -v chunk "\\$digits"; out+=$chunk; else out+="\\$digits"; fi
+            if [[ $digits =~ ^[0-7]{3}$ ]] && ((8#$digits <= 8#377)); then
+              if ((8#$digits < 8#200)); then printf -v chunk "\\$digits"
+              else printf -v chunk "\\$(printf %o $((0xC0 | 8#$digits >> 6)))\\$(printf %o $((0x80 | (8#$digits & 63))))"; fi
+              out+=$chunk
+            else out+="\\$digits"; fi
             rest=${rest:${#digits}} ;;
           *) out+="\\$n" ;;
         esac
         rest=${rest:2}
       done ;;
     \'*) out=${raw#\'}; out=${out%%\'*} ;;
-    *) out=${raw%%[[:space:]]#*}; out=${out%"${out##*[![:space:]]}"} ;;
+    *) out=${raw%% #*}; out=${out%"${out##*[![:space:]]}"} ;;
   esac
-  printf '%s' "$out"
+  # Handed back in REPLY: a command substitution would drop the value's trailing line breaks.
+  REPLY=$out
 }
 # Whether $2 holds the quote $1 that closes a value: one no backslash keeps open (compose lets a
 # backslash keep either quote open).
@@ -81,9 +87,11 @@ while IFS= read -r line || [ -n "$line" ]; do
       case "$value" in
         \'*) ;;
         *) dollars=$value; [ "${value:0:1}" != '"' ] || { dollars=${value//\\\\/}; dollars=${dollars//\\\$/}; }
-          case "$dollars" in *'$'*) echo "$key in .env holds a \$ that Docker Compose reads as a variable, so the containers would get another value: put the value in single quotes ($key='...'), then run this again" >&2; exit 1 ;; esac ;;
+          # \0044 (octal) is a $ to compose as well.
+          case "$dollars" in *'$'* | *'\0044'*) echo "$key in .env holds a \$ that Docker Compose reads as a variable, so the containers would get another value: put the value in single quotes ($key='...'), then run this again" >&2; exit 1 ;; esac ;;
       esac
-      export "$key=$(dotenv_value "$value")" ;;
+      dotenv_value "$value"
+      export "$key=$REPLY" ;;
   esac
 done < ./.env
 [ -n "${POSTGRESQL_AGENT_PASSWORD:-}" ] || { echo "POSTGRESQL_AGENT_PASSWORD is empty in .env: fill it in, then run this again" >&2; exit 1; }
