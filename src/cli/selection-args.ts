@@ -54,6 +54,26 @@ async function readCapped(path: string, limit: number): Promise<Buffer> {
 }
 
 
+/** Standard input, up to `limit` + 1 bytes (one more tells it is too large). Read from the stream,
+ *  not by opening /dev/stdin, which fails (ENXIO) when standard input is a socket: what a
+ *  program spawning stackgen from Node or Python often hands it. */
+async function readStdinCapped(limit: number): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = Bun.stdin.stream().getReader();
+  try {
+    while (size <= limit) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return Buffer.concat(chunks).subarray(0, limit + 1);
+}
+
 /** How an input file is named to the user: `-` is standard input (a piped export). */
 export const inputName = (path: string) => (path === "-" ? "standard input" : path);
 
@@ -68,7 +88,7 @@ export async function readInputDocument(path: string): Promise<{ input: Record<s
   let bytes: Buffer;
   try {
     // Input files are request bodies: the API's body limit applies.
-    bytes = await readCapped(path === "-" ? "/dev/stdin" : path, MAX_BODY_BYTES);
+    bytes = path === "-" ? await readStdinCapped(MAX_BODY_BYTES) : await readCapped(path, MAX_BODY_BYTES);
   } catch (e) {
     throw usageError(`Cannot read ${name}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }

@@ -53,10 +53,10 @@ export const nativeSecretGuard = (name: string) => `[ -n "\${${name}:-}" ] || { 
 
 const NATIVE_SECRET_GUARD = /^\[ -n "\$\{([A-Za-z_][A-Za-z0-9_]*):-\}" \] \|\|/gm;
 
-/** The secrets the native install scripts stop on while `envText` leaves them empty (or blank),
- *  once each, in order of first use. */
+/** The secrets the native install scripts stop on while `envText` leaves them empty (the guard's
+ *  `-n`: a value of spaces passes it), once each, in order of first use. */
 export function requiredByNativeScripts(scripts: readonly string[], envText: string): string[] {
   const values = envValues(envText);
   const names = new Set(scripts.flatMap((script) => [...script.matchAll(NATIVE_SECRET_GUARD)].map((m) => m[1]!)));
-  return [...names].filter((name) => !values.get(name)?.trim());
+  return [...names].filter((name) => !values.get(name));
 }

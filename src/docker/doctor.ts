@@ -266,16 +266,18 @@ function envCheck(stack: Stack): DoctorCheck {
 }
 
 /** Values the stack's services do not start (or cannot do their job) without, still empty in
- *  .env: compose starts them anyway, and they crash-loop or sit idle. */
-function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): DoctorCheck | undefined {
+ *  .env: compose starts them anyway, and they crash-loop or sit idle. With the check, the
+ *  variables it names that compose refuses to start without (compose's own refusal names one). */
+function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): { check?: DoctorCheck; composeRequired: string[] } {
+  const none = { composeRequired: [] };
   const file = join(stack.dir, ".env");
-  if (!config || !existsSync(file)) return undefined;
+  if (!config || !existsSync(file)) return none;
   const catalog = getCatalog();
   let services;
   try {
     services = validateSelection(config, catalog).resolvedServices.flatMap((id) => catalog.servicesById.get(id) ?? []);
   } catch {
-    return undefined; // the memory check already says stackgen.json is not understood
+    return none; // the memory check already says stackgen.json is not understood
   }
   const envText = readFileSync(file, "utf8");
   const empty = valuesToFill(services, envText);
@@ -288,14 +290,18 @@ function fillCheck(config: Record<string, unknown> | undefined, stack: Stack): D
       ...(required.length ? [`compose refuses to start without them: ${required.join(", ")}`] : []),
       ...(native.length ? [`install.sh stops before the native install without them: ${native.join(", ")}`] : []),
     ];
-    return { id: "values", status: "fail", message: `empty in .env, and ${refusals.join("; ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${shellWord(stack.dir)} --from ${shellWord(join(stack.dir, "stackgen.json"))} --secrets` };
+    const message = `empty in .env, and ${refusals.join("; ")}${empty.length ? `; also empty: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}` : ""}. Fill them in, or have the secrets made: stackgen generate --dir ${shellWord(stack.dir)} --from ${shellWord(join(stack.dir, "stackgen.json"))} --secrets`;
+    return { check: { id: "values", status: "fail", message }, composeRequired: required };
   }
-  if (!services.some((s) => s.variables?.some((v) => v.beforeStart))) return undefined;
-  if (empty.length === 0) return { id: "values", status: "ok", message: "every value to fill in before the first start is set in .env" };
+  if (!services.some((s) => s.variables?.some((v) => v.beforeStart))) return none;
+  if (empty.length === 0) return { check: { id: "values", status: "ok", message: "every value to fill in before the first start is set in .env" }, composeRequired: [] };
   return {
-    id: "values",
-    status: "warn",
-    message: `empty in .env: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}; these services do not start, or cannot do their job, until they are filled in (the bundle's README says where to get each)`,
+    check: {
+      id: "values",
+      status: "warn",
+      message: `empty in .env: ${empty.map((v) => `${v.name} (${v.service})`).join(", ")}; these services do not start, or cannot do their job, until they are filled in (the bundle's README says where to get each)`,
+    },
+    composeRequired: [],
   };
 }
 
@@ -401,7 +407,8 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
     await new Compose(cli, stack).config().then(
       () => checks.push({ id: "compose-config", status: "ok", message: `${stack.composeFiles.map((f) => relative(stack.dir, f) || f).join(", ")} read by compose` }),
       (e: Error) => {
-        if (!(fill?.status === "fail" && /required variable \S+ is missing a value/.test(e.message))) checks.push({ id: "compose-config", status: "fail", message: e.message });
+        const missing = /required variable (\S+) is missing a value/.exec(e.message)?.[1];
+        if (!missing || !fill.composeRequired.includes(missing)) checks.push({ id: "compose-config", status: "fail", message: e.message });
       },
     );
   } catch (e) {
@@ -436,7 +443,7 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   }
 
   checks.push(envCheck(stack));
-  if (fill) checks.push(fill);
+  if (fill.check) checks.push(fill.check);
   const orphans = orphanCheck(stack, containers);
   if (orphans) checks.push(orphans);
   return { project: stack.project, dir: stack.dir, ok: !checks.some((c) => c.status === "fail"), checks };

@@ -350,7 +350,9 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, compose: Compos
   if (accountForPlan(result, plan, model)) {
     result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
     // What the update would refuse once it had pulled, said now.
-    const refusal = refusalBeforeStop(compose, containers, model, plan, new Set(result.updated.map((u) => u.service)));
+    // One only a pull can tell about (`unknown`) may get a new image, which the update tries.
+    const mayChange = new Set([...result.updated, ...(result.unknown ?? [])].map((u) => u.service));
+    const refusal = refusalBeforeStop(compose, containers, model, plan, mayChange);
     if (refusal) result.wouldRefuse = { code: refusal.code, message: refusal.message("The update would pull the new images, then stop nothing and put the old tags back.") };
   }
   // As the update says it: only when it starts them again.

@@ -840,6 +840,11 @@ describe("generate", () => {
     const checked = await cli(["validate", "--file", "-", "--json"], { env, stdin: JSON.stringify({ projectName: "piped", services: ["redis"] }) });
     expectOk(checked);
     expect(JSON.parse(checked.stdout).valid).toBe(true);
+    // Spawned from Node, standard input is a socket (which /dev/stdin cannot open: ENXIO).
+    const fromNode = `const r = require("child_process").spawnSync(process.argv[1], [process.argv[2], "validate", "--file", "-", "--json"], { input: '{"projectName":"piped","services":["redis"]}' }); process.stdout.write(String(r.stdout)); process.exit(r.status);`;
+    const viaSocket = await run(["node", "-e", fromNode, BUN, MAIN], { env });
+    expectOk(viaSocket);
+    expect(JSON.parse(viaSocket.stdout).valid).toBe(true);
   });
 
   test("--from a complete export brings back its .env values; new variables get fresh ones; a .env in --dir still wins", async () => {

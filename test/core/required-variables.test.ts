@@ -41,10 +41,11 @@ describe("required variables of a compose file", () => {
 });
 
 describe("secrets the native install scripts stop without", () => {
-  test("the guard line generate writes is what is read back; only empty or blank values count", () => {
+  test("the guard line generate writes is what is read back; only empty values count", () => {
     const script = ["#!/usr/bin/env bash", nativeSecretGuard("PG_PASSWORD"), nativeSecretGuard("OTHER"), 'echo "${NOT_GUARDED}"', `# ${nativeSecretGuard("IN_A_COMMENT")}`].join("\n");
     expect(requiredByNativeScripts([script, nativeSecretGuard("PG_PASSWORD")], "PG_PASSWORD=\nOTHER=set\n")).toEqual(["PG_PASSWORD"]);
-    expect(requiredByNativeScripts([script], "OTHER='  '\n")).toEqual(["PG_PASSWORD", "OTHER"]);
+    // Spaces pass the script's `-n`: only what stops it is named.
+    expect(requiredByNativeScripts([script], "OTHER='  '\n")).toEqual(["PG_PASSWORD"]);
     expect(requiredByNativeScripts([script], "PG_PASSWORD=a\nOTHER=b\n")).toEqual([]);
   });
 });
