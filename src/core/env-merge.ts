@@ -6,8 +6,9 @@ import { validationError } from "../errors.ts";
 import { envValue, isGeneratedEnvComment } from "./generate/env.ts";
 import type { DerivedSecret } from "./generate/secrets.ts";
 
-/** An assignment line: its key and value (a kept line may start with the user's `export `). */
-const LINE = /^(?:export[\t ]+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+/** An assignment line: its key and value (a kept line may start with the user's `export `, and a
+ *  kept quoted value may span lines: `s`). */
+const LINE = /^(?:export[\t ]+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s;
 
 export interface EnvMerge {
   text: string;

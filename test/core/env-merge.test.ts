@@ -197,6 +197,12 @@ describe("mergeEnv", () => {
       expect(merged.text).toStartWith("export JWT_SECRET=old-secret-0123456789abcdefghijklmnopq\nexport API_KEY=");
     });
 
+    test("a kept secret over several lines signs the key too; a note above such a value stays", () => {
+      const merged = mergeEnv('# my secret\nJWT_SECRET="old-secret-0123456789\nabcdefghijklmnopq"\n', newText, secrets, derived);
+      expect(parseEnvValues(merged.text).get("API_KEY")).toBe(signJwt("old-secret-0123456789\nabcdefghijklmnopq", { role: "anon" }));
+      expect(merged.text).toContain('# my secret\nJWT_SECRET="old-secret-0123456789\nabcdefghijklmnopq"\n');
+    });
+
     test("a quoted kept secret is read as compose reads it", () => {
       const merged = mergeEnv("JWT_SECRET='old secret with spaces 0123456789abcdef'\n", newText, secrets, derived);
       expect(parseEnvValues(merged.text).get("API_KEY")).toBe(signJwt("old secret with spaces 0123456789abcdef", { role: "anon" }));
