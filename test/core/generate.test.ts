@@ -896,6 +896,11 @@ describe("input fields take effect", () => {
         expect(refused.stderr).toContain("REDIS_PASSWORD in .env holds a $ that Docker Compose reads as a variable");
         expect(existsSync(pwned)).toBe(false);
       }
+      // An assignment after a closing quote, which compose reads and this script would not: refused.
+      writeFileSync(join(dir, ".env"), 'REDIS_PASSWORD=first\nOTHER="x" REDIS_PASSWORD=smuggled\n');
+      const smuggled = await run(["bash", "-c", `set -euo pipefail; cd "${dir}"; ${loader}; echo read`]);
+      expect([smuggled.code, smuggled.stdout]).toEqual([1, ""]);
+      expect(smuggled.stderr).toContain("OTHER in .env is followed on its line by more than a comment");
       // The values as compose reads them (parseEnvText), quoting, escapes and comments included.
       const lines = [
         `REDIS_PASSWORD="it's \\"x\\" \\$y\\\\z"`,
@@ -912,6 +917,12 @@ describe("input fields take effect", () => {
         // Trailing line breaks are the value's; only a space before # starts a comment.
         'REDIS_PASSWORD="ends in breaks\\n\\n"',
         "REDIS_PASSWORD=tab\t#not-a-comment # a comment",
+        // A backslash before a single quote keeps it and is dropped; any other stays.
+        "REDIS_PASSWORD='it\\'s a \\\\ and \\x'",
+        // `export` with a tab or spaces, and `:` for `=`, as compose takes them.
+        "export\t  REDIS_PASSWORD=tabbed",
+        "REDIS_PASSWORD: colon-separated",
+        'REDIS_PASSWORD="quoted" # a comment after the quote',
         `REDIS_PASSWORD="${"k3y-\\$".repeat(5000)}end"`,
         // A quoted value over several lines is read whole, and a line inside another variable's
         // value that looks like an assignment is that value's text, not an assignment.

@@ -27,7 +27,10 @@ dotenv_value() {
             digits=${rest:2:3}; digits=${digits%%[!0-9]*}
             if [[ $digits =~ ^[0-7]{3}$ ]] && ((8#$digits <= 8#377)); then
               if ((8#$digits < 8#200)); then printf -v chunk "\\$digits"
-              else printf -v chunk "\\$(printf %o $((0xC0 | 8#$digits >> 6)))\\$(printf %o $((0x80 | (8#$digits & 63))))"; fi
+              else
+                printf -v n %o $((0xC0 | 8#$digits >> 6)); printf -v chunk %o $((0x80 | (8#$digits & 63)))
+                printf -v chunk "\\$n\\$chunk"
+              fi
               out+=$chunk
             else out+="\\$digits"; fi
             rest=${rest:${#digits}} ;;
@@ -35,14 +38,27 @@ dotenv_value() {
         esac
         rest=${rest:2}
       done ;;
-    \'*) out=${raw#\'}; out=${out%%\'*} ;;
+    \'*)
+      # As written, but for a backslash before a quote, which keeps it and is dropped.
+      rest=${raw:1}
+      while [ -n "$rest" ]; do
+        chunk=${rest%%[\\\']*}
+        out+=$chunk
+        rest=${rest:${#chunk}}
+        case "$rest" in
+          \'* | "") break ;;
+          \\\'*) out+="'" ;;
+          *) out+=${rest:0:2} ;;
+        esac
+        rest=${rest:2}
+      done ;;
     *) out=${raw%% #*}; out=${out%"${out##*[![:space:]]}"} ;;
   esac
   # Handed back in REPLY: a command substitution would drop the value's trailing line breaks.
   REPLY=$out
 }
 # Whether $2 holds the quote $1 that closes a value: one no backslash keeps open (compose lets a
-# backslash keep either quote open).
+# backslash keep either quote open). What follows it on the line is left in DOTENV_AFTER.
 dotenv_closes() {
   local rest=$2 chunk
   while [ -n "$rest" ]; do
@@ -51,7 +67,7 @@ dotenv_closes() {
     case "$rest" in
       "") return 1 ;;
       \\*) rest=${rest:2} ;;
-      *) return 0 ;;
+      *) DOTENV_AFTER=${rest:1}; return 0 ;;
     esac
   done
   return 1
@@ -60,20 +76,30 @@ dotenv_closes() {
 open=""
 while IFS= read -r line || [ -n "$line" ]; do
   line=${line%$'\r'}
+  DOTENV_AFTER=""
   if [ -n "$open" ]; then
     value+=$'\n'$line
     dotenv_closes "$open" "$line" || continue
     open=""
   else
     line=${line#"${line%%[![:space:]]*}"}
-    case "$line" in \#*) continue ;; *=*) ;; *) continue ;; esac
-    line=${line#export }
-    key=${line%%=*}; key=${key%"${key##*[![:space:]]}"}
-    value=${line#*=}; value=${value#"${value%%[![:space:]]*}"}
+    # `KEY=value` or `KEY: value`, perhaps after `export` (and spaces or tabs), as compose reads it.
+    case "$line" in \#*) continue ;; *[=:]*) ;; *) continue ;; esac
+    case "$line" in export[[:blank:]]*) line=${line#export}; line=${line#"${line%%[![:blank:]]*}"} ;; esac
+    key=${line%%[=:]*}
+    value=${line:${#key}+1}; value=${value#"${value%%[![:space:]]*}"}
+    key=${key%"${key##*[![:space:]]}"}
     case "$value" in
       \"* | \'*) dotenv_closes "${value:0:1}" "${value:1}" || { open=${value:0:1}; continue; } ;;
     esac
   fi
+  # After a closing quote compose reads on: another assignment there would give the containers
+  # another value than the one read here.
+  DOTENV_AFTER=${DOTENV_AFTER#"${DOTENV_AFTER%%[![:space:]]*}"}
+  case "$DOTENV_AFTER" in
+    "" | \#*) ;;
+    *) echo "$key in .env is followed on its line by more than a comment ($DOTENV_AFTER), which Docker Compose would read as another assignment: put each on a line of its own, then run this again" >&2; exit 1 ;;
+  esac
   case "$key" in
     STACKGEN_NAMES)
       # Compose reads a $ outside single quotes (and not written \$ inside double quotes) as a
