@@ -34,14 +34,14 @@ export function requiredReferences(...documents: unknown[]): RequiredReference[]
 }
 
 /** The required variables `envText` leaves unset, or empty where that stops compose too: what
- *  `docker compose up` would refuse with this .env (a value of spaces counts as empty, since it
- *  is no secret either). */
+ *  `docker compose up` would refuse with this .env (a value of spaces is not empty to compose,
+ *  which starts with it). */
 export function requiredByCompose(documents: readonly unknown[], envText: string): string[] {
   const values = envValues(envText);
   return requiredReferences(...documents)
     .filter(({ name, refusesEmpty }) => {
       const value = values.get(name);
-      return value === undefined || (refusesEmpty && !value.trim());
+      return value === undefined || (refusesEmpty && value === "");
     })
     .map((r) => r.name);
 }

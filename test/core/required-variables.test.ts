@@ -32,10 +32,10 @@ describe("required variables of a compose file", () => {
     ]);
   });
 
-  test("`:?` refuses empty (spaces too) and unset, `?` only unset; later files add to earlier ones", () => {
+  test("`:?` refuses empty and unset (not spaces: compose starts with them), `?` only unset; later files add to earlier ones", () => {
     const env = "EMPTY_A=\nEMPTY_B=\nSET_E=x\nKEY_K='   '\n";
-    expect(requiredByCompose([base], env)).toEqual(["EMPTY_A", "MISSING_C", "KEY_K"]);
-    expect(requiredByCompose([base, override], env)).toEqual(["EMPTY_A", "EMPTY_B", "MISSING_C", "KEY_K"]);
+    expect(requiredByCompose([base], env)).toEqual(["EMPTY_A", "MISSING_C"]);
+    expect(requiredByCompose([base, override], env)).toEqual(["EMPTY_A", "EMPTY_B", "MISSING_C"]);
     expect(requiredByCompose([base], "EMPTY_A=1\nEMPTY_B=\nMISSING_C=\nSET_E=x\nKEY_K=k\n")).toEqual([]);
   });
 });
