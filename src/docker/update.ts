@@ -347,16 +347,16 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, compose: Compos
   // The running services restart, as the real update does, when one of them changes.
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   // In the order the update would start them, layer by layer.
+  // One only a pull can tell about (`unknown`) may get a new image, which the update tries.
+  const mayChange = new Set([...result.updated, ...(result.unknown ?? [])].map((u) => u.service));
   if (accountForPlan(result, plan, model)) {
     result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
     // What the update would refuse once it had pulled, said now.
-    // One only a pull can tell about (`unknown`) may get a new image, which the update tries.
-    const mayChange = new Set([...result.updated, ...(result.unknown ?? [])].map((u) => u.service));
     const refusal = refusalBeforeStop(compose, containers, model, plan, mayChange);
     if (refusal) result.wouldRefuse = { code: refusal.code, message: refusal.message("The update would pull the new images, then stop nothing and put the old tags back.") };
   }
   // As the update says it: only when it starts them again.
-  const unhealthy = [...plan.brokenBefore].filter((name) => !result.updated.some((u) => u.service === name)).sort();
+  const unhealthy = [...plan.brokenBefore].filter((name) => !mayChange.has(name)).sort();
   if (unhealthy.length && result.restarted.length) result.unhealthyBefore = unhealthy;
   return result;
 }

@@ -152,6 +152,14 @@ test("the dry run lists the services it would restart in the order the update st
     expect(refused.updated.map((u) => u.service)).toEqual(["web"]);
     expect(refused.wouldRefuse).toEqual({ code: "DEPENDENCY_UNHEALTHY", message: expect.stringContaining("zdb was unhealthy or restarting before the update") });
     expect(refused.wouldRefuse!.message).toContain("The update would pull the new images, then stop nothing and put the old tags back. `docker compose logs zdb` in /nonexistent shows why");
+    // A dependency whose new image only a pull can tell about may be its fix: neither named as
+    // unhealthy on the same image nor foreseen as a refusal.
+    const db2 = registry.ref("team/zdb", "2");
+    registry.put("team/zdb", "application/vnd.docker.distribution.manifest.v1+prettyjws", { schemaVersion: 1, name: "team/zdb", tag: "2", fsLayers: [] }, "2");
+    const unsure = { ...waiting, services: waiting.services.map((svc) => (svc.name === "zdb" ? { ...svc, image: db2 } : svc)) };
+    const unknownDb = await dryRunUpdate(engineRunning({ ...images, zdb: { ...images.zdb, RepoTags: [db2] } }, zdbUnhealthy), stack, compose, unsure, { timeoutMs: 1000, progress: () => {} });
+    expect([unknownDb.updated.map((u) => u.service), unknownDb.unknown?.map((u) => u.service)]).toEqual([["web"], ["zdb"]]);
+    expect([unknownDb.unhealthyBefore, unknownDb.wouldRefuse]).toEqual([undefined, undefined]);
   } finally {
     registry.stop();
   }
