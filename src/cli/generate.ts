@@ -44,6 +44,8 @@ export default defineCommand({
   async run({ args, rawArgs }) {
     const { outDir, fromPath } = sourceAndTarget(args);
     const from = fromPath ? await readInputDocument(fromPath) : undefined;
+    /** The --from file as messages name it (`-` is standard input). */
+    const fromName = fromPath === undefined ? "" : inputName(fromPath);
     const body: Record<string, unknown> = { ...from?.input, ...selectionFromArgs(args) };
     if (args.deployment !== undefined) body.deployment = args.deployment;
     if (args["core-version"] !== undefined) body.coreVersion = args["core-version"];
@@ -71,7 +73,7 @@ export default defineCommand({
       body.projectName = args.name;
       if (existing && existing !== args.name) log.warn(renamed(existing, args.name));
     } else if (existing) {
-      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${inputName(fromPath!)} names "${body.projectName}"); --name renames it.`);
+      if (typeof body.projectName === "string" && body.projectName !== existing) log.info(`Keeping the project name of the bundle in ${target}, "${existing}" (${fromName} names "${body.projectName}"); --name renames it.`);
       body.projectName = existing;
     } else if (body.projectName === undefined && outDir) {
       // Named after the folder as Compose names a project after it (MyStack -> mystack).
@@ -110,9 +112,9 @@ export default defineCommand({
     }
     if (fromExport && !envKept) {
       const taken = settingsTaken(fromExport, generatedEnv, secretNames);
-      if (taken.length) log.warn(`Settings taken from ${inputName(fromPath!)} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
-      if (fromExport.extra.length) log.warn(`Not taken from ${inputName(fromPath!)}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
-      if (fromExport.refused.length) log.warn(`Not taken from ${inputName(fromPath!)}: ${misshapen(fromExport.refused)}.`);
+      if (taken.length) log.warn(`Settings taken from ${fromName} that differ from what this generation makes: ${taken.join(", ")}. Check them in .env if the file is not your own.`);
+      if (fromExport.extra.length) log.warn(`Not taken from ${fromName}: ${fromExport.extra.join(", ")} (not variables of this stack).`);
+      if (fromExport.refused.length) log.warn(`Not taken from ${fromName}: ${misshapen(fromExport.refused)}.`);
     }
     const refused = plan.find((f) => f.refusedValues)?.refusedValues ?? [];
     if (refused.length) log.warn(`Replaced in .env: ${misshapen(refused)}.`);
@@ -225,7 +227,7 @@ export default defineCommand({
     printText([
       `Generated ${input.projectName} in ${dir} (${plural(metadata.totalServices, "service")}, ~${metadata.estimatedMemoryMB} MB, ${plural(changed, "file")} written${gone ? `, ${gone} removed` : ""}).`,
       // A .env already there wins over an export's values, changed or not.
-      ...(envKept ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${inputName(fromPath!)}.`)] : []),
+      ...(envKept ? [yellow(keptText(followed, filled))] : from?.exportedEnv !== undefined ? [yellow(`Took the .env values of ${fromName}.`)] : []),
       ...(toFill.length ? [yellow(`Fill in before the first start (the README says where to get each), empty in .env: ${toFill.map((v) => `${v.name} (${v.service})`).join(", ")}.`)] : []),
       ...(composeSecrets.length ? [yellow(`Empty in .env, and compose refuses to start without them: ${composeSecrets.join(", ")}.`)] : []),
       ...(nativeSecrets.length ? [yellow(`Empty in .env, and install.sh stops before the native install without them: ${nativeSecrets.join(", ")}.`)] : []),

@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import type { EngineInfo } from "./engine.ts";
 
 export interface ImageRef {
   /** Registry host as written (docker.io for Docker Hub). */
@@ -48,7 +49,7 @@ export function parseImageRef(ref: string): ImageRef {
 /** Which registries the engine reaches over plain HTTP (the daemon's `insecure-registries`), as
  *  its `/info` says: by name, or by an IPv4 address in one of its ranges. The engine pulls from
  *  them over HTTP, so asking them for a digest over TLS would fail where the pull works. */
-export function insecureRegistries(info: { RegistryConfig?: { IndexConfigs?: Record<string, { Secure?: boolean }>; InsecureRegistryCIDRs?: string[] } } | undefined): (registry: string) => boolean {
+export function insecureRegistries(info: Pick<EngineInfo, "RegistryConfig"> | undefined): (registry: string) => boolean {
   const byName = new Set(Object.entries(info?.RegistryConfig?.IndexConfigs ?? {}).filter(([, c]) => c?.Secure === false).map(([name]) => name));
   const ranges = (info?.RegistryConfig?.InsecureRegistryCIDRs ?? []).flatMap((cidr) => {
     const [address, bits] = cidr.split("/");

@@ -350,9 +350,10 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, compose: Compos
   // One only a pull can tell about (`unknown`) may get a new image, which the update tries.
   const mayChange = new Set([...result.updated, ...(result.unknown ?? [])].map((u) => u.service));
   if (accountForPlan(result, plan, model)) {
-    result.restarted = startLayers(dependenciesByService(model), plan.start).flat();
+    const dependsOn = dependenciesByService(model);
+    result.restarted = startLayers(dependsOn, plan.start).flat();
     // What the update would refuse once it had pulled, said now.
-    const refusal = refusalBeforeStop(compose, containers, model, plan, mayChange);
+    const refusal = refusalBeforeStop(compose, containers, model, dependsOn, plan, mayChange);
     if (refusal) result.wouldRefuse = { code: refusal.code, message: refusal.message("The update would pull the new images, then stop nothing and put the old tags back.") };
   }
   // As the update says it: only when it starts them again.
@@ -517,12 +518,12 @@ export interface UpdateRefusal {
   message: (done: string) => string;
 }
 
-function refusalBeforeStop(compose: Compose, containers: ContainerSummary[], model: ComposeModel, plan: StartPlan, changed: ReadonlySet<string>): UpdateRefusal | undefined {
+function refusalBeforeStop(compose: Compose, containers: ContainerSummary[], model: ComposeModel, dependsOn: Record<string, string[]>, plan: StartPlan, changed: ReadonlySet<string>): UpdateRefusal | undefined {
   const running = plan.start;
   const dir = compose.stack.dir;
   // A job that had failed before, on an image that did not change: compose would run it again to
   // start the services waiting for it, fail, and roll back an update it did not cause.
-  const failedJob = failedJobNeeded(containers, running, dependenciesByService(model), changed);
+  const failedJob = failedJobNeeded(containers, running, dependsOn, changed);
   if (failedJob) {
     const { job, code, dependents } = failedJob;
     const one = dependents.length === 1;
@@ -664,7 +665,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       return result;
     }
     // Refused while nothing is stopped yet, the pulled tags put back (see refusalBeforeStop).
-    const refusal = refusalBeforeStop(compose, containers, model, plan, new Set(changed.map((c) => c.service)));
+    const refusal = refusalBeforeStop(compose, containers, model, dependsOn, plan, new Set(changed.map((c) => c.service)));
     if (refusal) {
       await retag(engine, changed);
       throw failure(refusal.code, refusal.message("Nothing was stopped, and the images were left as they were."));
