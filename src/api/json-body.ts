@@ -5,6 +5,7 @@
 // read chunk by chunk and refused as soon as it passes the limit.
 import { StackgenError, validationError } from "../errors.ts";
 import { jsonKind } from "../schema/json-kind.ts";
+import { isCompleteExport } from "../core/migrate.ts";
 
 const JSON_TYPE = /^application\/(.+\+)?json\b/i;
 
@@ -111,26 +112,30 @@ function depthOf(value: unknown): number {
   return deepest;
 }
 
-/** What an Elysia `parse` hook read, by request: the whole document and the part it checks. */
-const bodiesRead = new WeakMap<Request, { doc: Record<string, unknown>; part: Record<string, unknown> }>();
+/** What an Elysia `parse` hook read, by request: the whole document, the input in it as sent
+ *  (the document itself, or a complete export's `input`) and the part it checks (that input,
+ *  migrated to the current config version). */
+const bodiesRead = new WeakMap<Request, { doc: Record<string, unknown>; sent: Record<string, unknown>; part: Record<string, unknown> }>();
 
-/** The whole document a request sent when its hook checked only a part of it (`unwrap`: a
- *  complete export posted back). Core calls given it read the same part and name fields as sent
+/** The whole document a request sent when its hook checked only its `input` (a complete export
+ *  posted back). Core calls given it read the same part and name fields as sent
  *  (`input.services.0`); Elysia hands routes a copy of the part, so the part alone cannot tell
- *  where it came from. */
+ *  where it came from. A migrated body is not such a document: its fields are its own. */
 export const documentSent = (request: Request): Record<string, unknown> | undefined => {
   const read = bodiesRead.get(request);
-  return read && read.part !== read.doc ? read.doc : undefined;
+  return read && read.sent !== read.doc ? read.doc : undefined;
 };
 
-/** The body (or its checked part) as the client sent it, unknown fields included: Elysia hands
- *  routes a copy without them. */
-export const bodySent = (request: Request): Record<string, unknown> | undefined => bodiesRead.get(request)?.part;
+/** The checked part as the client sent it, unknown fields included (Elysia hands routes a copy
+ *  without them) and not migrated (SPEC §2.7: a complete document echoes the original body). */
+export const bodySent = (request: Request): Record<string, unknown> | undefined => bodiesRead.get(request)?.sent;
 
 /** An Elysia `parse` hook reading the body with `readJsonObject`. */
 export const jsonObjectBody = (message: string, maxBytes: number, unwrap?: Unwrap, jsonTypeOnly = false) => async ({ request }: { request: Request }) => {
   const doc = await readJsonObject(request, message, maxBytes, undefined, jsonTypeOnly);
   const part = unwrap ? unwrap(doc) : doc;
-  bodiesRead.set(request, { doc, part });
+  // A part other than the document is an export's input, or the document migrated.
+  const sent = part !== doc && isCompleteExport(doc) ? (doc.input as Record<string, unknown>) : doc;
+  bodiesRead.set(request, { doc, sent, part });
   return part;
 };

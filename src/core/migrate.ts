@@ -5,9 +5,10 @@ import { COMPLETE_FORMAT_VERSION, CURRENT_CONFIG_VERSION } from "../schema/versi
 
 type Doc = Record<string, unknown>;
 
-/** migrations[n] turns a version-n document into a version-(n+1) one. */
+/** migrations[n] turns a version-n document into a version-(n+1) one. `deployment` is the same
+ *  setting as `deploymentType` (CONTRACT §3): a v1 bare-metal config stays bare-metal. */
 const migrations: Record<number, (doc: Doc) => Doc> = {
-  1: (doc) => ({ ...doc, configVersion: 2, deploymentType: doc.deploymentType ?? "docker" }),
+  1: (doc) => ({ ...doc, configVersion: 2, deploymentType: doc.deploymentType ?? doc.deployment ?? "docker" }),
 };
 
 /** Bring a document that carries `configVersion` up to the current version; others pass through.
@@ -35,6 +36,10 @@ export function migrateConfig(doc: Doc, message: string): Doc {
   return out;
 }
 
+/** Whether `doc` is a whole `complete` export (read through its `input`) rather than an input.
+ *  Any formatVersion marks one (a number is a wrong version, not a field to ignore). */
+export const isCompleteExport = (doc: Doc): boolean => "formatVersion" in doc && "input" in doc && !("projectName" in doc);
+
 /** Runs `check` on the `input` that requestInput read from `body`: when it came out of a complete
  *  export, the fields its errors name are given from the export's root (`input.services.0`), as
  *  the client sent them. */
@@ -43,8 +48,7 @@ export const checkedAsSent = <T>(body: Doc, input: Doc, check: () => T): T => (i
 /** The input of a body: itself, or the `input` of a whole `complete` export posted back.
  *  `message` is the caller's VALIDATION_ERROR message for an export of another format version. */
 export function requestInput(doc: Doc, message: string): Doc {
-  // Any formatVersion marks an export (a number is a wrong version, not a field to ignore).
-  if (!("formatVersion" in doc && "input" in doc && !("projectName" in doc))) return doc;
+  if (!isCompleteExport(doc)) return doc;
   // An export whose input is not an object is broken, not a body of unknown fields to ignore
   // (validate answered it with an empty stack).
   if (typeof doc.input !== "object" || doc.input === null || Array.isArray(doc.input)) {

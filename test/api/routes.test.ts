@@ -592,6 +592,37 @@ describe("POST /v1/generate", () => {
     }
   });
 
+  test("a migrated body's errors name its own fields, with or without a query string", async () => {
+    // The migration makes a new object; that did not make the body a complete export (its
+    // fields were named input.projectName on the Elysia route, projectName on the hot route).
+    for (const [path, sent, field] of [
+      ["/v1/generate", { configVersion: 1, services: ["redis"] }, "projectName"],
+      ["/v1/validate", { configVersion: 1, deploymentType: "foo" }, "deploymentType"],
+    ] as const) {
+      const answers = [];
+      for (const query of ["", "?format=json", "?format=complete", "?x=1"]) {
+        if (path === "/v1/validate" && query.startsWith("?format")) continue;
+        const r = await call("POST", `${path}${query}`, sent);
+        expect(r.status, `${path}${query}`).toBe(400);
+        answers.push((await json(r)).error.details.map((d: { field: string }) => d.field));
+      }
+      for (const fields of answers) expect(fields).toEqual([field]);
+    }
+  });
+
+  test("a v1 config's complete export echoes the body as sent; deployment carries into deploymentType", async () => {
+    const sent = { configVersion: 1, projectName: "m", services: ["redis"], deployment: "bare-metal" };
+    const doc = await json(await call("POST", "/v1/generate?format=complete", sent));
+    expect(doc.input).toEqual(sent);
+    expect(doc.files["install.sh"]).toBeDefined();
+    expect(JSON.parse(doc.files["stackgen.json"])).toMatchObject({ configVersion: 2, deploymentType: "bare-metal" });
+    // Posted back, the export's v1 input is echoed as it was, and regenerates the same stack.
+    const back = await json(await call("POST", "/v1/generate?format=complete", doc));
+    expect(back.input).toEqual(sent);
+    expect(Object.keys(back.files).sort()).toEqual(Object.keys(doc.files).sort());
+    expect(back.files["docker-compose.yml"]).toBe(doc.files["docker-compose.yml"]);
+  });
+
   test("a complete document whose input is not an object is refused, naming input, on both routes", async () => {
     for (const input of ["x", null, [], 3]) {
       for (const [path, message] of [["/v1/validate", "Invalid request body"], ["/v1/generate", "Invalid generation input"], ["/v1/generate?format=complete", "Invalid generation input"]]) {
