@@ -168,7 +168,8 @@ export function mergeEnv(existing: string, generated: string, secrets: ReadonlyS
     }
     const shape = options.patterns?.get(m[1]);
     const foreignSecret = shape === undefined && options.keepExtra === false && secrets.has(m[1]);
-    if ((shape && !shape.test(before.value)) || (foreignSecret && !FOREIGN_SECRET.test(valueRead(m[1], before.value)))) {
+    // Judged as compose reads the value: `KEY="me@example.com"` is the address, quotes aside.
+    if ((shape && !shape.test(valueRead(m[1], before.value))) || (foreignSecret && !FOREIGN_SECRET.test(valueRead(m[1], before.value)))) {
       refused.push(m[1]);
       return replaced;
     }

@@ -155,6 +155,8 @@ describe("POST /v1/deploy", () => {
       // elsewhere, and an e-mail that is not one.
       doc.files[".env"] = env
         .replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=evil/backdoor")
+        // A gateway tag that is no image tag (`--core-version` refuses it with a 400).
+        .replace(/^CORE_VERSION=.*$/m, "CORE_VERSION=$(id)")
         .replace(/^N8N_WEBHOOK_URL=.*$/m, "N8N_WEBHOOK_URL=https://collector.evil.example/")
         .replace(/^CADDY_ACME_EMAIL=.*$/m, "CADDY_ACME_EMAIL=x}\\nadmin 0.0.0.0:2019")
         // A secret that would end the connection URL it goes into (`postgresql://agent:${…}@postgresql`).
@@ -169,11 +171,13 @@ describe("POST /v1/deploy", () => {
       expect(sent.get("CADDY_ACME_EMAIL")).toBe("");
       // Settings of the stack are taken (the user's own export must keep its choices), and named.
       expect(sent.get("CORE_IMAGE")).toBe("evil/backdoor");
+      expect(sent.get("CORE_VERSION")).toBe("latest");
       const changes = (result.changes as string[]).filter((c) => c.startsWith(".env of the document"));
       expect(changes).toHaveLength(3);
       expect(changes[0]).toContain("CORE_IMAGE, N8N_WEBHOOK_URL taken");
       expect(changes[1]).toContain("EXTRA_FOREIGN, COMPOSE_PROJECT_NAME not taken");
-      expect(changes[2]).toMatch(/CADDY_ACME_EMAIL, POSTGRESQL_AGENT_PASSWORD not taken|POSTGRESQL_AGENT_PASSWORD, CADDY_ACME_EMAIL not taken/);
+      expect(changes[2]).toMatch(/not taken \(not the shape/);
+      for (const name of ["CORE_VERSION", "CADDY_ACME_EMAIL", "POSTGRESQL_AGENT_PASSWORD"]) expect(changes[2]).toContain(name);
       expect(sent.get("POSTGRESQL_AGENT_PASSWORD")).toMatch(/^[A-Za-z0-9]{32,}$/);
       // The document's own secrets are still what gets deployed.
       const password = parseEnvValues(env).get("N8N_DB_PASSWORD")!;

@@ -80,6 +80,32 @@ describe("mergeEnv", () => {
     const fine = mergeEnv("CADDY_ACME_EMAIL=ops@example.com\n", withEmail, new Set(), [], { patterns: new Map([["CADDY_ACME_EMAIL", email]]) });
     expect(fine.refused).toEqual([]);
     expect(parseEnvValues(fine.text).get("CADDY_ACME_EMAIL")).toBe("ops@example.com");
+    // Judged as compose reads it: in quotes, or with a comment after it, it is the same address.
+    for (const line of ['CADDY_ACME_EMAIL="ops@example.com"', "CADDY_ACME_EMAIL='ops@example.com' # renewals"]) {
+      const quoted = mergeEnv(`${line}\n`, withEmail, new Set(), [], { patterns: new Map([["CADDY_ACME_EMAIL", email]]) });
+      expect(quoted.refused, line).toEqual([]);
+      expect(envValues(quoted.text).get("CADDY_ACME_EMAIL"), line).toBe("ops@example.com");
+    }
+  });
+
+  test("the gateway's image settings keep an image reference's shape: a tag or a tag pinned to a digest, a repository", () => {
+    const made = generateBundle({ projectName: "p", services: ["redis"] }, getCatalog());
+    const merge = (env: string) => mergeEnv(env, made.files[".env"]!, made.secretNames, made.derivedSecrets, { keepExtra: false, patterns: made.valuePatterns });
+    const digest = `1.2.3@sha256:${"ab".repeat(32)}`;
+    for (const [env, refused] of [
+      ["CORE_VERSION=$(id)\nCORE_IMAGE=ghcr.io/me/gateway\n", ["CORE_VERSION"]],
+      ["CORE_VERSION=1.0\nCORE_IMAGE=evil image\n", ["CORE_IMAGE"]],
+      ["CORE_VERSION=1.0:x\nCORE_IMAGE=Upper/Case\n", ["CORE_VERSION", "CORE_IMAGE"]],
+      [`CORE_VERSION=${digest}\nCORE_IMAGE=registry.local:5000/team/gateway\n`, []],
+      ['CORE_VERSION="2.0"\nCORE_IMAGE=\n', []],
+    ] as const) {
+      const merged = merge(env);
+      expect(merged.refused, env).toEqual([...refused]);
+      const values = parseEnvValues(merged.text);
+      if (refused.includes("CORE_VERSION" as never)) expect(values.get("CORE_VERSION")).toBe("latest");
+      if (refused.includes("CORE_IMAGE" as never)) expect(values.get("CORE_IMAGE")).toBe("");
+    }
+    expect(parseEnvValues(merge(`CORE_VERSION=${digest}\n`).text).get("CORE_VERSION")).toBe(digest);
   });
 
   test("an export's .env cannot slip a COMPOSE_PROJECT_NAME past the filter behind an escaped quote", () => {

@@ -3,6 +3,7 @@
 import type { CatalogService } from "../../schema/catalog.ts";
 import { hasProxy, proxiedUrl, webServices, type EnvVariable, type GenContext, type GenOptions } from "./context.ts";
 import { derivedSecrets, type SecretSource } from "./secrets.ts";
+import { CORE_VERSION_VALUE_PATTERN, IMAGE_REPOSITORY_PATTERN } from "../../schema/patterns.ts";
 
 const HOST_URL = /^(https?):\/\/(localhost|127\.0\.0\.1):(\d+)(.*)$/;
 
@@ -33,8 +34,8 @@ export const CORE_IMAGE_VAR = "CORE_IMAGE";
 /** `urlOf` gives the value of a `publicUrl` variable from its declared default (see publicUrl). */
 export function collectVariables(services: CatalogService[], core: CatalogService, options: GenOptions, secrets: SecretSource, urlOf: (serviceId: string, declared: string) => string): EnvVariable[] {
   const out: EnvVariable[] = [
-    { owner: "core", name: CORE_VERSION_VAR, description: "Image tag of the core gateway; change it and run `stackgen update`", default: options.coreVersion, value: options.coreVersion },
-    { owner: "core", name: CORE_IMAGE_VAR, description: "Image repository of the core gateway (empty: ghcr.io/openclaw/openclaw)", default: "", value: "" },
+    { owner: "core", name: CORE_VERSION_VAR, description: "Image tag of the core gateway; change it and run `stackgen update`", default: options.coreVersion, value: options.coreVersion, pattern: CORE_VERSION_VALUE_PATTERN },
+    { owner: "core", name: CORE_IMAGE_VAR, description: "Image repository of the core gateway (empty: ghcr.io/openclaw/openclaw)", default: "", value: "", pattern: IMAGE_REPOSITORY_PATTERN },
   ];
   for (const s of [core, ...services]) {
     for (const v of s.variables ?? []) {
