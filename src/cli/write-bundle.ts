@@ -140,8 +140,8 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, en
       plan.push({ path, action: "update", content, ...(dropped.length ? { droppedKeys: dropped } : {}) });
     } else if (recorded[path] === sha256(existing)) plan.push({ path, action: "update", content });
     // Edited, but this generation makes the file as the last one did: nothing of ours to bring
-    // in, so the edit simply stays (only a file we would change has to be refused).
-    else if (!force && recorded[path] === sha256(content)) plan.push({ path, action: "keep-edited", content: "" });
+    // in, so the edit simply stays (only a file we would change is refused, or replaced by --force).
+    else if (recorded[path] === sha256(content)) plan.push({ path, action: "keep-edited", content: "" });
     else plan.push({ path, action: force ? "overwrite-edited" : "skip-edited", content, ...(recorded[path] === undefined ? { unrecorded: oldConfigText === undefined ? "no-record" : "not-in-record" } : {}) });
   }
   // Files the previous generation wrote that this one does not make. stackgen.json may be edited

@@ -277,6 +277,15 @@ describe("regenerating into an existing bundle", () => {
     expectOk(same);
     expect(JSON.parse(same.stdout).files.find((f: { path: string }) => f.path === "Caddyfile").action).toBe("keep-edited");
     expect(readFileSync(join(dir, "Caddyfile"), "utf8")).toEndWith("# mine\n");
+    // --force replaces the edited files that would change, not one made as before.
+    writeFileSync(join(dir, "README.md"), readFileSync(join(dir, "README.md"), "utf8") + "mine\n");
+    const forced = await cli(["generate", "--name", "eb", "--preset", "devops", "--services", "qdrant", "--dir", dir, "--force", "--json"], { env });
+    expectOk(forced);
+    const actions = Object.fromEntries(JSON.parse(forced.stdout).files.map((f: { path: string; action: string }) => [f.path, f.action]));
+    expect(actions["README.md"]).toBe("overwrite-edited");
+    expect(actions.Caddyfile).toBe("keep-edited");
+    expect(readFileSync(join(dir, "Caddyfile"), "utf8")).toEndWith("# mine\n");
+    expect(forced.stderr).not.toContain("Caddyfile");
     // Another domain changes the Caddyfile: that would overwrite the edit, so nothing is written.
     const dry = await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--dry-run", "--json"], { env });
     expect(dry.code).toBe(1);
