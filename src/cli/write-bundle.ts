@@ -49,17 +49,45 @@ function droppedKeys(before: unknown, newText: string): string[] {
   return Object.keys(before).filter((k) => !(k in after));
 }
 
-async function readIfExists(path: string): Promise<string | undefined> {
+/** `strict`: text stackgen writes back merged (.env), which must be UTF-8: read leniently, other
+ *  bytes (a Latin-1 password) would be written back changed, and a database initialised with the
+ *  old bytes would no longer let its service in. */
+async function readIfExists(path: string, strict = false): Promise<string | undefined> {
   try {
     const st = await lstat(path);
     if (st.isSymbolicLink()) throw usageError(`Refusing to write through the symbolic link ${path}`);
     if (!st.isFile()) throw usageError(`${path} exists and is not a regular file`);
-    return await readFile(path, "utf8");
+    if (!strict) return await readFile(path, "utf8");
+    const bytes = await readFile(path);
+    const line = firstLineNotUtf8(bytes);
+    if (line) throw usageError(`${path} is not UTF-8 text: line ${line} holds other bytes, which stackgen would change as it keeps the values. Nothing was written: save the file as UTF-8 (its services read the new bytes; a password set with the old ones must be changed to match), or choose another --dir.`);
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     if ((e as NodeJS.ErrnoException).code === "ENOTDIR") throw usageError(`Cannot write ${path}: a part of that path is a file, not a directory`);
     if (NOT_WRITABLE.includes((e as NodeJS.ErrnoException).code ?? "")) throw usageError(`Cannot read ${path} (${(e as NodeJS.ErrnoException).code}). Nothing was written: fix its owner or permissions, or choose another --dir.`);
     throw e;
+  }
+}
+
+/** The number of the first line of `bytes` that is not UTF-8, or 0. */
+function firstLineNotUtf8(bytes: Uint8Array): number {
+  const strict = new TextDecoder("utf-8", { fatal: true });
+  try {
+    strict.decode(bytes);
+    return 0;
+  } catch {
+    let start = 0;
+    for (let line = 1; ; line++) {
+      const end = bytes.indexOf(0x0a, start);
+      try {
+        strict.decode(bytes.subarray(start, end === -1 ? bytes.length : end));
+      } catch {
+        return line;
+      }
+      if (end === -1) return 0;
+      start = end + 1;
+    }
   }
 }
 
@@ -127,7 +155,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, en
     // Refused before anything is written: a directory on the way may be a symlink planted to
     // redirect the write (writePlan checks again as it writes).
     refuseOutside(await realExisting(dirname(target)), realRoot, path, root);
-    const existing = await readIfExists(target);
+    const existing = await readIfExists(target, path === ".env");
     if (existing === undefined) plan.push({ path, action: "create", content });
     else if (path === ".env") {
       const merged = mergeEnv(existing, content, env.secrets, env.derived, { previous: env.previous, patterns: env.patterns, follow: env.follow });

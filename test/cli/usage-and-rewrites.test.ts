@@ -425,6 +425,27 @@ describe("regenerating into an existing bundle", () => {
     expect(r.stderr).toContain("its databases still hold the old passwords");
   });
 
+  test("a .env that is not UTF-8 is refused, byte for byte as it was: its values would be written back changed", async () => {
+    const dir = at("latin1-env");
+    expectOk(await cli(["generate", "--name", "latin", "--services", "redis", "--dir", dir], { env }));
+    const path = join(dir, ".env");
+    const text = readFileSync(path, "latin1").replace(/^REDIS_PASSWORD=.*$/m, "REDIS_PASSWORD=secr\xe9t");
+    writeFileSync(path, Buffer.from(text, "latin1"));
+    const before = readFileSync(path);
+    const line = text.split("\n").findIndex((l) => l.startsWith("REDIS_PASSWORD=")) + 1;
+    for (const extra of [[], ["--dry-run"], ["--services", "qdrant", "--json"]]) {
+      const r = await cli(["generate", "--dir", dir, ...extra], { env });
+      expect(r.code, extra.join(" ")).toBe(2);
+      expect(r.stdout + r.stderr).toContain(`is not UTF-8 text: line ${line} holds other bytes`);
+      expect(readFileSync(path).equals(before)).toBe(true);
+    }
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).not.toContain("qdrant");
+    // The same value in UTF-8 is kept as it is.
+    writeFileSync(path, text.replace("secr\xe9t", "secr\u00e9t"), "utf8");
+    expectOk(await cli(["generate", "--dir", dir, "--services", "qdrant"], { env }));
+    expect(readFileSync(path, "utf8")).toContain("REDIS_PASSWORD=secr\u00e9t\n");
+  });
+
   test("a dry run warns as the real run does, and --json lists what .env leaves empty", async () => {
     const dry = await cli(["generate", "--name", "warned", "--services", "comfyui", "--dir", at("warned"), "--dry-run"], { env });
     expectOk(dry);
