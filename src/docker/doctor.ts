@@ -46,20 +46,28 @@ export interface PublishedPort {
   container: string;
 }
 
-/** Host ports a compose file publishes, short and long syntax; entries using ${VAR} or ranges
- *  are returned as `unchecked` text, since their value is only known to compose. */
-export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unchecked: string[] } {
+/** Host ports a compose file publishes, short and long syntax. Entries it cannot check are
+ *  returned as `unchecked` (what it says of each): ${VAR} or ranges, whose value only compose
+ *  knows, and SCTP, which no probe here binds. A number that is no port is `invalid`. */
+export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unchecked: string[]; invalid: string[] } {
   const ports: PublishedPort[] = [];
   const unchecked: string[] = [];
+  const invalid: string[] = [];
+  const add = (service: string, text: string, published: string, protocol: unknown, host: string, container: string) => {
+    const port = Number(published);
+    if (!/^-?\d+$/.test(published) || !Number.isInteger(port)) unchecked.push(`${service}: ${text}: set through a variable or a range, not checked`);
+    else if (port === 0) return; // the engine picks a free one, as for a bare container port
+    else if (port < 0 || port > 65535) invalid.push(`${service}: ${text}: ${published} is not a port number (1 to 65535)`);
+    else if (protocol !== undefined && protocol !== "tcp" && protocol !== "udp") unchecked.push(`${service}: ${text}: ${String(protocol)}, not checked`);
+    else ports.push({ service, host, port, protocol: protocol === "udp" ? "udp" : "tcp", container });
+  };
   const services = (compose as { services?: Record<string, { ports?: unknown[] }> } | null)?.services ?? {};
   for (const [service, def] of Object.entries(services)) {
     for (const entry of Array.isArray(def?.ports) ? def.ports : []) {
       if (entry !== null && typeof entry === "object") {
-        const long = entry as { published?: unknown; host_ip?: unknown; protocol?: unknown };
+        const long = entry as { published?: unknown; host_ip?: unknown; protocol?: unknown; target?: unknown };
         if (long.published === undefined) continue; // not published: an ephemeral host port
-        const port = Number(long.published);
-        if (!Number.isInteger(port)) unchecked.push(`${service}: ${String(long.published)}`);
-        else ports.push({ service, host: typeof long.host_ip === "string" ? long.host_ip : "0.0.0.0", port, protocol: long.protocol === "udp" ? "udp" : "tcp", container: String((long as { target?: unknown }).target ?? "") });
+        add(service, String(long.published), String(long.published), long.protocol, typeof long.host_ip === "string" ? long.host_ip : "0.0.0.0", String(long.target ?? ""));
         continue;
       }
       const text = String(entry);
@@ -67,15 +75,10 @@ export function publishedPorts(compose: unknown): { ports: PublishedPort[]; unch
       // [ip:]host:container, the ip maybe an [ipv6]; a bare container port publishes nothing fixed.
       const match = /^(?:(\[[^\]]+\]|[^:]+):)?([^:]+):([^:]+)$/.exec(spec!);
       if (!match) continue;
-      const port = Number(match[2]);
-      if (!/^\d+$/.test(match[2]!) || !Number.isInteger(port)) {
-        unchecked.push(`${service}: ${text}`);
-        continue;
-      }
-      ports.push({ service, host: match[1]?.replace(/^\[|\]$/g, "") ?? "0.0.0.0", port, protocol: proto === "udp" ? "udp" : "tcp", container: match[3]! });
+      add(service, text, match[2]!, proto, match[1]?.replace(/^\[|\]$/g, "") ?? "0.0.0.0", match[3]!);
     }
   }
-  return { ports, unchecked };
+  return { ports, unchecked, invalid };
 }
 
 /** One entry per host address, port and protocol (an override may repeat the compose file's). */
@@ -422,7 +425,8 @@ export async function runDoctor(stack: Stack, engine: Engine): Promise<DoctorRep
   const unchecked = found.unchecked;
   const engineHidden = checks.some((c) => c.id === "engine" && c.status === "fail" && c.message.startsWith(SOCKET_FORBIDDEN));
   checks.push(...(await portChecks(ports, entries, containers, engineHidden)));
-  for (const text of unchecked) checks.push({ id: "port", status: "warn", message: `${text}: set through a variable or a range, not checked` });
+  for (const message of unchecked) checks.push({ id: "port", status: "warn", message });
+  for (const message of found.invalid) checks.push({ id: "port", status: "fail", message });
 
   checks.push(memoryCheck(config, info));
   // The engine's data root is on this machine only when the engine is reached by a local socket.

@@ -30,8 +30,20 @@ describe("publishedPorts reads what compose would publish", () => {
       { service: "api", host: "127.0.0.1", port: 3001, protocol: "tcp", container: "3000" },
       { service: "api", host: "0.0.0.0", port: 5353, protocol: "udp", container: "53" },
     ]);
-    expect(unchecked).toEqual(["web: ${WEB_PORT}:80", "web: 7000-7002:7000-7002"]);
-    expect(publishedPorts(null)).toEqual({ ports: [], unchecked: [] });
+    expect(unchecked).toEqual(["web: ${WEB_PORT}:80: set through a variable or a range, not checked", "web: 7000-7002:7000-7002: set through a variable or a range, not checked"]);
+    expect(publishedPorts(null)).toEqual({ ports: [], unchecked: [], invalid: [] });
+  });
+
+  test("a number that is no port is invalid, not a probe that crashes; SCTP is named, not probed as TCP", () => {
+    const found = publishedPorts({ services: { bad: { ports: ["70000:80", { target: 80, published: 70000 }, { target: 81, published: -1 }, "0:82", "8080:80/sctp", { target: 83, published: 8083, protocol: "sctp" }] } } });
+    expect(found.ports).toEqual([]);
+    expect(found.invalid).toEqual([
+      "bad: 70000:80: 70000 is not a port number (1 to 65535)",
+      "bad: 70000: 70000 is not a port number (1 to 65535)",
+      "bad: -1: -1 is not a port number (1 to 65535)",
+    ]);
+    // 0: the engine picks a free port, nothing fixed to check.
+    expect(found.unchecked).toEqual(["bad: 8080:80/sctp: sctp, not checked", "bad: 8083: sctp, not checked"]);
   });
 });
 
