@@ -32,6 +32,10 @@ const MARKS: Partial<Record<LogObject["type"], [mark: string, color: number]>> =
  *  an escape sequence in it must not colour, move or retitle the terminal it is printed on. */
 export const visible = (text: string) => text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 
+/** visible() for one value taken from a file or archive (a name, a version): a line break in it
+ *  is shown too, so it cannot print lines of its own into a report. */
+export const visibleValue = (text: string) => visible(text).replace(/[\t\n]/g, (c) => (c === "\n" ? "\\n" : "\\t"));
+
 const stderrReporter: ConsolaReporter = {
   log(entry) {
     const message = visible(entry.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : Bun.inspect(a))).join(" "));

@@ -197,6 +197,22 @@ describe("backup list and prune show archive names as text, never as terminal co
     expect(prune.stdout).toContain("\\x1b]0;owned\\x07\\x1b[2J.tar.gz");
     expect(prune.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
   });
+
+  test("a line break in a file name is shown as \\n, not printed as a line of its own", async () => {
+    const dir = stackDir("line-breaks");
+    const backups = join(dir, "backups");
+    mkdirSync(backups);
+    writeFileSync(join(backups, "x\n2026-01-01T00:00:00Z  1 KiB  verified  good.tar.gz"), "not an archive");
+    for (const args of [["backup", "list", "--dir", dir], ["backup", "prune", "--keep", "1", "--dir", dir]]) {
+      const r = await cli(args, { env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("x\\n2026-01-01T00:00:00Z");
+      expect(r.stdout.split("\n").some((line) => line.startsWith("2026-01-01T00:00:00Z"))).toBe(false);
+    }
+    const verify = await cli(["backup", "verify", join(backups, "x\n2026-01-01T00:00:00Z  1 KiB  verified  good.tar.gz")], { env });
+    expect(verify.code).toBe(1);
+    expect(verify.stdout.split("\n").some((line) => line.startsWith("2026-01-01T00:00:00Z"))).toBe(false);
+  });
 });
 
 describe("Ctrl-C while restore checks the archive", () => {

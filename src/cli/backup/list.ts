@@ -7,7 +7,7 @@ import { listBackups } from "../../docker/backup-list.ts";
 import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
 import { isEmptyStackDir, loadStack } from "../../docker/stack.ts";
-import { green, printJson, printText, progress, red, visible } from "../output.ts";
+import { green, printJson, printText, progress, red, visible, visibleValue } from "../output.ts";
 
 export default defineCommand({
   meta: { name: "list", description: "List the stack's backups, newest first, and check each one (in a directory with no stack yet: the archives in its backups/)" },
@@ -32,7 +32,7 @@ export default defineCommand({
       b.problem ? `  (${b.problem})` : !stack ? `  (project ${b.project})` : b.project && b.project !== stack.project ? `  (project ${b.project}: restore refuses it here)` : "";
     // A file name is anyone's to choose, and a problem may quote a member's name: an escape
     // sequence in them must not reach the terminal (shown as \x1b, as in every message).
-    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${visible(b.name + note(b))}`);
+    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${visibleValue(b.name) + visible(note(b))}`);
     printText(lines.join("\n"));
   },
 });

@@ -12,7 +12,7 @@ import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
-import { plural, printJson, printText, progress, visible } from "../output.ts";
+import { plural, printJson, printText, progress, visible, visibleValue } from "../output.ts";
 
 const RULE_FLAGS = { last: "keep", daily: "keep-daily", weekly: "keep-weekly", monthly: "keep-monthly" } as const;
 const UNIT = { daily: "day", weekly: "week", monthly: "month" } as const;
@@ -44,7 +44,7 @@ function describe(retention: Retention): string {
 const brief = (b: ListedBackup) => ({ name: b.name, file: b.file, createdAt: b.createdAt, size: b.size, ...(b.kind ? { kind: b.kind } : {}) });
 /** A file name is anyone's to choose: an escape sequence in it is shown as \x1b (see visible). */
 const line = (b: ListedBackup, why?: RetentionRule[]) =>
-  `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${visible(b.name)}${b.kind ? `  (${b.kind} safety backup)` : ""}${why ? `  [${why.join(", ")}]` : ""}`;
+  `  ${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${visibleValue(b.name)}${b.kind ? `  (${b.kind} safety backup)` : ""}${why ? `  [${why.join(", ")}]` : ""}`;
 /** The retention said, "of each kind" when safety backups are among them. */
 const newest = (retention: Retention, backups: ListedBackup[]) => {
   if (!backups.some((b) => b.kind)) return describe(retention);

@@ -4,18 +4,18 @@ import { defineCommand } from "citty";
 import { checkBackupFile, verifyBackup, type BackupReport } from "../../docker/backup-list.ts";
 import { jsonArg } from "../../docker/cli-support.ts";
 import { formatBytes } from "../../docker/format.ts";
-import { green, plural, printJson, printText, progress, red, visible } from "../output.ts";
+import { green, plural, printJson, printText, progress, red, visible, visibleValue } from "../output.ts";
 
 export function renderReport(r: BackupReport): string {
-  if (!r.verified) return [`${visible(r.name)}: ${red("INVALID")}, a restore refuses it:`, ...(r.problems ?? []).map((p) => `  ${visible(p)}`)].join("\n");
+  if (!r.verified) return [`${visibleValue(r.name)}: ${red("INVALID")}, a restore refuses it:`, ...(r.problems ?? []).map((p) => `  ${visibleValue(p)}`)].join("\n");
   const image = (s: NonNullable<BackupReport["services"]>[number]) => (s.image ? `${s.name} (${s.image})` : s.name);
   const volumes = r.volumes?.length ? r.volumes.map((v) => `${v.name} (${formatBytes(v.size)})`).join(", ") : "none";
   return [
-    `${visible(r.name)}: ${green("verified")} (${formatBytes(r.size)}; every member matches its sha256)`,
+    `${visibleValue(r.name)}: ${green("verified")} (${formatBytes(r.size)}; every member matches its sha256)`,
     `Project:  ${r.project}${r.kind ? ` (${r.kind} backup)` : ""}`,
-    `Created:  ${r.createdAt} by stackgen ${visible(r.toolVersion ?? "")}, ${r.hot ? "hot: copied while the services ran (a database may not restore cleanly)" : "with the services stopped"}`,
-    `Services: ${r.services?.length ? visible(r.services.map(image).join(", ")) : "none"}`,
-    `Volumes:  ${visible(volumes)}`,
+    `Created:  ${r.createdAt} by stackgen ${visibleValue(r.toolVersion ?? "")}, ${r.hot ? "hot: copied while the services ran (a database may not restore cleanly)" : "with the services stopped"}`,
+    `Services: ${r.services?.length ? r.services.map((s) => visibleValue(image(s))).join(", ") : "none"}`,
+    `Volumes:  ${visibleValue(volumes)}`,
     `Config:   ${plural(r.files?.length ?? 0, "file")}`,
   ].join("\n");
 }
