@@ -116,10 +116,12 @@ export async function composeAsItRuns(engine: Engine, compose: Compose): Promise
 /** The project's containers by service. `running`: the services of `model` that run, which compose
  *  can stop and start; `outside`: those that run but are not in the model (taken out of the compose
  *  files since they started), which compose refuses to stop or start by name. */
-export async function runningServices(engine: Engine, project: string, model?: ComposeModel): Promise<{ running: string[]; outside: string[]; all: Map<string, string>; anonymous: string[]; containers: ContainerSummary[] }> {
+export async function runningServices(engine: Engine, project: string, model?: ComposeModel): Promise<{ running: string[]; sick: Set<string>; outside: string[]; all: Map<string, string>; anonymous: string[]; containers: ContainerSummary[] }> {
   const containers = await engine.listProjectContainers(project);
   const all = new Map<string, string>();
   const running: string[] = [];
+  /** Of the running, those unhealthy or crash-looping already: started again, not waited for. */
+  const sick = new Set<string>();
   const outside: string[] = [];
   const anonymous: string[] = [];
   for (const c of containers) {
@@ -130,10 +132,11 @@ export async function runningServices(engine: Engine, project: string, model?: C
     const up = c.State === "running" || c.State === "restarting";
     const named = !model || model.services.some((s) => s.name === service);
     if (up && named && !running.includes(service)) running.push(service);
+    if (up && named && (c.State === "restarting" || /\(unhealthy\)/.test(c.Status ?? ""))) sick.add(service);
     if (up && !named && !outside.includes(service)) outside.push(service);
     anonymous.push(...anonymousVolumes(service, c.Mounts ?? []));
   }
-  return { running, outside, all, anonymous, containers };
+  return { running, sick, outside, all, anonymous, containers };
 }
 
 /** The note for running containers of services the compose files do not have ("" for none). */
@@ -268,7 +271,7 @@ export function quitBackupNote(compose: Compose, inFlight: BackupInFlight, model
 /** Starts again the services a backup or restore stopped. When that fails, returns (never
  *  throws, so the error that led here stays the one reported) which are left stopped, as the
  *  engine shows them (a failed start may have started some), and the command that starts them. */
-export async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void, model?: ComposeModel): Promise<string | undefined> {
+export async function startAgain(engine: Engine, compose: Compose, services: string[], say: (message: string) => void, model?: ComposeModel, sick: ReadonlySet<string> = new Set()): Promise<string | undefined> {
   const dependsOn = model ? dependenciesByService(model) : {};
   // Only what the backup stopped starts again. `compose start` starts what the services depend
   // on too: a finished job (init, migration, volume owner) would run again after every backup,
@@ -284,7 +287,7 @@ export async function startAgain(engine: Engine, compose: Compose, services: str
   say(`Starting ${services.join(", ")} again${left ? ` (${left})` : ""}`);
   try {
     if (notRunning.length === 0) await compose.start(services);
-    else await startLeaving(engine, compose, services, dependsOn);
+    else await startLeaving(engine, compose, services, dependsOn, sick);
     return undefined;
   } catch (e) {
     // Not knowing (the engine gone too), every one is named.
@@ -311,8 +314,10 @@ async function finishedJobs(engine: Engine, project: string, names: string[]): P
 
 /** Start `services` layer by layer with `restart --no-deps` (which starts none of their
  *  dependencies), each layer once the one before is ready, as compose start would wait. A compose
- *  without `restart --no-deps` (v1, early v2) gets `compose start`, which runs the jobs again. */
-async function startLeaving(engine: Engine, compose: Compose, services: string[], dependsOn: Record<string, string[]>): Promise<void> {
+ *  without `restart --no-deps` (v1, early v2) gets `compose start`, which runs the jobs again.
+ *  `sick` (unhealthy or crash-looping before they were stopped) are started, not waited for: they
+ *  would hold back the rest of the stack, which ran beside them before. */
+async function startLeaving(engine: Engine, compose: Compose, services: string[], dependsOn: Record<string, string[]>, sick: ReadonlySet<string>): Promise<void> {
   const layers = startLayers(dependsOn, new Set(services));
   for (const [i, layer] of layers.entries()) {
     const started = await compose.run(["restart", "--no-deps", ...layer]);
@@ -321,7 +326,7 @@ async function startLeaving(engine: Engine, compose: Compose, services: string[]
       return;
     }
     if (i === layers.length - 1) return;
-    const failed = await waitReady(engine, compose.stack.project, layer, { timeoutMs: START_WAIT_MS });
+    const failed = await waitReady(engine, compose.stack.project, layer.filter((name) => !sick.has(name)), { timeoutMs: START_WAIT_MS });
     if (failed.length) throw new Error(failed.map((f) => `${f.service} ${f.reason}`).join("; "));
   }
 }
@@ -345,7 +350,7 @@ export async function createBackup(stack: Stack, engine: Engine, compose: Compos
 
 async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model: ComposeModel, opts: CreateOptions, outputDir: string): Promise<CreateResult> {
   const say = opts.progress ?? (() => {});
-  const { running, outside: runningOutside, all, anonymous, containers } = await runningServices(engine, stack.project, model);
+  const { running, sick, outside: runningOutside, all, anonymous, containers } = await runningServices(engine, stack.project, model);
   const volumes = await stackVolumes(engine, model);
   for (const v of opts.alsoVolumes ?? []) {
     if (!volumes.some((x) => x.name === v.name) && (await engine.inspectVolume(v.name))) volumes.push(v);
@@ -480,9 +485,11 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     } catch (e) {
       ended ??= { by: "copy", error: e as Error };
     }
-    const left = stop ? await startAgain(engine, compose, running, say, model) : leftPaused;
+    const left = stop ? await startAgain(engine, compose, running, say, model, sick) : leftPaused;
     if (!left) inFlight.stopped = [];
-    if (left) {
+    // A cold copy taken whole is written even when the stack does not start again (below); a
+    // database a failed unpause left frozen is said at once, as it answers nothing meanwhile.
+    if (left && (ended || opts.signal?.aborted || !stop)) {
       // Said with what ended the copy: a failed start must not hide why no backup was written.
       const why = ended?.by === "stop" ? `${ended.error.message}. No backup was written.` : ended ? asSentence(ended.error.message) : "The copy was taken, but no backup was written.";
       throw opts.signal?.aborted ? interruptedError(`${why} ${left}`) : failure(stop ? "COMPOSE_FAILED" : "DOCKER_ERROR", `${why} ${left}`);
@@ -502,6 +509,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     }, opts.signal, byteProgress(say, "Writing the archive", volumeFiles!.reduce((sum, v) => sum + v.size, 0), opts.progressEveryMs));
     renameSync(partial, file);
     say(`Wrote ${file}`);
+    if (left) throw failure("COMPOSE_FAILED", `The backup was written (${file}), but the stack is not as it was. ${left}`);
     return {
       file,
       project: stack.project,

@@ -398,7 +398,7 @@ export async function restoreBackup(
   // The safety backup is taken once the stack is stopped: what would refuse it is found now.
   const oversized = oversizedConfig(stack.dir);
   if (oversized) throw failure("RESTORE_FAILED", `The safety backup of the current state could not hold the stack directory: ${oversized} Nothing was changed.`);
-  const { running, outside: runningOutside, all, anonymous } = await runningServices(engine, stack.project, model);
+  const { running, sick, outside: runningOutside, all, anonymous } = await runningServices(engine, stack.project, model);
   if (runningOutside.length) say(notInComposeNote(runningOutside, "for the restore"));
   if (running.length > 0) {
     say(`Stopping ${running.join(", ")}`);
@@ -407,7 +407,7 @@ export async function restoreBackup(
       await compose.stop(running);
     } catch (e) {
       // Refused halfway, some may be stopped: nothing is replaced, and all run again as before.
-      const left = await startAgain(engine, compose, running, say, model);
+      const left = await startAgain(engine, compose, running, say, model, sick);
       throw failure("COMPOSE_FAILED", `${(e as Error).message}. Nothing was restored${left ? `. ${left}` : ` (started again: ${running.join(", ")}).`}`);
     }
   }
@@ -422,7 +422,7 @@ export async function restoreBackup(
     opts.signal?.throwIfAborted();
   } catch (e) {
     // Without a safety backup nothing is replaced: the stack goes back to running as it was.
-    const left = running.length > 0 ? await startAgain(engine, compose, running, say, model) : undefined;
+    const left = running.length > 0 ? await startAgain(engine, compose, running, say, model, sick) : undefined;
     const restarted = running.length > 0 && !left ? ` (started again: ${running.join(", ")})` : "";
     const stillStopped = left ? ` ${left}` : "";
     if (opts.signal?.aborted) throw interruptedError(`Interrupted before anything was restored${restarted}.${stillStopped}`);

@@ -1108,6 +1108,43 @@ volumes:
     },
     120_000,
   );
+
+  e2e(
+    "a service unhealthy before the backup is started again, not waited for: the backup is written and the app runs",
+    async () => {
+      // Started layer by layer (the finished job stays as it is), the start waited for every
+      // service of a layer: one sick before the backup held the app back, and no backup was written.
+      const sleeper = `    image: ${BASE_IMAGE}\n    init: true\n    command: ["sleep", "3600"]\n`;
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  db:
+${sleeper}    volumes: ["data:/data"]
+    healthcheck: {test: ["CMD", "true"], interval: 1s, timeout: 2s, retries: 3}
+  metrics:
+${sleeper}    healthcheck: {test: ["CMD", "false"], interval: 1s, timeout: 2s, retries: 1}
+  init:
+    image: ${BASE_IMAGE}
+    restart: "no"
+    command: ["sh", "-c", "echo ran >> /data/initlog"]
+    volumes: ["data:/data"]
+  app:
+${sleeper}    depends_on:
+      db: {condition: service_healthy}
+      init: {condition: service_completed_successfully}
+      metrics: {condition: service_started}
+volumes:
+  data: {}
+`);
+      expect((await stack.compose("up", "-d", "--force-recreate")).code).toBe(0);
+      for (let i = 0; i < 40 && (await stack.container("metrics")).State.Health?.Status !== "unhealthy"; i++) await Bun.sleep(250);
+      expect((await stack.container("metrics")).State.Health?.Status).toBe("unhealthy");
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stdout + made.stderr).toBe(0);
+      expect(existsSync(JSON.parse(made.stdout).file)).toBe(true);
+      for (const name of ["db", "metrics", "app"]) expect((await stack.container(name)).State.Running, name).toBe(true);
+    },
+    120_000,
+  );
 });
 
 describe("restore of a stack whose job hangs on the restored data", () => {
@@ -1498,13 +1535,20 @@ describe("backup when docker compose stop fails", () => {
         return JSON.parse(r.stdout).error;
       };
 
-      // The copy is taken, but the start is refused: no backup, and the user is told the stack is down.
+      // The copy is taken, but the start is refused: the whole copy is still written (a nightly
+      // backup is not lost to it), and the user is told the stack is down.
       const start = dockerRefusingStops("always", ["start"]);
       const created = await cli(["backup", "create", "--dir", stack.dir, "--json"], start.env);
       start.remove();
-      expect(errorOf(created)).toMatchObject({ code: "COMPOSE_FAILED", message: expect.stringContaining(`The copy was taken, but no backup was written. ${refusedStart}`) });
+      const startError = errorOf(created);
+      expect(startError.code).toBe("COMPOSE_FAILED");
+      expect(startError.message).toContain(`, but the stack is not as it was. ${refusedStart}`);
       expect((await stack.container("app")).State.Running).toBe(false);
-      expect(backups()).toEqual(written);
+      const added = backups().filter((name) => !written.includes(name));
+      expect(added).toHaveLength(1);
+      expect(startError.message).toContain(`The backup was written (${join(stack.dir, "backups", added[0]!)})`);
+      await expect(verifyBackupFile(join(stack.dir, "backups", added[0]!))).resolves.toBeDefined();
+      rmSync(join(stack.dir, "backups", added[0]!));
       expect((await stack.compose("start")).code).toBe(0);
 
       // Stop and start both refused: the stop's error is not hidden by the start's.
