@@ -286,9 +286,12 @@ describe("POST /v1/deploy", () => {
   test("only application/json starts a deploy: a web page can post text/plain to a local server without a preflight", async () => {
     const before = fake.calls.length;
     for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]) {
-      const r = await fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": type, origin: "https://evil.example" }, body: JSON.stringify(body()) });
+      const r = await fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": type }, body: JSON.stringify(body()) });
       expect(r.status).toBe(400);
       expect(((await r.json()) as any).error.details[0].message).toContain("Expected Content-Type application/json");
+      // From a page of another site, it is refused as that before the body is read.
+      const page = await fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": type, origin: "https://evil.example" }, body: JSON.stringify(body()) });
+      expect(page.status).toBe(403);
     }
     expect(fake.calls.length).toBe(before);
   });
@@ -335,6 +338,13 @@ describe("POST /v1/deploy", () => {
     const b = await r.json() as any;
     expect(b.error.code).toBe("FORBIDDEN");
     expect(b.error.message).toContain("ALLOW_REMOTE_DEPLOY=true");
+    // Whatever it sends: a caller who may not deploy learns nothing of what the body must hold.
+    for (const [type, sent] of [["application/json", "{}"], ["text/plain", "x"], ["application/json", "{"], [undefined, undefined]] as const) {
+      const headers: Record<string, string> = type ? { "content-type": type } : {};
+      const other = await app.handle(new Request("http://localhost/v1/deploy", { method: "POST", headers, body: sent }));
+      expect(other.status, `${type} ${sent}`).toBe(403);
+      expect(((await other.json()) as any).error.code).toBe("FORBIDDEN");
+    }
 
     const guard = createGuard(readGuardConfig({ API_KEYS: KEY, LOG_LEVEL: "silent", TRUST_PROXY: "true" }));
     const proxied = startServers({ port: 0, uiPort: 0, host: "127.0.0.1", guard });

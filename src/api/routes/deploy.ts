@@ -136,7 +136,12 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
     // application/json only: it cannot come cross-origin without a preflight (see readJsonText).
-    parse: jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes, documentFilesChecked, true),
+    // Who may deploy is settled before the body is read: a caller who may not learns nothing
+    // of what the route checks.
+    parse: (context) => {
+      if (!policy(context.request)) throw new StackgenError("FORBIDDEN", keysConfigured ? FORBIDDEN_MESSAGE : FORBIDDEN_WITHOUT_KEYS_MESSAGE, 403);
+      return jsonObjectBody(DEPLOY_MESSAGE, maxBodyBytes, documentFilesChecked, true)(context);
+    },
     body: routeSchema(DeployRequest),
     detail: {
       summary: "Generate and deploy to Coolify or Dokploy (streamed)",
