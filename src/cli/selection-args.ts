@@ -4,6 +4,7 @@ import { usageError, validationError } from "../errors.ts";
 import { isJsonObject, jsonKind } from "../schema/json-kind.ts";
 import { MAX_BODY_BYTES } from "../api/guard/config.ts";
 import { COMPLETE_FORMAT_VERSION } from "../schema/versions.ts";
+import { parseJsonText } from "../core/json-text.ts";
 
 export const selectionArgs = {
   preset: { type: "string", description: "Preset id used as the base (see `stackgen presets`)" },
@@ -96,7 +97,7 @@ export async function readInputDocument(path: string): Promise<{ input: Record<s
   const text = bytes.toString("utf8");
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    doc = parseJsonText(text);
   } catch {
     throw usageError(`${name} is not valid JSON`);
   }

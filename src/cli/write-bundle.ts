@@ -9,6 +9,7 @@ import { fileMode } from "../core/file-modes.ts";
 import { mergeEnv, type MergeOptions } from "../core/env-merge.ts";
 import { isWithin } from "../core/paths.ts";
 import { interruptedError, StackgenError, usageError } from "../errors.ts";
+import { parseJsonText } from "../core/json-text.ts";
 
 /** Refuses (UNSAFE_PATH, bad input: exit 2) a file whose folder really lies outside the target. */
 function refuseOutside(realParent: string, realRoot: string, path: string, root: string): void {
@@ -147,7 +148,7 @@ export async function planBundle(dir: string, files: FileMap, force: boolean, en
   const oldConfigText = await readIfExists(join(root, CONFIG_FILE)).catch(() => undefined);
   // Parsed once: its file hashes tell edits apart, its keys what a new one drops.
   let oldConfig: unknown;
-  try { oldConfig = oldConfigText ? JSON.parse(oldConfigText) : undefined; } catch { oldConfig = undefined; }
+  try { oldConfig = oldConfigText ? parseJsonText(oldConfigText) : undefined; } catch { oldConfig = undefined; }
   const recorded: Record<string, string> = (oldConfig as { files?: Record<string, string> } | undefined)?.files ?? {};
   const plan: PlannedFile[] = [];
   for (const [path, content] of Object.entries(files)) {

@@ -6,6 +6,7 @@ import YAML, { YAMLMap, YAMLSeq, type CollectionTag, type ScalarTag } from "yaml
 import { StackgenError } from "../errors.ts";
 import { migrateConfig } from "../core/migrate.ts";
 import { envValues } from "../core/parse-env.ts";
+import { parseJsonText } from "../core/json-text.ts";
 
 export interface Stack {
   dir: string;
@@ -74,7 +75,7 @@ export function readStackConfig(configPath: string): Record<string, unknown> {
   let config: unknown;
   const text = readStackFile(configPath);
   try {
-    config = JSON.parse(text);
+    config = parseJsonText(text);
   } catch (e) {
     throw invalidStack(`${configPath} is not valid JSON: ${(e as Error).message}`);
   }

@@ -109,6 +109,23 @@ describe("command lines the CLI refuses (exit 2, nothing written)", () => {
     expect(existsSync(at("fut"))).toBe(false);
   });
 
+  test("a JSON file saved with a byte order mark (as Windows editors save it) is read: --file, --from, a bundle's stackgen.json", async () => {
+    const bom = (value: unknown) => `\ufeff${JSON.stringify(value)}`;
+    const file = at("bom.json");
+    writeFileSync(file, bom({ projectName: "bom", services: ["redis"] }));
+    const checked = await cli(["validate", "--file", file, "--json"], { env });
+    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
+    const dir = at("bom");
+    expectOk(await cli(["generate", "--from", file, "--dir", dir, "--json"], { env }));
+    const record = join(dir, "stackgen.json");
+    writeFileSync(record, `\ufeff${readFileSync(record, "utf8")}`);
+    const again = await cli(["generate", "--dir", dir, "--services", "qdrant", "--json"], { env });
+    expectOk(again);
+    expect(readFileSync(join(dir, "docker-compose.yml"), "utf8")).toContain("qdrant");
+    const status = await cli(["doctor", "--dir", dir, "--json"], { env });
+    expect(status.stdout + status.stderr).not.toContain("not valid JSON");
+  });
+
   test("--from a broken complete export is named as one (its input, files or .env), not read as an empty input", async () => {
     const cases: [object, string, string][] = [
       [{ input: "x" }, "input", "Expected object, received string"],
