@@ -372,7 +372,16 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
   }
   const absent = missing.map((name) => `volume ${name} (does not exist on this engine: not created yet, or removed; nothing of it is in this backup)`);
   if (absent.length) say(`Not in the backup: ${absent.join("; ")}`);
-  const notIncluded = [...outside, ...external, ...absent, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
+  // The project's volumes that no service compose runs now uses (one of a profile not started,
+  // of a service taken out of the compose files): compose does not name them, so neither is
+  // the copy; said, so that a user does not take the backup for the whole of the data.
+  const unnamed = (await engine.listProjectVolumes(stack.project))
+    .map((v) => v.Name)
+    .filter((name) => !volumes.some((v) => v.name === name) && !model.volumes.some((v) => v.name === name) && !/^[0-9a-f]{64}$/.test(name))
+    .sort()
+    .map((name) => `volume ${name} (the project's on this engine, but no service of the compose files as they run now uses it: of a profile not started, or of a service taken out; not in this backup)`);
+  if (unnamed.length) say(`Not in the backup: ${unnamed.join("; ")}`);
+  const notIncluded = [...outside, ...external, ...absent, ...unnamed, ...anonymous.map((a) => `${a} (${NAME_IT})`)];
   // A hot copy pauses the running databases (frozen, not stopped) while their volumes are copied:
   // their files are then read as of one moment, as after a power cut, which a database recovers
   // from; read while it writes, a database's files may be torn. Their clients wait meanwhile.

@@ -1376,6 +1376,21 @@ describe("backup of a stack with a service of a profile", () => {
     },
     180_000,
   );
+
+  e2e(
+    "once that service's container is gone, its volume is named as not in the backup, not left out unsaid",
+    async () => {
+      expect((await stack.compose("--profile", "extra", "rm", "-sf", "worker")).code).toBe(0);
+      const made = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(made.code, made.stderr).toBe(0);
+      const out = JSON.parse(made.stdout);
+      expect(out.volumes.map((v: any) => v.name)).toEqual([volume("mdata")]);
+      const said = `volume ${volume("wdata")} (the project's on this engine, but no service of the compose files as they run now uses it`;
+      expect(out.notIncluded.some((n: string) => n.startsWith(said))).toBe(true);
+      expect(made.stderr).toContain(said);
+    },
+    120_000,
+  );
 });
 
 describe("restore over a stack whose own config is refused", () => {
