@@ -2,7 +2,8 @@
 import { defineCommand } from "citty";
 import { collectStatus, type StatusReport } from "../docker/status.ts";
 import { dirArg, jsonArg, openStack } from "../docker/cli-support.ts";
-import { dim, green, printJson, printText, red, yellow } from "./output.ts";
+import { dim, green, log, printJson, printText, red, yellow } from "./output.ts";
+import { unfinishedCommand } from "../docker/stack-lock.ts";
 
 function stateColour(state: string, finished = false): string {
   return state === "running" || finished ? green(state) : state === "restarting" || state === "paused" ? yellow(state) : red(state);
@@ -46,6 +47,9 @@ export default defineCommand({
   async run({ args }) {
     const { stack, engine } = await openStack(args.dir);
     const report = await collectStatus(engine, stack.project);
+    // Said first: the table alone (or "not started") would invite a plain start.
+    const unfinished = unfinishedCommand(stack.dir);
+    if (unfinished) log.warn(unfinished);
     if (args.json) printJson(report);
     else printText(renderStatus(report, stack.project));
   },

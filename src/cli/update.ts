@@ -61,7 +61,7 @@ export default defineCommand({
       : await withDeferredInterrupts(
           "the update",
           async (signal) => {
-            const r = await withStackLock(stack.dir, "update", () => runUpdate(engine, stack, compose, model, { ...options, signal }));
+            const r = await withStackLock(stack.dir, "update", () => runUpdate(engine, stack, compose, model, { ...options, signal }), (note) => log.warn(note));
             interrupted = signal.aborted;
             return r;
           },

@@ -113,8 +113,27 @@ export function removeStale(path: string, text: string | undefined): void {
   }
 }
 
-/** Run `work` holding the stack's lock; STACK_BUSY (exit 1) while another live process holds it. */
-export async function withStackLock<T>(dir: string, command: string, work: () => Promise<T>): Promise<T> {
+/** What a lock left by a process that is gone says of the stack, when that command changes
+ *  running services or their data (killed midway: an OOM kill, a lost SSH session, a power cut). */
+function unfinishedNote(holder: Holder): string | undefined {
+  const what = holder.command === "backup restore"
+    ? "its services may be stopped and its volumes half replaced: run the restore again, or restore the pre-restore safety backup that `stackgen backup list` shows, before starting them"
+    : holder.command === "update" || holder.command === "backup create"
+      ? `its services may be left stopped${holder.command === "update" ? " or on new images: `stackgen update` again finishes or rolls back" : ": `docker compose start` starts them"}`
+      : undefined;
+  return what && `The last \`${holder.command}\` of this stack (process ${holder.pid}, started ${holder.startedAt}) did not finish (the process is gone): ${what}.`;
+}
+
+/** The note of an unfinished command (see unfinishedNote) the stack's lock holds, if it holds
+ *  one of a process that is gone: `status` says it rather than advise starting the stack. */
+export function unfinishedCommand(dir: string): string | undefined {
+  const { holder } = holderOf(join(dir, LOCK_FILE));
+  return typeof holder === "object" && !alive(holder) ? unfinishedNote(holder) : undefined;
+}
+
+/** Run `work` holding the stack's lock; STACK_BUSY (exit 1) while another live process holds it.
+ *  A lock of an unfinished command taken over is said through `say`. */
+export async function withStackLock<T>(dir: string, command: string, work: () => Promise<T>, say: (message: string) => void = () => {}): Promise<T> {
   const path = join(dir, LOCK_FILE);
   const start = startOf(process.pid);
   const mine: Holder = { pid: process.pid, ...(start ? { start } : {}), command, startedAt: new Date().toISOString() };
@@ -133,6 +152,8 @@ export async function withStackLock<T>(dir: string, command: string, work: () =>
       const who = typeof holder === "object" ? `${holder.command} (process ${holder.pid}, since ${holder.startedAt})` : "another stackgen command";
       throw failure("STACK_BUSY", `${who} is working on this stack; run this when it is done. Nothing was changed. If no such process runs any more, remove ${path}.`);
     }
+    const note = typeof holder === "object" ? unfinishedNote(holder) : undefined;
+    if (note) say(note);
     removeStale(path, found.text); // left by a process that is gone
     if (attempt > 0) await Bun.sleep(20); // another command is taking it over: let it finish
   }

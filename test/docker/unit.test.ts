@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
 import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
-import { LOCK_FILE, removeStale, withStackLock } from "../../src/docker/stack-lock.ts";
+import { LOCK_FILE, removeStale, unfinishedCommand, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
 import { configTargetProblems, loadVerifiedBackup, unpackConfigInto, writeConfigFiles } from "../../src/docker/backup-restore.ts";
@@ -1126,6 +1126,30 @@ describe("the stack lock", () => {
       utimesSync(`${lock}.break`, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
       expect(await withStackLock(dir, "backup create", async () => readdirSync(dir).sort())).toEqual([LOCK_FILE]);
       expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  test("a lock left by a restore, update or backup that did not finish is said: by status, and by the command taking it over", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-lock-"));
+    try {
+      const lock = join(dir, LOCK_FILE);
+      expect(unfinishedCommand(dir)).toBeUndefined();
+      const said: string[] = [];
+      writeFileSync(lock, JSON.stringify({ pid: 4194305, command: "backup restore", startedAt: "2026-11-28T03:00:00.000Z" }));
+      const note = unfinishedCommand(dir);
+      expect(note).toStartWith("The last `backup restore` of this stack (process 4194305, started 2026-11-28T03:00:00.000Z) did not finish (the process is gone): its services may be stopped and its volumes half replaced");
+      expect(await withStackLock(dir, "backup create", async () => "ran", (m) => said.push(m))).toBe("ran");
+      expect(said).toEqual([note!]);
+      for (const command of ["update", "backup create"]) {
+        writeFileSync(lock, JSON.stringify({ pid: 4194305, command, startedAt: "earlier" }));
+        expect(unfinishedCommand(dir)).toContain(`The last \`${command}\` of this stack`);
+      }
+      // A prune changes no service: nothing to say. A live holder is at work, not unfinished.
+      writeFileSync(lock, JSON.stringify({ pid: 4194305, command: "backup prune", startedAt: "earlier" }));
+      expect(unfinishedCommand(dir)).toBeUndefined();
+      writeFileSync(lock, JSON.stringify({ pid: process.pid, command: "backup restore", startedAt: "now" }));
+      expect(unfinishedCommand(dir)).toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

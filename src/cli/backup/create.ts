@@ -6,7 +6,7 @@ import { formatBytes } from "../../docker/format.ts";
 import { usageError } from "../../errors.ts";
 import { withStackLock } from "../../docker/stack-lock.ts";
 import { withDeferredInterrupts } from "../interrupt.ts";
-import { printJson, printText, progress } from "../output.ts";
+import { log, printJson, printText, progress } from "../output.ts";
 
 export function renderCreated(r: CreateResult): string {
   const volumes = r.volumes.length > 0 ? r.volumes.map((v) => `${v.name} (${formatBytes(v.size)})`).join(", ") : "none";
@@ -37,7 +37,7 @@ export default defineCommand({
       (signal) =>
         withStackLock(stack.dir, "backup create", () =>
           createBackup(stack, engine, compose, model, { outputDir: args.output, hot: args.hot, pauseDatabases: args.pause, inFlight, progress, signal }),
-        ),
+        (note) => log.warn(note)),
       () => quitBackupNote(compose, inFlight, model),
     );
     if (args.json) printJson(result);

@@ -129,7 +129,7 @@ export default defineCommand({
       };
       result = await withDeferredInterrupts("the restore", async (signal) => {
         const onSafetyBackup = (f: string) => void (safetyBackup = f);
-        const restored = await withStackLock(target.dir, "backup restore", () => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal, onSafetyBackup }));
+        const restored = await withStackLock(target.dir, "backup restore", () => restoreBackup(target, engine, compose, model, file, backup, { timeoutMs: wait, progress, signal, onSafetyBackup }), (note) => log.warn(note));
         // Restored, then Ctrl-C while it waited for health: done, but not known to be healthy.
         interrupted = signal.aborted;
         return restored;
