@@ -574,6 +574,8 @@ export async function verifyBackupFile(file: string, extractDir?: string, read?:
     }
     const member = members.get(v.member);
     if (!member) continue; // reported above
+    // What verify and list show of the volume: it must be what was checked, the member's own.
+    if (v.size !== member.size || v.sha256 !== member.sha256) problems.push(`manifest volume "${v.name}" gives a size or sha256 other than its member's`);
     if (member.innerError !== undefined) problems.push(`volume ${v.name}: not a readable tar (${member.innerError})`);
     else for (const p of member.inner?.problems ?? []) problems.push(`volume ${v.name}: ${p}`);
     volumes.push({ name: v.name, key: v.key, ...(member.path ? { path: member.path } : {}) });

@@ -757,6 +757,10 @@ describe("backup archive verification", () => {
     expect(verifyBackupFile(await withManifest((m) => { m.project = "Proj\nX"; }))).rejects.toThrow(/not a Compose project name/);
     expect(verifyBackupFile(await withManifest((m) => { m.kind = "pre-update\x1b]0;x"; }))).rejects.toThrow(/unknown kind/);
     expect((await verifyBackupFile(await withManifest((m) => { m.kind = "pre-update"; }))).manifest.kind).toBe("pre-update");
+    // The volume's size and sha256 that verify and list show are its member's, checked.
+    type Volume = { size: number; sha256: string };
+    await expect(verifyBackupFile(await withManifest((m) => { (m.volumes as Volume[])[0]!.size = 10 * 1024 ** 4; }))).rejects.toThrow(/gives a size or sha256 other than its member's/);
+    await expect(verifyBackupFile(await withManifest((m) => { (m.volumes as Volume[])[0]!.sha256 = "0".repeat(64); }))).rejects.toThrow(/gives a size or sha256 other than its member's/);
   });
   test("an unlisted, doubled or escaping member is refused", async () => {
     expect(verifyBackupFile(await rewrite((es) => [...es, fileEntry("config/extra", "x")]))).rejects.toThrow(/not listed/);
