@@ -31,8 +31,10 @@ export default defineCommand({
     const host = args.host ?? process.env.HOST ?? "0.0.0.0";
     await checkHost(host);
     const servers = listening(() => startServers({ port, uiPort, host, guardConfig }), host);
-    log.info(`stackgen API on http://${host}:${servers.api.port}/v1 (docs at /v1/docs)`);
-    if (servers.ui) log.info(`stackgen UI on http://${host}:${servers.ui.port}/`);
+    // An IPv6 address goes in brackets in a URL (http://[::1]:3456), or the address pastes wrong.
+    const shown = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+    log.info(`stackgen API on http://${shown}:${servers.api.port}/v1 (docs at /v1/docs)`);
+    if (servers.ui) log.info(`stackgen UI on http://${shown}:${servers.ui.port}/`);
     const stop = async () => { await servers.stop(); process.exit(0); };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);

@@ -20,6 +20,11 @@ describe("probeUrl", () => {
     expect(() => probeUrl("http", undefined)).toThrow(/port/);
     expect(() => probeUrl("70000", undefined)).toThrow(/port/);
   });
+  test("refuses a host that would move the probe to another URL", () => {
+    for (const host of ["evil.example/path?", "user@evil.example", "a b", "[::1]/x"]) expect(() => probeUrl("3456", host), host).toThrow(/--host must be a host name or IP address/);
+    expect(probeUrl("3456", "[::1]")).toBe("http://[::1]:3456/v1/health");
+    expect(probeUrl("3456", "stackgen.internal")).toBe("http://stackgen.internal:3456/v1/health");
+  });
 });
 
 describe("healthcheck command", () => {
