@@ -199,12 +199,22 @@ async function pullAbsent(engine: Engine, compose: Compose, model: ComposeModel,
   }
 }
 
-/** Into a new directory: refuses when the project has containers on this engine that run from
- *  another directory, which the restore would take over (its volumes, without containers, are
- *  only replaced, and the safety backup keeps what they held). */
+/** Refuses when the project has containers on this engine that run from another directory, which
+ *  the restore would take over: a new directory, or a copy of the bundle in a second folder
+ *  (its volumes, without containers, are only replaced, and the safety backup keeps what they
+ *  held). Folders are compared as the file system resolves them (a path through a link is the
+ *  same folder). */
 export async function refuseProjectElsewhere(engine: Engine, project: string, dir: string): Promise<void> {
   const containers = await engine.listProjectContainers(project);
-  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter((home) => home && resolve(home) !== resolve(dir)))];
+  const real = (path: string) => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  const here = real(dir);
+  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter((home) => home && real(home) !== here))];
   if (homes.length > 0) {
     throw new StackgenError(
       "BACKUP_FOREIGN",

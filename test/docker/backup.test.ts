@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
 import { backupInFlight, createBackup, quitBackupNote } from "../../src/docker/backup-create.ts";
-import { loadVerifiedBackup, restoreBackup } from "../../src/docker/backup-restore.ts";
+import { loadVerifiedBackup, refuseProjectElsewhere, restoreBackup } from "../../src/docker/backup-restore.ts";
 import { Engine } from "../../src/docker/engine.ts";
 import { readTar, writeTar, fileEntry, type TarEntry } from "../../src/docker/tar.ts";
 import { BASE_IMAGE, cli, cliMeasured, docker, dockerRefusingStops, dockerTest, dockerUnavailable, run, TestStack } from "./helpers.ts";
@@ -746,6 +746,23 @@ volumes:
       expect(app.Config.Labels["com.docker.compose.project.working_dir"]).toBe(target);
       expect(app.Config.Env).toContain("SECRET=s3cret");
       expect((await run(["docker", "exec", app.Id, "cat", "/data/f"])).stdout).toBe("precious\n");
+
+      // A copy of the bundle in a second folder is the same project: restoring there would take
+      // over the containers running from the first (and run beside its commands, which lock
+      // their own folder only). Refused before anything changes.
+      const second = join(elsewhere, "second");
+      mkdirSync(second);
+      for (const name of ["docker-compose.yml", ".env"]) copyFileSync(join(target, name), join(second, name));
+      const taken = await cli(["backup", "restore", copied, "--dir", second, "--yes", "--json"]);
+      expect(taken.code, taken.stdout + taken.stderr).toBe(2);
+      expect(JSON.parse(taken.stdout).error).toMatchObject({ code: "BACKUP_FOREIGN", message: expect.stringContaining(`running from ${target}: restoring it into ${second} would take them over`) });
+      const still = await stack.container("app");
+      expect(still.Id).toBe(app.Id);
+      expect(still.State.StartedAt).toBe(app.State.StartedAt);
+      // The same folder by another path (a link to it) is not another folder.
+      const link = join(elsewhere, "link");
+      symlinkSync(target, link);
+      await expect(refuseProjectElsewhere(new Engine(), stack.project, link)).resolves.toBeUndefined();
     },
     120_000,
   );

@@ -91,7 +91,7 @@ export default defineCommand({
       checkBackupProject(backup, backupConfigProject(backup, dir, work));
       const opened = stack ? await composeAsItRuns(engine, await openCompose(stack)).catch(refused) : undefined;
       if (broken) stack = undefined;
-      if (!stack) await refuseProjectElsewhere(engine, backup.manifest.project, dir);
+      await refuseProjectElsewhere(engine, backup.manifest.project, dir);
       const current = opened?.model;
       await checkRestoreTargets(engine, backup, current);
       // Asked only once the restore can run.
