@@ -103,8 +103,27 @@ function startLiveValidation(store: Store): void {
   void check();
 }
 
+/** The query string the address bar had when the page last wrote or read it. */
+let shownSearch = location.search;
+
 /** The address bar holds a link to the current choices: replaced, so Back still leaves the page. */
-const showLink = (store: Store) => history.replaceState(null, "", `${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}${location.hash}`);
+function showLink(store: Store): void {
+  history.replaceState(null, "", `${location.pathname}${linkSearch(store.form, store.catalog.presetsById)}${location.hash}`);
+  shownSearch = location.search;
+}
+
+/** Back and Forward (in-page links such as "Services" add history entries) fill the form from the
+ *  entry's link, so the form shows what the address bar says. An in-page link also fires popstate,
+ *  its entry a copy of a query that may lag the debounced link: that changes nothing. */
+function followHistory(store: Store): void {
+  window.addEventListener("popstate", () => {
+    if (location.search === shownSearch) return;
+    shownSearch = location.search;
+    const { state } = stateFromInput(inputOfLink(location.search) ?? {}, knownIds(store.catalog), initialState());
+    store.setForm(state);
+    store.choicesReplaced();
+  });
+}
 
 /** A link with choices in its query string fills the form before the views first draw it. */
 function openLink(store: Store): void {
@@ -143,6 +162,7 @@ async function main(): Promise<void> {
   mountFiles(store);
   mountDeploy(store);
   startLiveValidation(store);
+  followHistory(store);
   // The link follows the choices, debounced: browsers throttle a page that replaces its URL on
   // every keystroke.
   let linkTimer: ReturnType<typeof setTimeout> | undefined;

@@ -971,6 +971,33 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#link-note").isHidden()).toBe(true);
   }, TEST_TIMEOUT_MS);
 
+  test("Back and Forward bring back the choices the address bar shows; an in-page link keeps them", async () => {
+    const page = await openPage();
+    const presets = (await apiJson("/v1/presets")).presets as any[];
+    const researcher = presets.find((p) => p.id === "researcher");
+    const minimal = presets.find((p) => p.name === "Minimal");
+    const checked = () => page.locator("#service-list input[type=checkbox]:checked").evaluateAll((els) => els.map((e) => e.id.replace(/^svc-/, "")).sort());
+    await page.goto(`${base}/?preset=researcher`);
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    await page.click("nav a[href='#services']"); // a history entry of its own
+    await page.getByRole("button", { name: "Use Minimal" }).click();
+    await page.waitForFunction((id) => new URLSearchParams(location.search).get("preset") === id, minimal.id);
+    await page.goBack();
+    expect(new URL(page.url()).search).toBe("?preset=researcher");
+    await page.waitForFunction((name) => document.querySelector("[aria-current=true]")?.textContent === `Use ${name}`, researcher.name);
+    expect(await checked()).toEqual([...researcher.services].sort());
+    await page.goForward();
+    await page.waitForFunction((name) => document.querySelector("[aria-current=true]")?.textContent === `Use ${name}`, minimal.name);
+    expect(await checked()).toEqual([...minimal.services].sort());
+    // A change followed at once by an in-page link (before the address bar caught up) stays.
+    await page.locator("#svc-qdrant").check();
+    await page.click("nav a[href='#options']");
+    await page.waitForFunction(() => location.search.includes("qdrant") && location.hash === "#options");
+    expect(await page.locator("#svc-qdrant").isChecked()).toBe(true);
+    await settled(page);
+  }, TEST_TIMEOUT_MS);
+
   test("importing a complete document fills the form", async () => {
     const input = {
       projectName: "imported-stack", services: ["n8n", "redis"], skillPacks: [], proxy: "traefik",
