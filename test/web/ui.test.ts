@@ -469,6 +469,42 @@ describe.skipIf(!haveChromium)("web UI", () => {
     problems = problems.filter((p) => !p.includes("503") && !p.includes("ERR_CONNECTION_REFUSED"));
   }, TEST_TIMEOUT_MS);
 
+  test("a failing stack check's alert is said once, not again with each change of the form", async () => {
+    const page = await openPage();
+    let server: "gone" | "limited" = "gone";
+    await page.route("**/v1/validate", (route) => server === "gone" ? route.abort("connectionrefused") : route.fulfill({
+      status: 429, headers: { "retry-after": "60" }, contentType: "application/json",
+      body: JSON.stringify({ error: { code: "RATE_LIMITED", message: "Too many requests; try again in 60 s." } }),
+    }));
+    await page.locator("#svc-redis").check();
+    await page.waitForSelector("#summary-body[aria-busy=false] [role=alert]");
+    // What a screen reader reads out: each alert put into the panel.
+    await page.evaluate(() => {
+      const said: string[] = ((window as any).said = []);
+      new MutationObserver((records) => {
+        for (const node of records.flatMap((r) => Array.from(r.addedNodes))) if (node instanceof Element && node.matches("[role=alert]")) said.push(node.textContent!);
+      }).observe(document.getElementById("summary-body")!, { childList: true, subtree: true });
+    });
+    const typeAndChoose = async (service: string) => {
+      await page.focus("#opt-projectName");
+      await page.keyboard.type("-x", { delay: 30 });
+      await page.locator(`#svc-${service}`).check();
+      await page.waitForTimeout(350); // the debounce
+      await page.waitForSelector("#summary-body[aria-busy=false] [role=alert]");
+    };
+    // Checked again with each change, failing the same way: nothing new to say.
+    await typeAndChoose("qdrant");
+    expect(await page.evaluate(() => (window as any).said)).toEqual([]);
+    // A new failure is said, once, however the form changes while it holds.
+    server = "limited";
+    await typeAndChoose("valkey");
+    await typeAndChoose("n8n");
+    const said: string[] = await page.evaluate(() => (window as any).said);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain("Too many requests");
+    problems = problems.filter((p) => !/ERR_CONNECTION_REFUSED|HTTP 429|status of 429/.test(p));
+  }, TEST_TIMEOUT_MS);
+
   test("preview with masked secrets, ZIP download and JSON export", async () => {
     const page = await openPage();
     await page.locator("#svc-n8n").check();

@@ -37,16 +37,19 @@ export function mountSummary(store: Store): void {
       const retry = v.retryAt
         ? h("p", { id: "check-resume" }, `Checks start again by themselves at ${new Date(v.retryAt).toLocaleTimeString()}, when the server takes calls again.`)
         : h("button", { type: "button", class: "button small", id: "recheck-button", onclick: () => store.recheck() }, "Check again");
-      replaceChildren(body,
+      const panel = h("div", {},
         h("p", { class: "alert error", role: "alert" }, `Could not check the stack: ${v.message}`),
         retry,
         h("p", { class: "small muted", id: "check-advice" }, advice),
       );
+      // Replaced only when its words change: a new alert is read out, and this runs on every key typed.
+      if (panel.textContent !== body.textContent) body.replaceChildren(...Array.from(panel.childNodes));
       renderStatus();
       return;
     }
     if (!result) {
-      replaceChildren(body, h("p", { class: "muted" }, "Checking…"));
+      // A failed check stays until the next answer: "Checking…" between two would make its alert new.
+      if (!body.querySelector("[role=alert]")) replaceChildren(body, h("p", { class: "muted" }, "Checking…"));
       return;
     }
     const hostMB = Number(hostSelect.value) * 1024;
