@@ -1,6 +1,6 @@
 // stackgen web UI entry point. Plain TypeScript modules and CSS, no framework: the page is small,
 // fast to load from the binary, works offline and leaves nothing to keep up to date.
-import { h, replaceChildren, byId } from "./dom.ts";
+import { h, replaceChildren, byId, holdFocus } from "./dom.ts";
 import * as api from "./api.ts";
 import type { ValidateResponse } from "./api.ts";
 import { initialState, inputOfLink, linkSearch, stateFromInput, validateBody } from "./model.ts";
@@ -179,18 +179,20 @@ async function main(): Promise<void> {
 /** The catalog, loaded again after a failure when the user asks or, over the rate limit, by
  *  itself once the server's Retry-After has passed. */
 async function catalogOnceLoaded(): Promise<CatalogData> {
+  let restoreFocus: (() => void) | undefined;
   for (;;) {
     try {
       return await loadCatalog();
     } catch (e) {
-      await loadFailed(e);
+      restoreFocus = await loadFailed(e, restoreFocus);
     }
   }
 }
 
 /** Says why the catalog did not load, and settles when it is time to try again. Over the rate
- *  limit the steps (step 5's server key among them) are not drawn: the key is asked for here. */
-function loadFailed(e: unknown): Promise<void> {
+ *  limit the steps (step 5's server key among them) are not drawn: the key is asked for here.
+ *  `restoreFocus`: the try before's, so a pressed "Try again" that fails again keeps focus. */
+function loadFailed(e: unknown, restoreFocus?: () => void): Promise<() => void> {
   const loading = byId("loading");
   const verdict = byId("status-verdict");
   const error = e instanceof api.ApiError ? e : undefined;
@@ -201,9 +203,10 @@ function loadFailed(e: unknown): Promise<void> {
     let countdown: ReturnType<typeof setInterval> | undefined;
     const again = () => {
       clearInterval(countdown);
+      const restore = holdFocus();
       verdict.textContent = "Loading…";
       replaceChildren(loading, h("p", { role: "status" }, "Loading the catalog…"));
-      retry();
+      retry(restore);
     };
     const key = h("input", { id: "load-server-key", type: "password", autocomplete: "off", spellcheck: "false", value: api.serverKeyInUse() ?? "" });
     const wait = h("p", { class: "small muted", id: "load-countdown" });
@@ -216,6 +219,7 @@ function loadFailed(e: unknown): Promise<void> {
       ),
       wait,
     );
+    restoreFocus?.();
     const seconds = error?.retryAfterSeconds;
     if (!seconds) return;
     const due = Date.now() + seconds * 1000;

@@ -53,10 +53,13 @@ export function saveFile(data: Blob, fileName: string): void {
 export const canCopy = (): boolean => window.isSecureContext && typeof navigator.clipboard?.writeText === "function";
 
 /** Remembers the focused element; the returned function puts focus back on it if it was lost
- *  meanwhile. Disabling a pressed button while its work runs drops keyboard focus to the page. */
-export function holdFocus(): () => void {
+ *  meanwhile. Disabling a pressed button while its work runs drops keyboard focus to the page, and
+ *  so does a redraw that replaces it: then the new control of the same id, else `fallback`, takes it. */
+export function holdFocus(fallback?: HTMLElement): () => void {
   const focused = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
   return () => {
-    if (focused && (document.activeElement === document.body || document.activeElement === null)) focused.focus();
+    if (!focused || (document.activeElement !== document.body && document.activeElement !== null)) return;
+    const same = focused.isConnected ? focused : focused.id ? document.getElementById(focused.id) : null;
+    (same ?? fallback)?.focus();
   };
 }

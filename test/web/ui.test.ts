@@ -505,6 +505,51 @@ describe.skipIf(!haveChromium)("web UI", () => {
     problems = problems.filter((p) => !/ERR_CONNECTION_REFUSED|HTTP 429|status of 429/.test(p));
   }, TEST_TIMEOUT_MS);
 
+  test("keyboard focus stays on \"Check again\" and \"Try again\" when pressed and redrawn", async () => {
+    const page = await openPage();
+    let server: "busy" | "gone" | "up" = "busy";
+    await page.route("**/v1/validate", (route) => server === "busy"
+      ? route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "INTERNAL_ERROR", message: "Server busy" } }) })
+      : server === "gone" ? route.abort("connectionrefused") : route.continue());
+    const focused = () => page.evaluate(() => document.activeElement?.id);
+    const checkAgain = async () => {
+      await page.focus("#recheck-button");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#summary-body[aria-busy=false]");
+    };
+    await page.locator("#svc-redis").check();
+    await page.waitForSelector("#recheck-button");
+    // Failing again, the same way or another.
+    await checkAgain();
+    expect(await focused()).toBe("recheck-button");
+    server = "gone";
+    await checkAgain();
+    await page.waitForSelector("#check-advice:has-text('cannot be reached')");
+    expect(await focused()).toBe("recheck-button");
+    // The check passes and the button goes: focus stays in Your stack.
+    server = "up";
+    await checkAgain();
+    await page.waitForSelector("#validity");
+    expect(await focused()).toBe("summary");
+
+    // The catalog does not load: "Try again", or Enter in the key field, keeps focus there.
+    await page.route("**/v1/presets", (route) => route.fulfill({
+      status: 429, headers: { "retry-after": "60" }, contentType: "application/json",
+      body: JSON.stringify({ error: { code: "RATE_LIMITED", message: "Too many requests; try again in 60 s." } }),
+    }));
+    await page.reload();
+    for (const control of ["#load-retry", "#load-server-key"]) {
+      await page.waitForSelector(control);
+      await page.focus(control);
+      const refused = page.waitForResponse("**/v1/presets");
+      await page.keyboard.press("Enter");
+      await refused;
+      await page.waitForSelector("#loading [role=alert]");
+      expect(await focused()).toBe(control.slice(1));
+    }
+    problems = problems.filter((p) => !/503|ERR_CONNECTION_REFUSED|HTTP 429|status of 429/.test(p));
+  }, TEST_TIMEOUT_MS);
+
   test("preview with masked secrets, ZIP download and JSON export", async () => {
     const page = await openPage();
     await page.locator("#svc-n8n").check();

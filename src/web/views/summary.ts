@@ -1,6 +1,6 @@
 // The "Your stack" panel: live validation (resolved services, added dependencies, warnings and
 // conflicts explained) and memory against the host size the user picks.
-import { h, replaceChildren, byId, type Child } from "../dom.ts";
+import { h, replaceChildren, byId, holdFocus, type Child } from "../dom.ts";
 import { explainConflict, explainWarning, formatMB, inPageWords, plural } from "../explain.ts";
 import { domainWithoutProxy, fieldErrors } from "../model.ts";
 import type { ValidateResponse } from "../api.ts";
@@ -21,6 +21,13 @@ export function mountSummary(store: Store): void {
     localStorage.setItem(HOST_SIZE_KEY, hostSelect.value);
     render();
   });
+
+  /** A pressed "Check again" is redrawn: focus goes to the new one, or to the panel once it is gone. */
+  const replaceBody = (...children: Child[]) => {
+    const restoreFocus = holdFocus(byId("summary"));
+    replaceChildren(body, ...children);
+    restoreFocus();
+  };
 
   const render = () => {
     const v = store.validation;
@@ -43,7 +50,7 @@ export function mountSummary(store: Store): void {
         h("p", { class: "small muted", id: "check-advice" }, advice),
       );
       // Replaced only when its words change: a new alert is read out, and this runs on every key typed.
-      if (panel.textContent !== body.textContent) body.replaceChildren(...Array.from(panel.childNodes));
+      if (panel.textContent !== body.textContent) replaceBody(...Array.from(panel.childNodes));
       renderStatus();
       return;
     }
@@ -53,7 +60,7 @@ export function mountSummary(store: Store): void {
       return;
     }
     const hostMB = Number(hostSelect.value) * 1024;
-    replaceChildren(body, ...renderResult(store, result, hostMB, v.kind === "checking"));
+    replaceBody(...renderResult(store, result, hostMB, v.kind === "checking"));
     renderStatus();
   };
 
