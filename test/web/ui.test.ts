@@ -454,7 +454,7 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("#summary-body").textContent()).toContain("Could not check the stack: Server busy");
     expect(await page.locator("#preview-button").isDisabled()).toBe(false);
     expect(await page.locator("#zip-button").isDisabled()).toBe(false);
-    expect(await page.textContent("#check-advice")).toContain("Files and deploy still work");
+    expect(await page.textContent("#check-advice")).toContain("Files and deploy may still work");
     // The server gone: the advice says so, rather than promising files and deploy.
     server = "gone";
     await page.click("#recheck-button");
@@ -829,6 +829,10 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.waitForSelector("#check-resume");
     expect(await page.locator("#recheck-button").count()).toBe(0);
     expect(await page.textContent("#check-resume")).toContain("Checks start again by themselves at");
+    // No promise the limits may break: files have a limit of their own, a deploy shares this one.
+    const advice = await page.textContent("#check-advice");
+    expect(advice).toContain("Preview and download count against a limit of their own, so they may still work");
+    expect(advice).toContain("A deploy counts against this limit and is refused until then.");
     const refused = calls;
     await page.locator("#svc-valkey").check();
     await page.locator("#svc-valkey").uncheck();

@@ -39,7 +39,10 @@ export function mountSummary(store: Store): void {
         ? "The stackgen server cannot be reached, so files and deploy do not work either. Start it again: the page checks again when you come back to it."
         : v.code === "UNAUTHORIZED"
           ? "The server refuses files and deploy too while that key goes with them. The page checks again when you change the key."
-          : "Files and deploy still work: the server checks the stack again when it generates.";
+          // Checks and deploys share the standard rate limit; files have one of their own, maybe used up too.
+          : v.code === "RATE_LIMITED"
+            ? "Preview and download count against a limit of their own, so they may still work: the server checks the stack again when it generates. A deploy counts against this limit and is refused until then."
+            : "Files and deploy may still work: the server checks the stack again when it generates.";
       // Over the rate limit a check now would only be refused again: the page waits by itself.
       const retry = v.retryAt
         ? h("p", { id: "check-resume" }, `Checks start again by themselves at ${new Date(v.retryAt).toLocaleTimeString()}, when the server takes calls again.`)
