@@ -138,12 +138,15 @@ function openLink(store: Store): void {
   // The project name too: it names the compose project, and the platform project a deploy with
   // "Update existing" would overwrite.
   const picked = [
-    state.projectName !== fresh.projectName && `project ${state.projectName}`, preset && `preset ${preset.name}`, plural(state.services.length, "chosen service"), plural(state.skillPacks.length, "skill pack"),
+    state.projectName !== fresh.projectName && `project ${state.projectName}`, preset && `preset ${preset.name}`,
+    state.services.length > 0 && plural(state.services.length, "chosen service"), state.skillPacks.length > 0 && plural(state.skillPacks.length, "skill pack"),
     state.proxy && `proxy ${state.proxy}`, state.domain && `domain ${state.domain}`, state.gpu && "GPU", state.platform && `platform ${state.platform}`,
     state.deployment !== fresh.deployment && `deployment ${state.deployment}`, state.coreVersion !== fresh.coreVersion && `core version ${state.coreVersion}`,
     state.memoryLimits && "memory caps", !state.generateSecrets && "no generated secrets",
   ].filter(Boolean).join(", ");
-  note.textContent = `This page opened with the choices in its link (${picked}); check them before you generate.${leftOut(ignored)}`;
+  // A link of unknown ids alone sets nothing: said so, not as an empty list.
+  const what = picked ? ` (${picked})` : ", the same as a fresh page's";
+  note.textContent = `This page opened with the choices in its link${what}; check them before you generate.${leftOut(ignored)}`;
   note.hidden = false;
   store.choicesReplaced = () => (note.hidden = true);
   // What was left out leaves the address bar too: a link copied from it would carry it on.

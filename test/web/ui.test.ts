@@ -1029,13 +1029,19 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await other.inputValue("#opt-domain")).toBe("home.example");
     expect(await other.locator("#opt-memoryLimits").isChecked()).toBe(true);
     const note = (await other.locator("#link-note").textContent())!;
-    expect(note).toContain("opened with the choices in its link (project shared, 1 chosen service, 0 skill packs, proxy traefik, domain home.example, memory caps)");
+    // Only what differs from a fresh page: no "0 skill packs".
+    expect(note).toContain("opened with the choices in its link (project shared, 1 chosen service, proxy traefik, domain home.example, memory caps)");
     expect(note).toContain("left out: no-such-service");
     expect(await resolved(other)).toEqual(expect.arrayContaining(["n8n", "postgresql", "traefik"]));
     // The address bar no longer carries what was left out (copied on, it would be left out again).
     const address = new URL(other.url());
     expect(address.searchParams.get("services")).toBe("n8n");
     expect(address.hash).toBe("#deploy");
+    // A link whose every choice is left out: no empty list of choices.
+    await other.goto(`${base}/?services=no-such-service`);
+    await other.waitForSelector("body[data-ready=true]");
+    await settled(other);
+    expect(await other.textContent("#link-note")).toStartWith("This page opened with the choices in its link, the same as a fresh page's; check them");
   }, TEST_TIMEOUT_MS);
 
   test("the note on a link's choices goes once a preset or an import replaces them", async () => {
