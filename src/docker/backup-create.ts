@@ -1,7 +1,7 @@
 // `stackgen backup create`, and the safety backups restore and update take: the stack's config
 // files and named volumes in one archive, the services stopped for the copy (or, hot, the
 // databases paused), and how a backup cut short by Ctrl-C is said.
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { failure, interruptedError } from "../errors.ts";
 import { isWithin } from "../core/paths.ts";
@@ -12,6 +12,7 @@ import {
   bundleFiles,
   defaultBackupDir,
   diskFull,
+  makeWorkDir,
   MAX_CONFIG_BYTES,
   readFileBytes,
   readVolumes,
@@ -398,7 +399,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     // Volume tars wait in a work folder beside the backups (the bundle's files never include it);
     // the archive is written under a temporary name and renamed, so a listed backup is complete.
     // The first write there: an existing folder this user may not write (or a read-only disk) shows here.
-    work = mkdtempSync(join(outputDir, ".work-"));
+    work = makeWorkDir(outputDir, "work");
   } catch (e) {
     removeEmptyMade(outputDir, madeFrom);
     if (diskFull(e)) throw e;

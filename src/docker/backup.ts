@@ -5,7 +5,7 @@
 // Volume contents are streamed, never held in memory: engine -> work file -> archive when
 // creating; archive -> checks (and a work file for a restore) -> engine when restoring. Only
 // config files and tar headers are kept in memory.
-import { closeSync, createReadStream, createWriteStream, lstatSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
+import { closeSync, createReadStream, createWriteStream, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, writeSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { isUtf8 } from "node:buffer";
@@ -647,6 +647,29 @@ export async function stackVolumes(engine: Engine, model: ComposeModel): Promise
 
 export function readFileBytes(path: string): Uint8Array {
   return new Uint8Array(readFileSync(path));
+}
+
+/** A work folder in `dir` for a backup's volume tars (`work`) or a restore's unpacked archive
+ *  (`restore`), named with this process's id. Those of a process that is gone (killed: an OOM
+ *  kill, a lost SSH session), which it would have removed, are removed first: each may hold as
+ *  much as the stack's volumes. */
+export function makeWorkDir(dir: string, kind: "work" | "restore"): string {
+  const ours = new RegExp(`^\\.${kind}-(\\d+)-`);
+  for (const name of readdirSync(dir)) {
+    const pid = Number(ours.exec(name)?.[1] ?? Number.NaN);
+    if (Number.isInteger(pid) && pid !== process.pid && processGone(pid)) rmSync(join(dir, name), { recursive: true, force: true });
+  }
+  return mkdtempSync(join(dir, `.${kind}-${process.pid}-`));
+}
+
+/** No process has this id (one of another user's is there: EPERM). */
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ESRCH";
+  }
 }
 
 /** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */

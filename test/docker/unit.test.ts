@@ -2,9 +2,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, utimesSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
-import { backupFileName, bundleFiles, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { backupFileName, bundleFiles, makeWorkDir, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, removeStale, unfinishedCommand, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
@@ -368,6 +368,24 @@ describe("image references", () => {
     // The note of a second Ctrl-C names the tag of a service Docker would refuse as a tag.
     expect(quitUpdateNote("shop", ["web", ".hidden"])).toContain(`.hidden: ${rollbackTag("shop", ".hidden")}`);
     expect(quitUpdateNote("shop", ["web"])).not.toContain("web: ");
+  });
+  test("a work folder left by a killed backup or restore is removed by the next one; a live process's, another kind's or an older name's stay", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-work-"));
+    try {
+      // No pid is above 2^22: 4194305 names a process that is gone. Pid 1 always runs.
+      const names = [".work-4194305-dead", ".work-1-live", `.work-${process.pid}-mine`, ".restore-4194305-other", ".work-old"];
+      for (const name of names) {
+        mkdirSync(join(dir, name));
+        writeFileSync(join(dir, name, "volume-0.tar"), "x");
+      }
+      const made = makeWorkDir(dir, "work");
+      expect(made).toStartWith(join(dir, `.work-${process.pid}-`));
+      expect(readdirSync(dir).sort()).toEqual([...names.filter((n) => n !== ".work-4194305-dead"), basename(made)].sort());
+      makeWorkDir(dir, "restore");
+      expect(existsSync(join(dir, ".restore-4194305-other"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("a second Ctrl-C during backup create: says what it leaves stopped or paused, if anything, and removes the unfinished files", () => {
     const dir = mkdtempSync(join(tmpdir(), "stackgen-quit-"));

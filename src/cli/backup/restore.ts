@@ -1,8 +1,8 @@
 // stackgen backup restore: verify, take a safety backup, replace volumes and config, start, wait.
-import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand } from "citty";
-import { defaultBackupDir, diskFull, unusableBackupFolder } from "../../docker/backup.ts";
+import { defaultBackupDir, diskFull, makeWorkDir, unusableBackupFolder } from "../../docker/backup.ts";
 import { composeAsItRuns } from "../../docker/backup-create.ts";
 import { checkBackupFile } from "../../docker/backup-list.ts";
 import { backupConfigProject, replaceBrokenConfig, checkBackupProject, checkRestoreTargets, loadVerifiedBackup, refuseProjectElsewhere, restoreBackup, tooFullToCheck, unpackConfigInto, type ImageChange } from "../../docker/backup-restore.ts";
@@ -63,7 +63,7 @@ export default defineCommand({
     let work: string;
     try {
       madeBackupsDir = mkdirSync(backupsDir, { recursive: true }) !== undefined;
-      work = mkdtempSync(join(backupsDir, ".restore-"));
+      work = makeWorkDir(backupsDir, "restore");
     } catch (e) {
       // A file named backups, a read-only or virtual file system: said with the path, and what
       // this run made is gone again.
