@@ -287,7 +287,9 @@ export async function startAgain(engine: Engine, compose: Compose, services: str
   ].filter(Boolean).join("; ");
   say(`Starting ${services.join(", ")} again${left ? ` (${left})` : ""}`);
   try {
-    if (notRunning.length === 0) await compose.start(services);
+    // `compose start` waits for a service_healthy dependency: one sick before would hold the
+    // rest down, so then the stopped ones are started alone, layer by layer, as below.
+    if (notRunning.length === 0 && sick.size === 0) await compose.start(services);
     else await startLeaving(engine, compose, services, dependsOn, sick);
     return undefined;
   } catch (e) {
@@ -296,7 +298,7 @@ export async function startAgain(engine: Engine, compose: Compose, services: str
     if (stopped.length === 0) return undefined;
     const one = stopped.length === 1;
     // `start` would refuse the same way; `restart --no-deps` starts them alone.
-    const command = composeCommand(compose, notRunning.length ? "restart --no-deps" : "start", stopped);
+    const command = composeCommand(compose, notRunning.length || sick.size ? "restart --no-deps" : "start", stopped);
     return `Starting ${services.length === 1 ? "it" : "them"} again failed too (${(e as Error).message}): ${stopped.join(", ")} ${one ? "is" : "are"} left stopped; \`${command}\` in ${compose.stack.dir} starts ${one ? "it" : "them"}.`;
   }
 }
@@ -508,7 +510,8 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
     if (ended) throw ended.error;
     opts.signal?.throwIfAborted();
     say("Writing the archive");
-    const { manifest, size, sha256 } = await writeArchive(partial, {
+    // Written with the stack left stopped: a write that fails (a full disk, Ctrl-C) must still say so.
+    const archiving = writeArchive(partial, {
       project: stack.project,
       hot: (!stop && running.length > 0) || writers.length > 0,
       kind: opts.kind,
@@ -517,6 +520,12 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
       volumes: volumeFiles!,
       createdAt,
     }, opts.signal, byteProgress(say, "Writing the archive", volumeFiles!.reduce((sum, v) => sum + v.size, 0), opts.progressEveryMs));
+    const { manifest, size, sha256 } = left
+      ? await archiving.catch((e: Error) => {
+        const why = `${asSentence(e.message)} No backup was written. ${left}`;
+        throw opts.signal?.aborted ? interruptedError(why) : failure("COMPOSE_FAILED", why);
+      })
+      : await archiving;
     renameSync(partial, file);
     say(`Wrote ${file}`);
     if (left) throw failure("COMPOSE_FAILED", `The backup was written (${file}), but the stack is not as it was. ${left}`);
