@@ -119,7 +119,7 @@ function unfinishedNote(holder: Holder): string | undefined {
   const what = holder.command === "backup restore"
     ? "its services may be stopped and its volumes half replaced: run the restore again, or restore the pre-restore safety backup that `stackgen backup list` shows, before starting them"
     : holder.command === "update" || holder.command === "backup create"
-      ? `its services may be left stopped${holder.command === "update" ? " or on new images: `stackgen update` again finishes or rolls back" : ": `docker compose start` starts them"}`
+      ? `its services may be left stopped${holder.command === "update" ? " or on new images: `stackgen update` again finishes or rolls back" : " or its databases paused: `stackgen status` shows which; `docker compose unpause` and `docker compose restart --no-deps <service>` bring them back without running finished jobs again"}`
       : undefined;
   return what && `The last \`${holder.command}\` of this stack (process ${holder.pid}, started ${holder.startedAt}) did not finish (the process is gone): ${what}.`;
 }

@@ -32,7 +32,7 @@ export default defineCommand({
       b.problem ? `  (${b.problem})` : !stack ? `  (project ${b.project})` : b.project && b.project !== stack.project ? `  (project ${b.project}: restore refuses it here)` : "";
     // A file name is anyone's to choose, and a problem may quote a member's name: an escape
     // sequence in them must not reach the terminal (shown as \x1b, as in every message).
-    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${visibleValue(b.name) + visible(note(b))}`);
+    const lines = backups.map((b) => `${b.createdAt}  ${formatBytes(b.size).padStart(9)}  ${b.verified ? green("verified") : red("INVALID ")}  ${visibleValue(b.name + note(b))}`);
     printText(lines.join("\n"));
   },
 });

@@ -12,7 +12,7 @@ import { backupFolder, backupFolderArg, dirArg, jsonArg } from "../../docker/cli
 import { formatBytes } from "../../docker/format.ts";
 import { loadStack } from "../../docker/stack.ts";
 import { confirmOrAbort, requireYesWithoutTerminal } from "../confirm.ts";
-import { plural, printJson, printText, progress, visible, visibleValue } from "../output.ts";
+import { log, plural, printJson, printText, progress, visible, visibleValue } from "../output.ts";
 
 const RULE_FLAGS = { last: "keep", daily: "keep-daily", weekly: "keep-weekly", monthly: "keep-monthly" } as const;
 const UNIT = { daily: "day", weekly: "week", monthly: "month" } as const;
@@ -77,7 +77,7 @@ export default defineCommand({
       // read the archive it restores); the archives are checked before, without holding anyone up.
       await withStackLock(stack.dir, "backup prune", async () => {
         for (const b of plan.removed) rmSync(b.file, { force: true });
-      });
+      }, (note) => log.warn(note));
     }
     const freed = plan.removed.reduce((sum, b) => sum + b.size, 0);
     if (args.json) {
@@ -97,7 +97,7 @@ export default defineCommand({
     if (plan.removed.length === 0) text.push(`Nothing to delete: ${plural(plan.kept.length, "backup")} of "${stack.project}" in ${visible(directory)}, keeping ${newest(retention, plan.kept)}.`);
     else text.push(`${dryRun ? "Would delete" : "Deleted"} ${plural(plan.removed.length, "backup")} (${formatBytes(freed)}):`, ...plan.removed.map((b) => line(b)), `Kept ${newest(retention, [...plan.kept, ...plan.removed])}:`, ...plan.kept.map((b) => line(b, plan.keptBy.get(b))));
     if (plan.untouched.length > 0) {
-      text.push(`Left alone (not this stack's, or not verifiable):`, ...plan.untouched.map((b) => `${line(b)}  (${visible(b.problem ?? `project ${b.project}`)})`));
+      text.push(`Left alone (not this stack's, or not verifiable):`, ...plan.untouched.map((b) => `${line(b)}  (${visibleValue(b.problem ?? `project ${b.project}`)})`));
     }
     printText(text.join("\n"));
   },
