@@ -652,14 +652,26 @@ export function readFileBytes(path: string): Uint8Array {
 /** A work folder in `dir` for a backup's volume tars (`work`) or a restore's unpacked archive
  *  (`restore`), named with this process's id. Those of a process that is gone (killed: an OOM
  *  kill, a lost SSH session), which it would have removed, are removed first: each may hold as
- *  much as the stack's volumes. */
-export function makeWorkDir(dir: string, kind: "work" | "restore"): string {
+ *  much as the stack's volumes. Only once untouched for an hour: a process of another PID
+ *  namespace (stackgen in a container) or host (a shared folder) looks gone from here. */
+export function makeWorkDir(dir: string, kind: "work" | "restore", now = Date.now()): string {
   const ours = new RegExp(`^\\.${kind}-(\\d+)-`);
   for (const name of readdirSync(dir)) {
     const pid = Number(ours.exec(name)?.[1] ?? Number.NaN);
-    if (Number.isInteger(pid) && pid !== process.pid && processGone(pid)) rmSync(join(dir, name), { recursive: true, force: true });
+    if (!Number.isInteger(pid) || pid === process.pid || !processGone(pid)) continue;
+    const path = join(dir, name);
+    if (now - lastWritten(path) > WORK_LEFT_MS) rmSync(path, { recursive: true, force: true });
   }
   return mkdtempSync(join(dir, `.${kind}-${process.pid}-`));
+}
+
+const WORK_LEFT_MS = 60 * 60 * 1000;
+
+/** When a work folder or a file in it was last written (a volume's tar grows while it is copied). */
+function lastWritten(path: string): number {
+  let newest = lstatSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  for (const name of readdirSync(path)) newest = Math.max(newest, lstatSync(join(path, name), { throwIfNoEntry: false })?.mtimeMs ?? 0);
+  return newest;
 }
 
 /** No process has this id (one of another user's is there: EPERM). */

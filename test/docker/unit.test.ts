@@ -378,10 +378,14 @@ describe("image references", () => {
         mkdirSync(join(dir, name));
         writeFileSync(join(dir, name, "volume-0.tar"), "x");
       }
-      const made = makeWorkDir(dir, "work");
+      // Written within the hour: maybe a process of another PID namespace or host, left alone.
+      const first = makeWorkDir(dir, "work");
+      expect(readdirSync(dir).sort()).toEqual([...names, basename(first)].sort());
+      const later = Date.now() + 61 * 60 * 1000;
+      const made = makeWorkDir(dir, "work", later);
       expect(made).toStartWith(join(dir, `.work-${process.pid}-`));
-      expect(readdirSync(dir).sort()).toEqual([...names.filter((n) => n !== ".work-4194305-dead"), basename(made)].sort());
-      makeWorkDir(dir, "restore");
+      expect(readdirSync(dir).sort()).toEqual([...names.filter((n) => n !== ".work-4194305-dead"), basename(first), basename(made)].sort());
+      makeWorkDir(dir, "restore", later);
       expect(existsSync(join(dir, ".restore-4194305-other"))).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
