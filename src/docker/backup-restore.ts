@@ -214,7 +214,8 @@ export async function refuseProjectElsewhere(engine: Engine, project: string, di
     }
   };
   const here = real(dir);
-  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter((home) => home && real(home) !== here))];
+  // A folder that no longer exists is the bundle moved or renamed: restoring there is the move.
+  const homes = [...new Set(containers.map((c) => c.Labels["com.docker.compose.project.working_dir"]).filter((home) => home && existsSync(home) && real(home) !== here))];
   if (homes.length > 0) {
     throw new StackgenError(
       "BACKUP_FOREIGN",
