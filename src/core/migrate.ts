@@ -5,10 +5,14 @@ import { COMPLETE_FORMAT_VERSION, CURRENT_CONFIG_VERSION } from "../schema/versi
 
 type Doc = Record<string, unknown>;
 
+/** The values of `deployment` (schema/api.ts DeploymentType): another one is reported as sent,
+ *  under `deployment` alone, not carried into a field the client never wrote. */
+const DEPLOYMENTS = new Set<unknown>(["docker", "bare-metal", "local"]);
+
 /** migrations[n] turns a version-n document into a version-(n+1) one. `deployment` is the same
  *  setting as `deploymentType` (CONTRACT §3): a v1 bare-metal config stays bare-metal. */
 const migrations: Record<number, (doc: Doc) => Doc> = {
-  1: (doc) => ({ ...doc, configVersion: 2, deploymentType: doc.deploymentType ?? doc.deployment ?? "docker" }),
+  1: (doc) => ({ ...doc, configVersion: 2, deploymentType: doc.deploymentType ?? (DEPLOYMENTS.has(doc.deployment) ? doc.deployment : "docker") }),
 };
 
 /** Bring a document that carries `configVersion` up to the current version; others pass through.

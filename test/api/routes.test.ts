@@ -598,6 +598,8 @@ describe("POST /v1/generate", () => {
     for (const [path, sent, field] of [
       ["/v1/generate", { configVersion: 1, services: ["redis"] }, "projectName"],
       ["/v1/validate", { configVersion: 1, deploymentType: "foo" }, "deploymentType"],
+      // A bad `deployment` is named as sent, not also under the deploymentType it migrates into.
+      ["/v1/generate", { configVersion: 1, projectName: "m", services: ["redis"], deployment: 5 }, "deployment"],
     ] as const) {
       const answers = [];
       for (const query of ["", "?format=json", "?format=complete", "?x=1"]) {
