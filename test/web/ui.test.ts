@@ -1155,13 +1155,15 @@ describe.skipIf(!haveChromium)("web UI", () => {
   test("an import takes only this stack's variables from its .env, changes nothing when it cannot read it, and says when its secrets are not kept", async () => {
     const exported = await apiJson("/v1/generate?format=complete", { projectName: "foreign-env", services: ["redis"] });
     const page = await openPage();
-    const env = `${exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor")}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/etc/evil.yml\nEVIL_VAR=1\n`;
+    const env = `${exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor").replace(/^CORE_VERSION=.*$/m, "CORE_VERSION=$(id)")}COMPOSE_PROJECT_NAME=victim\nCOMPOSE_FILE=/etc/evil.yml\nEVIL_VAR=1\n`;
     const foreign = { ...exported, files: { ...exported.files, ".env": env } };
     await page.setInputFiles("#import-input", { name: "foreign.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(foreign)) });
     await page.waitForSelector("#files-message:has-text('Imported foreign.json')");
     expect(await page.textContent("#files-message")).toContain("Not taken from its .env: COMPOSE_PROJECT_NAME, COMPOSE_FILE, EVIL_VAR (not variables of this stack).");
     // Its secrets are taken (that is what an export is for), and a setting it changes is named.
     expect(await page.textContent("#files-message")).toContain("Settings taken from it that differ from what this stackgen makes: CORE_IMAGE;");
+    // A gateway tag that is no image tag is not taken, as the API and the CLI do not take it.
+    expect(await page.textContent("#files-message")).toContain("Not taken from its .env either: CORE_VERSION (not the shape that setting must have");
     expect(await previewedEnv(page)).toBe(exported.files[".env"].replace(/^CORE_IMAGE=.*$/m, "CORE_IMAGE=attacker.example/backdoor"));
 
     // An .env compose could not read either: refused, and the form stays as it was.

@@ -13,6 +13,7 @@ import { mergeEnv, parseEnvValues, settingsTaken } from "../../core/env-merge.ts
 import { generatedSecretNames } from "../../core/generate/env.ts";
 import { signedKeys } from "../signed-keys.ts";
 import { describeChanges, previewChanges, type FileChange, type PreviewChanges } from "../changes.ts";
+import { CORE_VERSION_VALUE_PATTERN, IMAGE_REPOSITORY_PATTERN } from "../../schema/patterns.ts";
 
 interface Preview {
   /** The exact body that produced it, to know when it is out of date. */
@@ -50,7 +51,12 @@ export function mountFiles(store: Store): void {
     const secretNames = generatedSecretNames(fresh.files[".env"]!);
     // A value that reaches a config file as text (Caddy's e-mail) is taken only in its shape.
     const variables = store.catalog.services.flatMap((s) => s.variables ?? []);
-    const patterns = new Map(variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)]));
+    // The gateway's image settings too, which no catalog service declares (core/generate/variables.ts).
+    const patterns = new Map([
+      ...variables.filter((v) => v.pattern !== undefined).map((v) => [v.name, new RegExp(v.pattern!)] as const),
+      ["CORE_VERSION", new RegExp(CORE_VERSION_VALUE_PATTERN)],
+      ["CORE_IMAGE", new RegExp(IMAGE_REPOSITORY_PATTERN)],
+    ]);
     // API keys signed with a secret the export keeps are signed again with it (Supabase's).
     const derived = await signedKeys(variables, [exportEnv, fresh.files[".env"]!]);
     return { secretNames, env: mergeEnv(exportEnv, fresh.files[".env"]!, secretNames, derived, { keepExtra: false, patterns }) };
