@@ -16,7 +16,7 @@ export function probeUrl(port: string | undefined, host: string | undefined): st
   const target = WILDCARD_HOSTS.has(rawHost) ? "127.0.0.1" : rawHost;
   const bracketed = target.includes(":") && !target.startsWith("[") ? `[${target}]` : target;
   // A host name or address only: a `/`, `?` or `@` would move the probe to another URL.
-  if (!/^(\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9.-]+)$/.test(bracketed)) throw usageError(`--host must be a host name or IP address, got "${rawHost}"`);
+  if (!/^(\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9._-]+)$/.test(bracketed)) throw usageError(`--host must be a host name or IP address, got "${rawHost}"`);
   return `http://${bracketed}:${n}/v1/health`;
 }
 

@@ -24,6 +24,7 @@ describe("probeUrl", () => {
     for (const host of ["evil.example/path?", "user@evil.example", "a b", "[::1]/x"]) expect(() => probeUrl("3456", host), host).toThrow(/--host must be a host name or IP address/);
     expect(probeUrl("3456", "[::1]")).toBe("http://[::1]:3456/v1/health");
     expect(probeUrl("3456", "stackgen.internal")).toBe("http://stackgen.internal:3456/v1/health");
+    expect(probeUrl("3456", "my_api")).toBe("http://my_api:3456/v1/health");
   });
 });
 
