@@ -1,6 +1,6 @@
 // `stackgen backup create|list|restore` against a real engine.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { verifyBackupFile } from "../../src/docker/backup.ts";
@@ -763,6 +763,15 @@ volumes:
       const link = join(elsewhere, "link");
       symlinkSync(target, link);
       await expect(refuseProjectElsewhere(new Engine(), stack.project, link)).resolves.toBeUndefined();
+      // A folder that no longer exists is the bundle moved: restoring into the new place is the move.
+      const moved = join(elsewhere, "moved");
+      renameSync(target, moved);
+      try {
+        await expect(refuseProjectElsewhere(new Engine(), stack.project, moved)).resolves.toBeUndefined();
+        await expect(refuseProjectElsewhere(new Engine(), stack.project, second)).resolves.toBeUndefined();
+      } finally {
+        renameSync(moved, target);
+      }
     },
     120_000,
   );
@@ -1159,6 +1168,27 @@ volumes:
       expect(made.code, made.stdout + made.stderr).toBe(0);
       expect(existsSync(JSON.parse(made.stdout).file)).toBe(true);
       for (const name of ["db", "metrics", "app"]) expect((await stack.container(name)).State.Running, name).toBe(true);
+
+      // Without a job, compose start would start them all, and wait for a service_healthy
+      // dependency that was sick before: the app depending on it was left down.
+      stack.write("docker-compose.yml", `name: ${stack.project}
+services:
+  db:
+${sleeper}    volumes: ["data:/data"]
+    healthcheck: {test: ["CMD", "false"], interval: 1s, timeout: 2s, retries: 1}
+  app:
+${sleeper}    depends_on:
+      db: {condition: service_healthy, required: false}
+volumes:
+  data: {}
+`);
+      expect((await stack.compose("up", "-d", "--force-recreate", "--remove-orphans", "db")).code).toBe(0);
+      for (let i = 0; i < 40 && (await stack.container("db")).State.Health?.Status !== "unhealthy"; i++) await Bun.sleep(250);
+      expect((await stack.compose("up", "-d", "--no-deps", "app")).code).toBe(0);
+      expect((await stack.container("db")).State.Health?.Status).toBe("unhealthy");
+      const again = await cli(["backup", "create", "--dir", stack.dir, "--json"]);
+      expect(again.code, again.stdout + again.stderr).toBe(0);
+      for (const name of ["db", "app"]) expect((await stack.container(name)).State.Running, name).toBe(true);
     },
     120_000,
   );
