@@ -14,6 +14,7 @@ import {
   diskFull,
   makeWorkDir,
   MAX_CONFIG_BYTES,
+  removeLeftHelpers,
   readFileBytes,
   readVolumes,
   stackVolumes,
@@ -453,6 +454,7 @@ async function writeBackup(stack: Stack, engine: Engine, compose: Compose, model
         writers = await runningWriters(engine, volumes);
         if (writers.length) say(`Warning: not stopped for the copy, these containers outside the stack's services run with its volumes mounted, so the copy is taken while they may write (a hot copy): ${writers.join("; ")}. Stop them first for a consistent copy.`);
       }
+      await removeLeftHelpers(engine, volumes);
       say(volumes.length > 0 ? `Copying ${volumes.length} volume(s): ${volumes.map((v) => v.name).join(", ")}` : "No named volumes to copy");
       const progress = volumeCopyProgress(say, opts.progressEveryMs);
       const copy = (list: { name: string; key: string }[], into: string) =>

@@ -19,7 +19,7 @@ import { toFieldIssues } from "../schema/issues.ts";
 import { VERSION } from "../version.ts";
 import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
-import { HELPER_ROOT, helperImage, type Engine } from "./engine.ts";
+import { HELPER_ROOT, helperImage, isVolumeHelper, type Engine } from "./engine.ts";
 import { isLockFile } from "./stack-lock.ts";
 import { PROJECT_NAME } from "./stack.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
@@ -666,6 +666,17 @@ export function makeWorkDir(dir: string, kind: "work" | "restore", now = Date.no
 }
 
 const WORK_LEFT_MS = 60 * 60 * 1000;
+
+/** Volume helpers (created, never started) that a killed backup or restore left on `volumes`: they
+ *  keep `docker compose down -v` from removing the volumes. Removed once an hour old, as the work
+ *  folders are: a younger one may be a live stackgen's of another PID namespace or host. */
+export async function removeLeftHelpers(engine: Engine, volumes: { name: string }[], now = Date.now()): Promise<void> {
+  for (const v of volumes) {
+    for (const c of await engine.containersUsingVolume(v.name)) {
+      if (isVolumeHelper(c) && c.State === "created" && now - (c.Created ?? now / 1000) * 1000 > WORK_LEFT_MS) await engine.removeContainer(c.Id);
+    }
+  }
+}
 
 /** When a work folder or a file in it was last written (a volume's tar grows while it is copied). */
 function lastWritten(path: string): number {

@@ -38,6 +38,8 @@ export interface ContainerSummary {
   Labels: Record<string, string>;
   Ports: { IP?: string; PrivatePort: number; PublicPort?: number; Type: string }[];
   Mounts?: { Type: string; Name?: string; Destination: string }[];
+  /** Unix seconds. */
+  Created?: number;
 }
 
 export interface ContainerInspect {

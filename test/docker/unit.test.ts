@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, utimesSync, linkSync, mkdirSync, mkdtempSync,
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { checkMember, checkMembers } from "../../src/docker/archive-safety.ts";
-import { backupFileName, bundleFiles, makeWorkDir, readVolumes, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
+import { backupFileName, bundleFiles, makeWorkDir, readVolumes, removeLeftHelpers, sha256, verifyBackupFile, VolumeCopyFailed, writeArchive, writeVolumes, type ArchiveInput, type VerifiedBackup } from "../../src/docker/backup.ts";
 import { LOCK_FILE, removeStale, unfinishedCommand, withStackLock } from "../../src/docker/stack-lock.ts";
 import { backupInFlight, liveDatabases, outsideTheBackup, quitBackupNote, volumeCopyProgress } from "../../src/docker/backup-create.ts";
 import { listBackups, planPrune, type ListedBackup } from "../../src/docker/backup-list.ts";
@@ -390,6 +390,20 @@ describe("image references", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+  test("a volume helper a killed run left (created, never started) is removed once an hour old; others stay", async () => {
+    const now = Date.now();
+    const helper = { "dev.stackgen.role": "volume-helper" };
+    const containers = [
+      { Id: "left", State: "created", Labels: helper, Created: now / 1000 - 7200 },
+      { Id: "young", State: "created", Labels: helper, Created: now / 1000 - 60 },
+      { Id: "started", State: "running", Labels: helper, Created: now / 1000 - 7200 },
+      { Id: "app", State: "created", Labels: { "com.docker.compose.service": "app" }, Created: now / 1000 - 7200 },
+    ];
+    const removed: string[] = [];
+    const engine = { containersUsingVolume: async () => containers, removeContainer: async (id: string) => void removed.push(id) } as unknown as Engine;
+    await removeLeftHelpers(engine, [{ name: "proj_data" }], now);
+    expect(removed).toEqual(["left"]);
   });
   test("a second Ctrl-C during backup create: says what it leaves stopped or paused, if anything, and removes the unfinished files", () => {
     const dir = mkdtempSync(join(tmpdir(), "stackgen-quit-"));
