@@ -368,6 +368,19 @@ export function presetFootprint(preset: Preset, byId: ReadonlyMap<string, Catalo
   return { services: services.size, memoryMB };
 }
 
+/** The services of `current` that `id` conflicts with, declared on either side. */
+export function clashesWith(id: string, current: ReadonlySet<string>, byId: ReadonlyMap<string, CatalogService>): string[] {
+  const out = (byId.get(id)?.conflicts ?? []).filter((c) => current.has(c));
+  for (const other of current) if (byId.get(other)?.conflicts.includes(id) && !out.includes(other)) out.push(other);
+  return out;
+}
+
+/** Of what choosing would add (`added`), each service that conflicts with `current`, and with
+ *  what: a dependency clashes too (the server then leaves it out, DEPENDENCY_MISSING). */
+export function addedClashes(added: readonly string[], current: ReadonlySet<string>, byId: ReadonlyMap<string, CatalogService>): { id: string; with: string[] }[] {
+  return added.map((id) => ({ id, with: clashesWith(id, current, byId) })).filter((c) => c.with.length > 0);
+}
+
 /** What choosing `ids` would add to a stack that already resolves to `current`: ids and memory. */
 export function whatItAdds(ids: readonly string[], current: ReadonlySet<string>, byId: ReadonlyMap<string, CatalogService>) {
   const added = [...localClosure(ids, byId)].filter((id) => !current.has(id));

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import {
   applyPreset, chooseProxy, toggleService, fieldErrors, generateBody, initialState, inputOfDocument, inputOfLink, isDomain,
   linkQuery, linkSearch, localClosure, stateFromInput, toggle, validateBody, whatItAdds, bundleOfDocument, matchesPreset, selectionClosure, isLoopbackHost,
-  presetFootprint, handMadeSelection,
+  presetFootprint, handMadeSelection, clashesWith, addedClashes,
 } from "../../src/web/model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, MASK, secretValues } from "../../src/web/secrets.ts";
 import { getCatalog } from "../../src/catalog/index.ts";
@@ -73,6 +73,18 @@ describe("form model", () => {
   test("dependencies and what a choice adds", () => {
     expect([...localClosure(["app"], byId)].sort()).toEqual(["app", "n8n", "postgresql"]);
     expect(whatItAdds(["app"], new Set(["postgresql"]), byId)).toEqual({ added: ["app", "n8n"], memoryMB: 576 });
+  });
+
+  test("what a choice adds that conflicts with the stack, its dependencies included, either side declaring it", () => {
+    const catalog = getCatalog();
+    const real = new Map(catalog.services.map((s) => [s.id, s]));
+    const stack = new Set(["valkey"]);
+    expect(clashesWith("redis", stack, real)).toEqual(["valkey"]);
+    // Outline needs Redis: the card says so before it is chosen (the server then leaves Redis out).
+    const { added } = whatItAdds(["outline"], stack, real);
+    expect(added).toContain("redis");
+    expect(addedClashes(added, stack, real)).toEqual([{ id: "redis", with: ["valkey"] }]);
+    expect(addedClashes(whatItAdds(["qdrant"], stack, real).added, stack, real)).toEqual([]);
   });
 
   test("import fills the form, resolving the preset and pack aliases and dropping unknown ids", () => {

@@ -1044,6 +1044,17 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await other.textContent("#link-note")).toStartWith("This page opened with the choices in its link, the same as a fresh page's; check them");
   }, TEST_TIMEOUT_MS);
 
+  test("a card says before it is chosen when a dependency it brings would conflict with the stack", async () => {
+    const page = await openPage();
+    await page.goto(`${base}/?services=valkey`);
+    await page.waitForSelector("body[data-ready=true]");
+    await settled(page);
+    // Outline needs Redis, which conflicts with Valkey: the server would leave Redis out.
+    expect(await page.textContent("#svc-outline-note")).toContain("It needs Redis, which would conflict with Valkey in your stack.");
+    expect(await page.textContent("#pack-devops-adds")).toContain("Redis would conflict with Valkey in your stack.");
+    expect(await page.textContent("#svc-qdrant-note")).not.toContain("conflict");
+  }, TEST_TIMEOUT_MS);
+
   test("the note on a link's choices goes once a preset or an import replaces them", async () => {
     const page = await openPage();
     await page.goto(`${base}/?services=n8n`);

@@ -2,7 +2,7 @@
 // toggle states and notes so keyboard focus is never lost.
 import { h, replaceChildren, byId } from "../dom.ts";
 import { explainConflict, formatMB, plural, selectionWords } from "../explain.ts";
-import { applyPreset, handMadeSelection, matchesPreset, presetFootprint, selectionClosure, toggle, toggleService, whatItAdds, type SelectionFields } from "../model.ts";
+import { addedClashes, applyPreset, clashesWith, handMadeSelection, matchesPreset, presetFootprint, selectionClosure, toggle, toggleService, whatItAdds, type SelectionFields } from "../model.ts";
 import type { CatalogService, Preset } from "../api.ts";
 import type { Store } from "../store.ts";
 
@@ -125,9 +125,11 @@ export function mountPacks(store: Store): void {
       const others = { ...store.form, skillPacks: store.form.skillPacks.filter((p) => p !== id) };
       const current = selectionClosure(others, servicesById, packsById);
       const { added, memoryMB } = whatItAdds(packsById.get(id)?.services ?? [], current, servicesById);
-      adds.textContent = added.length
+      const clashing = box.checked ? [] : addedClashes(added, current, servicesById);
+      adds.textContent = (added.length
         ? `${box.checked ? "Brings" : "Adds"} ${added.length} service${added.length > 1 ? "s" : ""} (+${formatMB(memoryMB)}): ${names(store, added)}`
-        : "Adds no new services to your stack (its skills are still included).";
+        : "Adds no new services to your stack (its skills are still included).")
+        + clashing.map((c) => ` ${names(store, [c.id])} would conflict with ${names(store, c.with)} in your stack.`).join("");
     }
   };
   store.onForm(sync);
@@ -221,8 +223,7 @@ export function mountServices(store: Store): void {
       const included = !explicit.has(id) && current.has(id);
       row.item.classList.toggle("selected", explicit.has(id));
       row.item.classList.toggle("included", included);
-      const clashes = row.service.conflicts.filter((c) => current.has(c));
-      for (const other of current) if (servicesById.get(other)?.conflicts.includes(id) && !clashes.includes(other)) clashes.push(other);
+      const clashes = clashesWith(id, current, servicesById);
       row.item.classList.toggle("clash", clashes.length > 0 && current.has(id));
       // Other problems the check found with this service (platform, port, a dependency): on its card
       // too, where the user looks, not only in the summary far down a phone's page.
@@ -292,6 +293,10 @@ function noteFor(store: Store, service: CatalogService, ctx: NoteContext): (stri
     const { added, memoryMB } = whatItAdds([id], ctx.current, store.catalog.servicesById);
     const extra = added.filter((x) => x !== id);
     out.push(extra.length ? `Adding it also adds ${names(store, extra)} (+${formatMB(memoryMB)} in total).` : `Adding it uses +${formatMB(memoryMB)}.`);
+    // A dependency that clashes with the stack is one the server cannot add: said before choosing.
+    for (const c of addedClashes(extra, ctx.current, store.catalog.servicesById)) {
+      out.push(" ", h("strong", { class: "warn-text" }, `It needs ${names(store, [c.id])}, which would conflict with ${names(store, c.with)} in your stack.`));
+    }
   }
   if (ctx.clashes.length) {
     const verb = ctx.current.has(id) ? "Conflicts" : "Would conflict";
