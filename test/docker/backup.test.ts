@@ -1178,7 +1178,7 @@ ${sleeper}    volumes: ["data:/data"]
     healthcheck: {test: ["CMD", "false"], interval: 1s, timeout: 2s, retries: 1}
   app:
 ${sleeper}    depends_on:
-      db: {condition: service_healthy, required: false}
+      db: {condition: service_healthy}
 volumes:
   data: {}
 `);
