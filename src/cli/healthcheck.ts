@@ -8,13 +8,16 @@ import { jsonArg } from "../docker/cli-support.ts";
 /** Hosts that mean "every interface": probe loopback instead. */
 const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "::", "[::]"]);
 
+/** A host as a URL names it: an IPv6 address in brackets (http://[::1]:3456). */
+export const urlHost = (host: string) => (host.includes(":") && !host.startsWith("[") ? `[${host}]` : host);
+
 export function probeUrl(port: string | undefined, host: string | undefined): string {
   const portText = port === undefined || port === "" ? "3456" : port;
   const n = Number(portText);
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw usageError(`--port must be a port number (1-65535), got "${portText}"`);
   const rawHost = (host ?? "").trim();
   const target = WILDCARD_HOSTS.has(rawHost) ? "127.0.0.1" : rawHost;
-  const bracketed = target.includes(":") && !target.startsWith("[") ? `[${target}]` : target;
+  const bracketed = urlHost(target);
   // A host name or address only: a `/`, `?` or `@` would move the probe to another URL.
   if (!/^(\[[0-9A-Fa-f:.%A-Za-z]+\]|[A-Za-z0-9._-]+)$/.test(bracketed)) throw usageError(`--host must be a host name or IP address, got "${rawHost}"`);
   return `http://${bracketed}:${n}/v1/health`;

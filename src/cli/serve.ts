@@ -4,6 +4,7 @@ import { isIP } from "node:net";
 import { defineCommand } from "citty";
 import { failure, usageError } from "../errors.ts";
 import { log } from "./output.ts";
+import { urlHost } from "./healthcheck.ts";
 
 function portOf(name: string, flag: string | undefined, env: string | undefined, fallback: number, envName: string): number {
   const raw = flag ?? env;
@@ -31,8 +32,7 @@ export default defineCommand({
     const host = args.host ?? process.env.HOST ?? "0.0.0.0";
     await checkHost(host);
     const servers = listening(() => startServers({ port, uiPort, host, guardConfig }), host);
-    // An IPv6 address goes in brackets in a URL (http://[::1]:3456), or the address pastes wrong.
-    const shown = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+    const shown = urlHost(host);
     log.info(`stackgen API on http://${shown}:${servers.api.port}/v1 (docs at /v1/docs)`);
     if (servers.ui) log.info(`stackgen UI on http://${shown}:${servers.ui.port}/`);
     const stop = async () => { await servers.stop(); process.exit(0); };

@@ -20,6 +20,7 @@ import { VERSION } from "../version.ts";
 import { checkMembers, MemberChecker, safeComponents } from "./archive-safety.ts";
 import type { ComposeModel } from "./compose.ts";
 import { HELPER_ROOT, helperImage, isVolumeHelper, type Engine } from "./engine.ts";
+import { pidTaken } from "./stack-lock.ts";
 import { isLockFile } from "./stack-lock.ts";
 import { PROJECT_NAME } from "./stack.ts";
 import { endOfArchive, fileEntry, headerBlocks, paddingFor, TarParser, type TarEntry, type TarHeader } from "./tar.ts";
@@ -658,7 +659,7 @@ export function makeWorkDir(dir: string, kind: "work" | "restore", now = Date.no
   const ours = new RegExp(`^\\.${kind}-(\\d+)-`);
   for (const name of readdirSync(dir)) {
     const pid = Number(ours.exec(name)?.[1] ?? Number.NaN);
-    if (!Number.isInteger(pid) || pid === process.pid || !processGone(pid)) continue;
+    if (!Number.isInteger(pid) || pid === process.pid || pidTaken(pid)) continue;
     const path = join(dir, name);
     if (now - lastWritten(path) > WORK_LEFT_MS) rmSync(path, { recursive: true, force: true });
   }
@@ -683,16 +684,6 @@ function lastWritten(path: string): number {
   let newest = lstatSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
   for (const name of readdirSync(path)) newest = Math.max(newest, lstatSync(join(path, name), { throwIfNoEntry: false })?.mtimeMs ?? 0);
   return newest;
-}
-
-/** No process has this id (one of another user's is there: EPERM). */
-function processGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "ESRCH";
-  }
 }
 
 /** Where a stack directory keeps its backups (also a new machine's, before any stack is there). */

@@ -32,12 +32,18 @@ function startOf(pid: number): string | undefined {
   }
 }
 
-const alive = (holder: Holder) => {
+/** Some process has this id (EPERM: another user's). */
+export function pidTaken(pid: number): boolean {
   try {
-    process.kill(holder.pid, 0);
+    process.kill(pid, 0);
+    return true;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false; // EPERM: another user's process
+    return (e as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+const alive = (holder: Holder) => {
+  if (!pidTaken(holder.pid)) return false;
   // The pid is taken: by the holder, unless its start differs.
   const start = holder.start === undefined ? undefined : startOf(holder.pid);
   return start === undefined || start === holder.start;
