@@ -63,7 +63,7 @@ async function errorFrom(res: Response): Promise<ApiError> {
     return new ApiError(res.status, e.code ?? "HTTP_ERROR", e.message ?? `HTTP ${res.status}`, e.details ?? [], retryAfterSeconds);
   }
   // /v1/skills uses a flat error shape (SPEC §7).
-  if (typeof err === "string") return new ApiError(res.status, String((body as { code?: string }).code ?? "HTTP_ERROR"), err);
+  if (typeof err === "string") return new ApiError(res.status, String((body as { code?: string }).code ?? "HTTP_ERROR"), err, [], retryAfterSeconds);
   return new ApiError(res.status, "HTTP_ERROR", `The server answered ${res.status}`);
 }
 

@@ -12,7 +12,8 @@ import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { formatMB, inPageWords, leftOut, selectionWords } from "../../src/web/explain.ts";
 import { resolve } from "../../src/core/resolve.ts";
 import { toSelection } from "../../src/core/check-input.ts";
-import { ApiError, readNdjson } from "../../src/web/api.ts";
+import { ApiError, readNdjson, getPresets, getServices, getSkills } from "../../src/web/api.ts";
+import { startTestServer } from "../api/guard-helpers.ts";
 import { signJwtInBrowser } from "../../src/web/signed-keys.ts";
 import { signJwt } from "../../src/core/generate/secrets.ts";
 import { describeChanges, previewChanges } from "../../src/web/changes.ts";
@@ -306,6 +307,28 @@ describe("import and selection (found by an audit of the page)", () => {
     const e = new ApiError(429, "RATE_LIMITED", "Too many requests; try again in 850 s (about 14 minutes).");
     expect(e.describe()).toStartWith("Too many requests; try again in 850 s (about 14 minutes).");
     expect(e.describe()).toContain("RATE_LIMIT_STANDARD");
+  });
+});
+
+describe("calls over the rate limit", () => {
+  // The page loads its catalog from three routes at once and shows whichever refusal comes first:
+  // each must carry the Retry-After, or the page cannot say when it tries again by itself.
+  test("every catalog route's refusal carries the server's Retry-After, /v1/skills' flat error shape too", async () => {
+    const server = await startTestServer({ logLevel: "silent", anonymousLimits: { standard: 1, generate: 1 }, windowMs: 60_000 });
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = ((input: string, init?: RequestInit) => realFetch(`${server.base}${input}`, init)) as typeof fetch;
+    try {
+      await getPresets();
+      for (const call of [getServices, getPresets, getSkills]) {
+        const refusal = await call().then(() => undefined, (e: unknown) => e);
+        expect(refusal).toBeInstanceOf(ApiError);
+        expect((refusal as ApiError).code).toBe("RATE_LIMITED");
+        expect((refusal as ApiError).retryAfterSeconds).toBeGreaterThan(0);
+      }
+    } finally {
+      globalThis.fetch = realFetch;
+      await server.stop();
+    }
   });
 });
 
