@@ -154,7 +154,7 @@ function openLink(store: Store): void {
 }
 
 async function main(): Promise<void> {
-  const catalog = await catalogOnceLoaded();
+  const { catalog, restoreFocus } = await catalogOnceLoaded();
   const store = new Store(initialState(), catalog);
   openLink(store);
   mountPresets(store);
@@ -175,17 +175,20 @@ async function main(): Promise<void> {
   });
   byId("loading").remove();
   document.body.classList.add("ready");
+  // A "Try again" pressed from the keyboard went with the failure's message: the builder takes
+  // focus, not the page's top.
+  restoreFocus?.(byId("main"));
   scrollToHash();
   document.body.dataset.ready = "true";
 }
 
 /** The catalog, loaded again after a failure when the user asks or, over the rate limit, by
  *  itself once the server's Retry-After has passed. */
-async function catalogOnceLoaded(): Promise<CatalogData> {
-  let restoreFocus: (() => void) | undefined;
+async function catalogOnceLoaded(): Promise<{ catalog: CatalogData; restoreFocus?: (laterFallback?: HTMLElement) => void }> {
+  let restoreFocus: ((laterFallback?: HTMLElement) => void) | undefined;
   for (;;) {
     try {
-      return await loadCatalog();
+      return { catalog: await loadCatalog(), restoreFocus };
     } catch (e) {
       restoreFocus = await loadFailed(e, restoreFocus);
     }
@@ -195,7 +198,7 @@ async function catalogOnceLoaded(): Promise<CatalogData> {
 /** Says why the catalog did not load, and settles when it is time to try again. Over the rate
  *  limit the steps (step 5's server key among them) are not drawn: the key is asked for here.
  *  `restoreFocus`: the try before's, so a pressed "Try again" that fails again keeps focus. */
-function loadFailed(e: unknown, restoreFocus?: () => void): Promise<() => void> {
+function loadFailed(e: unknown, restoreFocus?: () => void): Promise<(laterFallback?: HTMLElement) => void> {
   const loading = byId("loading");
   const verdict = byId("status-verdict");
   const error = e instanceof api.ApiError ? e : undefined;

@@ -54,12 +54,13 @@ export const canCopy = (): boolean => window.isSecureContext && typeof navigator
 
 /** Remembers the focused element; the returned function puts focus back on it if it was lost
  *  meanwhile. Disabling a pressed button while its work runs drops keyboard focus to the page, and
- *  so does a redraw that replaces it: then the new control of the same id, else `fallback`, takes it. */
-export function holdFocus(fallback?: HTMLElement): () => void {
+ *  so does a redraw that replaces it: then the new control of the same id, else the fallback
+ *  (one given when focus is put back, for a control drawn since), takes it. */
+export function holdFocus(fallback?: HTMLElement): (laterFallback?: HTMLElement) => void {
   const focused = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
-  return () => {
+  return (laterFallback) => {
     if (!focused || (document.activeElement !== document.body && document.activeElement !== null)) return;
     const same = focused.isConnected ? focused : focused.id ? document.getElementById(focused.id) : null;
-    (same ?? fallback)?.focus();
+    (same ?? laterFallback ?? fallback)?.focus();
   };
 }

@@ -880,6 +880,8 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.keyboard.press("Enter");
     await page.waitForSelector("body[data-ready=true]");
     await settled(page);
+    // Focus went with the form it was in: the builder takes it, not the page's top.
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("main");
     expect(await page.inputValue("#deploy-server-key")).toBe(key);
     problems = problems.filter((p) => !/HTTP 429|status of 429/.test(p));
   }, TEST_TIMEOUT_MS);
