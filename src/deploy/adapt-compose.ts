@@ -32,7 +32,7 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catal
   const doc = parseCompose(composeYaml);
   const services = doc.get("services");
   const changes: string[] = [];
-  if (!isMap(services)) return { yaml: composeYaml, compose: doc.toJS(), changes };
+  refuseUnrunnableServices(services);
   if (provider === "coolify") changes.push(...excludeJobsFromHealth(services));
 
   const dropped = dropBundleProxy(services, doc);
@@ -105,6 +105,24 @@ export function listBundleMounts(composeYaml: string): string[] {
     }
   }
   return [...sources].filter((s) => !s.startsWith(".."));
+}
+
+/** Compose's own rule for a service's name; Coolify also refuses names with shell characters. */
+const SERVICE_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/** A compose file no platform can run (no services, a service that is not a mapping, a name
+ *  compose refuses) is refused before any call: the platform would refuse it only after the
+ *  project was made, leaving an empty project behind. */
+function refuseUnrunnableServices(services: unknown): asserts services is YAMLMap {
+  const fix = "Correct docker-compose.yml (`docker compose config` checks it) and deploy again: nothing was sent.";
+  if (!isMap(services) || services.items.length === 0) {
+    throw usageError(`docker-compose.yml has no services (a \`services:\` mapping of at least one service is required). ${fix}`);
+  }
+  for (const pair of services.items) {
+    const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
+    if (!SERVICE_NAME.test(name)) throw usageError(`docker-compose.yml names a service ${JSON.stringify(name)}: a service name holds only letters, digits, ".", "_" and "-". ${fix}`);
+    if (!isMap(pair.value)) throw usageError(`docker-compose.yml's service "${name}" is not a mapping of settings. ${fix}`);
+  }
 }
 
 function parseCompose(text: string): Document {

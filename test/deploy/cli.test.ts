@@ -345,6 +345,30 @@ describe("stackgen deploy (subprocess)", () => {
     }
   });
 
+  test("a compose file no platform can run (no services, a service name compose refuses, a service that is not a mapping): exit 2 before any call, so no empty project is left", async () => {
+    const cases: [string, RegExp][] = [
+      ["name: broken\nservices: []\n", /^docker-compose\.yml has no services/],
+      ["name: broken\n", /^docker-compose\.yml has no services/],
+      ["name: broken\nservices:\n  'web app':\n    image: busybox\n", /^docker-compose\.yml names a service "web app": a service name holds only letters, digits/],
+      ["name: broken\nservices:\n  web:\n", /^docker-compose\.yml's service "web" is not a mapping/],
+    ];
+    for (const fake of [await coolify(), await dokploy()]) {
+      const provider = fake instanceof CoolifyFake ? "coolify" : "dokploy";
+      const key = fake instanceof CoolifyFake ? fake.token : (fake as DokployFake).apiKey;
+      for (const [compose, message] of cases) {
+        const dir = bundle();
+        writeFileSync(path.join(dir, "docker-compose.yml"), compose);
+        const run = await runCli(["--provider", provider, "--url", fake.url, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: key });
+        expect(run.code, `${provider}: ${compose}`).toBe(2);
+        const error = JSON.parse(run.stdout).error;
+        expect(error.code).toBe("USAGE_ERROR");
+        expect(error.message).toMatch(message);
+        expect(error.message).toEndWith("nothing was sent.");
+        expect(fake.calls, provider).toHaveLength(0);
+      }
+    }
+  });
+
   test("the connection drops after a create call was sent: the user is told it may exist and to check, not that nothing was created", async () => {
     const fake = await coolify();
     // A TCP front that passes everything on, but closes the connection instead of relaying
