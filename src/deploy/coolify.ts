@@ -204,7 +204,9 @@ async function deployToCoolify(t: DeployTarget, steps: StepContext): Promise<voi
       query: { uuid: stackUuid, force: "false" },
     }));
     const first = read.objects(res.deployments ?? [], "deployments")[0];
-    const message = first && read.optionalText(first.message, "deployments[0].message");
+    // No entry: Coolify started nothing for this uuid (each resource it starts is listed).
+    if (!first) throw new DeployError("Coolify did not deploy the stack: its answer lists no deployment for the service");
+    const message = read.optionalText(first.message, "deployments[0].message");
     // Coolify answers 200 when a token may not deploy this service, saying so in the message
     // ("Unauthorized to deploy this service."): nothing starts, so it is not a success.
     if (typeof message === "string" && /^unauthori[sz]ed/i.test(message.trim())) throw new DeployError(`Coolify did not deploy the stack: ${message}`, 403);

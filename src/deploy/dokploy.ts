@@ -210,9 +210,14 @@ async function deployToDokploy(t: DeployTarget, steps: StepContext): Promise<voi
     const res = await api.call<unknown>("POST", "/compose.deploy", {
       body: { composeId, title: DESCRIPTION },
     });
-    // `true` from older releases, `{success, message}` from later ones.
+    // `true` from older releases (and the cloud with a remote server), `{success, message}` from
+    // later ones: `false` or `success: false` queued nothing.
     const read = answerOf("Dokploy", "POST /compose.deploy");
-    const message = typeof res === "boolean" ? undefined : read.optionalText(read.object(res).message, "message");
+    const answer = typeof res === "boolean" ? { success: res } : read.object(res);
+    const message = read.optionalText(answer.message, "message");
+    if (read.optionalFlag(answer.success, "success") === false) {
+      throw new DeployError(`Dokploy did not deploy the stack${message ? `: ${message}` : " (its answer says success: false)"}`);
+    }
     return { value: undefined, detail: message ?? "deployment queued" };
   });
 }

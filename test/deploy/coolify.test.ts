@@ -599,6 +599,18 @@ describe("Coolify deployer against a spec-validating fake", () => {
     expect(fake.violations).toEqual([]);
   });
 
+  test("a deploy Coolify answers 200 without a deployment started nothing: a failure, not a success", async () => {
+    for (const answer of [{ deployments: [] }, {}]) {
+      const fake = await startFake();
+      fake.injections.push({ operationId: "deploy-by-tag-or-uuid", reply: { status: 200, body: answer } });
+      const result = await deployBundle(options(fake));
+      expect(result.success).toBe(false);
+      expect(result.failedStep).toBe("Deploy");
+      expect(result.error).toBe("Coolify did not deploy the stack: its answer lists no deployment for the service");
+      expect(fake.violations).toEqual([]);
+    }
+  });
+
   describe("an answer of another shape than Coolify's API documents is named as such, never a JavaScript error", () => {
     hostileAnswerTests("Coolify", [
       ["list-servers", [{ uuid: { x: 1 } }, null, 5], "GET /servers", "[0].uuid is an object, expected a non-empty string"],

@@ -124,6 +124,21 @@ describe("Dokploy deployer against a spec-validating fake", () => {
     expect(result.steps.find((s) => s.step === "Create project")?.detail).toBe("Error creating the project: name already taken by an organization");
   });
 
+  test("a deploy answered 200 that queued nothing (`false`, or success: false) is a failure naming why, not a success", async () => {
+    for (const [answer, error] of [
+      [false, "Dokploy did not deploy the stack (its answer says success: false)"],
+      [{ success: false, message: "Deployment could not be queued" }, "Dokploy did not deploy the stack: Deployment could not be queued"],
+    ] as const) {
+      const fake = await startFake();
+      fake.injections.push({ operationId: "compose-deploy", reply: { status: 200, body: answer } });
+      const result = await deployBundle(options(fake));
+      expect(result.success).toBe(false);
+      expect(result.failedStep).toBe("Deploy");
+      expect(result.error).toBe(error);
+      expect(fake.violations).toEqual([]);
+    }
+  });
+
   test("existing project without --update: Project already exists, nothing created", async () => {
     const fake = await startFake();
     fake.addProject(PROJECT);
