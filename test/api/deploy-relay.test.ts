@@ -25,8 +25,8 @@ afterAll(async () => {
 });
 
 const body = () => ({ provider: "coolify", url: fake.url, apiKey: fake.token, input: { projectName: "relay-demo", preset: "minimal" } });
-const post = (b: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(b) });
+const post = (b: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  fetch(`${base}/v1/deploy`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(b), signal });
 
 async function lines(r: Response): Promise<any[]> {
   return (await r.text()).trim().split("\n").map((l) => JSON.parse(l));
@@ -267,6 +267,26 @@ describe("POST /v1/deploy", () => {
       expect(events.at(-1).result).toMatchObject({ success: false, failedStep: "Test connection", error: "Coolify API 401: Unauthorized" });
     } finally {
       await slow.stop(true);
+    }
+  }, 30_000);
+
+  test("a caller that goes away mid-deploy: the call under way finishes, no further step starts (as the CLI's Ctrl-C)", async () => {
+    const slow = await new CoolifyFake().start();
+    slow.delayMs = 400;
+    try {
+      const leaving = new AbortController();
+      const r = await post({ ...body(), url: slow.url, apiKey: slow.token, input: { projectName: "relay-gone", preset: "minimal" } }, {}, leaving.signal);
+      const reader = r.body!.getReader();
+      await reader.read(); // the first step has begun
+      leaving.abort();
+      const sentWhenGone = slow.calls.length;
+      // Long enough for every remaining call of a deploy, had it gone on.
+      await Bun.sleep(4_000);
+      expect(slow.calls.length).toBeLessThanOrEqual(sentWhenGone + 1);
+      expect(slow.services).toHaveLength(0);
+      expect(slow.deployments).toHaveLength(0);
+    } finally {
+      await slow.stop();
     }
   }, 30_000);
 

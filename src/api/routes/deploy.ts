@@ -99,7 +99,13 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
     const push = (line: unknown) => { queue.push(JSON.stringify(line) + "\n"); wake?.(); };
     let firstStep!: () => void;
     const started = new Promise<void>((r) => (firstStep = r));
+    // A caller gone (closed tab, dropped connection) reads no result: like the CLI's Ctrl-C, the
+    // call under way finishes and no further step starts, so less is left on the platform unseen.
+    const gone = new AbortController();
+    const leave = () => gone.abort();
+    request.signal.addEventListener("abort", leave, { once: true });
     const run = deployBundle({
+      signal: gone.signal,
       provider: body.provider,
       url: body.url,
       apiKey: body.apiKey,
@@ -132,6 +138,7 @@ export const deployRoutes = (catalog: Catalog, maxBodyBytes: number, policy: Dep
         while (queue.length) controller.enqueue(encoder.encode(queue.shift()!));
         if (done && queue.length === 0) controller.close();
       },
+      cancel: leave,
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
   }, {
