@@ -275,49 +275,43 @@ describe("input fields take effect", () => {
     if (!hasTool("caddy")) return;
     const seen: Record<string, string | null> = {};
     const realIp: Record<string, string | null> = {};
-    const upstream = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => {
+    await throughLocalCaddy(g.files.Caddyfile!, (r) => {
       const path = new URL(r.url).pathname;
       seen[path] = r.headers.get("x-forwarded-for");
       realIp[path] = r.headers.get("x-real-ip");
       return new Response("ok");
-    } });
-    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-    const port = probe.port!;
-    await probe.stop(true);
-    const dir = mkdtempSync(join(tmpdir(), "stackgen-caddy-"));
-    // The generated file, pointed at this machine: sites on a free port, upstreams on the echo server.
-    const caddyfile = g.files.Caddyfile!
-      .replace("auto_https off", "auto_https off\n\tadmin off")
-      .replaceAll(/^(http:\/\/[a-z0-9-]+\.localhost) \{/gm, `$1:${port} {`)
-      .replaceAll(/reverse_proxy [a-z0-9-]+:\d+/g, `reverse_proxy 127.0.0.1:${upstream.port}`);
-    writeFileSync(join(dir, "Caddyfile"), caddyfile);
-    const caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], { stdout: "ignore", stderr: "pipe" });
-    try {
-      const ask = async (host: string, path: string) => {
-        for (let i = 0; i < 100; i++) {
-          try {
-            // A client's own X-Real-IP is replaced, not passed on.
-            const r = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { host: `${host}:${port}`, "x-real-ip": "203.0.113.9" } });
-            if (r.status === 200) return;
-          } catch {
-            // not listening yet
-          }
-          await Bun.sleep(50);
-        }
-        throw new Error(`caddy did not answer for ${host}`);
-      };
-      await ask("homeassistant.localhost", "/ha");
-      await ask("core.localhost", "/core");
+    }, async (ask) => {
+      // A client's own X-Real-IP is replaced, not passed on.
+      const headers = { "x-real-ip": "203.0.113.9" };
+      expect((await ask("homeassistant.localhost", "/ha", headers)).status).toBe(200);
+      expect((await ask("core.localhost", "/core", headers)).status).toBe(200);
       expect(seen["/ha"]).toBeNull();
       expect(seen["/core"]).toBe("127.0.0.1");
       expect(realIp["/core"]).toBe("127.0.0.1");
       expect(realIp["/ha"]).toBe("127.0.0.1");
-    } finally {
-      caddy.kill();
-      await caddy.exited;
-      await upstream.stop(true);
-      rmSync(dir, { recursive: true, force: true });
+    });
+  });
+
+  test("metrics without a login on a web port (Gitea, ntfy, Grafana) answer 404 through the proxy, the app's pages do not; Prometheus scrapes them inside the stack", async () => {
+    const input = { services: ["gitea", "ntfy", "grafana", "prometheus"], domain: "example.com" };
+    const traefik = composeOf(gen({ ...input, proxy: "traefik" }).files).services;
+    for (const id of ["gitea", "ntfy", "grafana"]) {
+      expect((traefik[id]!.labels as Record<string, string>)[`traefik.http.routers.${id}.rule`]).toBe(`Host(\`${id}.example.com\`) && !(Path(\`/metrics\`) || PathPrefix(\`/metrics/\`))`);
     }
+    expect((traefik.core!.labels as Record<string, string>)["traefik.http.routers.core.rule"]).toBe("Host(`core.example.com`)");
+    const caddy = gen({ ...input, proxy: "caddy" });
+    expect(caddy.files["prometheus/prometheus.yml"]).toContain("gitea:3000");
+    if (!hasTool("caddy")) return;
+    // Served as without a domain (no certificates here); the sites are the same.
+    const caddyfile = gen({ ...input, domain: undefined, proxy: "caddy" }).files.Caddyfile!;
+    expect(caddyfile.match(/respond @metrics 404/g)).toHaveLength(3);
+    await throughLocalCaddy(caddyfile, () => new Response("app"), async (ask) => {
+      for (const host of ["gitea.localhost", "ntfy.localhost", "grafana.localhost"]) {
+        for (const path of ["/metrics", "/metrics/", "/metrics/x", "/METRICS"]) expect((await ask(host, path)).status, `${host}${path}`).toBe(404);
+        for (const path of ["/", "/metricsboard", "/api/metrics"]) expect((await ask(host, path)).status, `${host}${path}`).toBe(200);
+      }
+      expect((await ask("core.localhost", "/metrics")).status).toBe(200);
+    });
   });
 
   test("with a domain, Caddy gets its ACME email from compose, never empty, and the Caddyfile takes it", async () => {
@@ -1218,3 +1212,42 @@ describe("Watchtower", () => {
     expect(generateBundle({ projectName: "plain", services: ["n8n"] }, getCatalog()).files["docker-compose.yml"]).not.toContain("watchtower");
   });
 });
+
+/** Runs `caddyfile` (sites without a domain) with caddy on this machine: its sites on a free
+ *  port, every upstream on a local server answering with `upstream`. `ask(host, path)` waits for
+ *  caddy to listen, then answers what it sends back. */
+async function throughLocalCaddy(
+  caddyfile: string,
+  upstream: (r: Request) => Response,
+  work: (ask: (host: string, path: string, headers?: Record<string, string>) => Promise<Response>) => Promise<void>,
+): Promise<void> {
+  const app = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: upstream });
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  await probe.stop(true);
+  const dir = mkdtempSync(join(tmpdir(), "stackgen-caddy-"));
+  // The generated file, pointed at this machine: sites on a free port, upstreams on the local server.
+  writeFileSync(join(dir, "Caddyfile"), caddyfile
+    .replace("auto_https off", "auto_https off\n\tadmin off")
+    .replaceAll(/^(http:\/\/[a-z0-9-]+\.localhost) \{/gm, `$1:${port} {`)
+    .replaceAll(/reverse_proxy [a-z0-9-]+:\d+/g, `reverse_proxy 127.0.0.1:${app.port}`));
+  const caddy = Bun.spawn(["caddy", "run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"], { stdout: "ignore", stderr: "pipe" });
+  const ask = async (host: string, path: string, headers: Record<string, string> = {}) => {
+    for (let i = 0; i < 100; i++) {
+      try {
+        return await fetch(`http://127.0.0.1:${port}${path}`, { headers: { ...headers, host: `${host}:${port}` } });
+      } catch {
+        await Bun.sleep(50); // not listening yet
+      }
+    }
+    throw new Error(`caddy did not answer for ${host}`);
+  };
+  try {
+    await work(ask);
+  } finally {
+    caddy.kill();
+    await caddy.exited;
+    await app.stop(true);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -14,7 +14,11 @@ export function caddyFile(ctx: GenContext): FileMap {
       const proxy = w.dropForwardedFor
         ? `reverse_proxy ${w.id}:${w.port} {\n\t\t# ${w.name} refuses forwarded requests until told to trust its proxy.\n\t\theader_up -X-Forwarded-For\n\t\theader_up X-Real-IP {remote_host}\n\t}`
         : `reverse_proxy ${w.id}:${w.port} {\n\t\theader_up X-Real-IP {remote_host}\n\t}`;
-      return `# ${w.name}\n${address} {\n\tencode zstd gzip\n\t${proxy}\n}`;
+      // Caddy runs respond before reverse_proxy, whatever their order in the block.
+      const metrics = w.metricsPath
+        ? `\t# ${w.name}'s metrics have no login: Prometheus reads them inside the stack, the internet gets 404.\n\t@metrics path ${w.metricsPath} ${w.metricsPath}/*\n\trespond @metrics 404\n`
+        : "";
+      return `# ${w.name}\n${address} {\n${metrics}\tencode zstd gzip\n\t${proxy}\n}`;
     });
   const global = !ctx.domain
     ? `{\n\t# No domain given: plain HTTP on <service>.localhost, which browsers resolve to this machine.\n\tauto_https off\n}`

@@ -180,7 +180,9 @@ export function buildCompose(ctx: GenContext): Record<string, unknown> {
     if (traefik && web) {
       const router = `${s.id}`;
       labels["traefik.enable"] = "true";
-      labels[`traefik.http.routers.${router}.rule`] = `Host(\`${hostnameOf(ctx, s.id)}\`)`;
+      // Metrics without a login stay inside the stack (see WebService): no router takes that path.
+      const metricsPath = web.metricsPath;
+      labels[`traefik.http.routers.${router}.rule`] = `Host(\`${hostnameOf(ctx, s.id)}\`)${metricsPath ? ` && !(Path(\`${metricsPath}\`) || PathPrefix(\`${metricsPath}/\`))` : ""}`;
       labels[`traefik.http.routers.${router}.entrypoints`] = ctx.domain ? "websecure" : "web";
       if (hasPrivateDomain(ctx)) labels[`traefik.http.routers.${router}.tls`] = "true";
       else if (ctx.domain) labels[`traefik.http.routers.${router}.tls.certresolver`] = "letsencrypt";

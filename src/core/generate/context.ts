@@ -42,13 +42,20 @@ export interface EnvVariable extends Variable {
 export const allServices = (ctx: GenContext): CatalogService[] => [ctx.stack.core, ...ctx.stack.services];
 export const has = (ctx: GenContext, id: string) => ctx.stack.resolvedServices.includes(id);
 
+/** A service the reverse proxy serves. `metricsPath`: its Prometheus endpoint when that is on the
+ *  web port too; it has no login, so the proxy answers 404 there (Prometheus scrapes it inside
+ *  the stack's network). */
+export interface WebService { id: string; name: string; port: number; dropForwardedFor: boolean; metricsPath?: string }
+
 /** Services the reverse proxy serves: those with a `web` port (the core gateway included). */
-export function webServices(ctx: GenContext): { id: string; name: string; port: number; dropForwardedFor: boolean }[] {
+export function webServices(ctx: GenContext): WebService[] {
   return allServices(ctx)
     .filter((s) => !ctx.nativeIds.has(s.id))
     .flatMap((s) => {
       const web = s.ports.find((p) => p.web);
-      return web ? [{ id: s.id, name: s.name, port: web.container, dropForwardedFor: web.dropForwardedFor === true }] : [];
+      if (!web) return [];
+      const metricsPath = s.metrics?.port === web.container ? s.metrics.path : undefined;
+      return [{ id: s.id, name: s.name, port: web.container, dropForwardedFor: web.dropForwardedFor === true, ...(metricsPath ? { metricsPath } : {}) }];
     });
 }
 
