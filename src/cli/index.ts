@@ -110,11 +110,14 @@ function helpFooter(path: string[]): string {
   ].join("\n");
 }
 
+/** `--json`, `--no-json`, `--json=<bool>`: taken by every command, anywhere before `--`. */
+const JSON_SWITCH = /^--(no-)?json(=.*)?$/;
+
 /** Options that belong to every command, given before it (`stackgen --json services`): moved
  *  after the command's words, where its parser reads them. */
 function globalsAfterCommand(argv: string[]): string[] {
   let i = 0;
-  while (i < argv.length && /^--(no-)?json(=.*)?$/.test(argv[i]!)) i++;
+  while (i < argv.length && JSON_SWITCH.test(argv[i]!)) i++;
   if (i === 0 || i === argv.length || argv[i]!.startsWith("-")) return argv;
   const end = argv.indexOf("--");
   const head = end < 0 ? argv.slice(i) : argv.slice(i, end);
@@ -132,19 +135,23 @@ export function withoutNoColor(argv: string[]): string[] {
 
 export async function run(sent: string[]): Promise<number> {
   const given = globalsAfterCommand(withoutNoColor(sent));
-  // `stackgen help [command]` is `stackgen [command] --help` (options before it moved after it).
-  const asked = given.findIndex((w) => w !== "help");
-  const argv = given[0] === "help" ? [...given.slice(asked < 0 ? given.length : asked), "--help"] : given;
+  // `stackgen help [command]` is `stackgen [command] --help`: the command's words first, the
+  // switches (`help --json generate`) after them.
+  const rest = given.slice(1).filter((w) => w !== "help");
+  const argv = given[0] === "help" ? [...rest.filter((w) => !w.startsWith("-")), ...rest.filter((w) => w.startsWith("-")), "--help"] : given;
   const json = jsonRequested(argv);
   // `--version` alone, in any order with the JSON switches (`--json --version` too).
-  const words = argv.filter((w) => !/^--(no-)?json(=.*)?$/.test(w));
+  const words = argv.filter((w) => !JSON_SWITCH.test(w));
+  // Options end at `--`: a `--help` after it is a value (`services -- --help` looks up that id).
+  const options = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   if (words.length === 1 && (words[0] === "--version" || words[0] === "-v")) {
     if (json) printJson({ name: "stackgen", version: VERSION, commit: COMMIT });
     else printText(`stackgen ${VERSION} (${COMMIT})`);
     return 0;
   }
   try {
-    if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
+    // Nothing but the JSON switches (`stackgen --json`) asks for the help, as nothing at all does.
+    if (words.length === 0 || options.includes("--help") || options.includes("-h")) {
       const words = argv.filter((a) => a !== "--help" && a !== "-h");
       const [cmd, path] = await resolveCommand(words);
       // `stackgen bogus --help` names no command: the same refusal as without --help.
@@ -164,7 +171,8 @@ export async function run(sent: string[]): Promise<number> {
     }
     const [cmd, path] = await resolveCommand(argv);
     if (cmd === main) {
-      const first = argv[0]!;
+      // The word that is wrong, not a --version or JSON switch before it (`--version --bogus`).
+      const first = words.find((w) => w !== "--version" && w !== "-v") ?? words[0]!;
       // An option before any command: only --help, --version, --no-color and --json go there.
       if (first.startsWith("-")) throw usageError(`Unknown option "${first}"${didYouMean(first, ["--help", "--version", "--no-color", "--json"])}. Run stackgen --help.`);
       throw new StackgenError("USAGE_ERROR", `Unknown command "${first}"${didYouMean(first, Object.keys((await subcommandsOf(main)) ?? {}))}. Run stackgen --help.`, 400);

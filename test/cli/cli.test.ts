@@ -127,6 +127,26 @@ describe("basics", () => {
     expect(JSON.parse(c.stdout)).toEqual({ shell: "fish", script: (await cli(["completion", "fish"], { env })).stdout.replace(/\n$/, "") + "\n" });
   });
 
+  test("help and option words are read where they stand: `help --json <command>`, the JSON switches alone, a wrong word after --version, --help after --", async () => {
+    for (const args of [["help", "--json", "generate"], ["help", "generate", "--json"], ["--json", "help", "generate"]]) {
+      const r = await cli(args, { env });
+      expectOk(r);
+      expect(JSON.parse(r.stdout).command, args.join(" ")).toBe("stackgen generate");
+    }
+    const alone = await cli(["--json"], { env });
+    expectOk(alone);
+    expect(JSON.parse(alone.stdout).command).toBe("stackgen");
+    for (const args of [["--no-json"], ["--json=false"]]) {
+      const r = await cli(args, { env });
+      expectOk(r);
+      expect(r.stdout).toContain("USAGE stackgen");
+    }
+    const wrong = await cli(["--version", "--bogus"], { env });
+    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('Unknown option "--bogus"')]);
+    const afterEnd = await cli(["services", "--", "--help"], { env });
+    expect([afterEnd.code, afterEnd.stderr]).toEqual([2, expect.stringContaining('Service "--help" not found')]);
+  });
+
   test("npx stackgen does not load the .env of the directory it runs in (a stack's secrets and project name stay that stack's)", async () => {
     const work = join(tmp, "dotenv-cwd");
     mkdirSync(join(work, "elsewhere"), { recursive: true });
