@@ -16,7 +16,7 @@ import { requiredByCompose, requiredByNativeScripts } from "../core/required-var
 import { OPTIONAL_CONFIG_KEYS } from "../core/generate/config.ts";
 import { StackgenError, validationError } from "../errors.ts";
 import { withDeferredInterrupts } from "./interrupt.ts";
-import { log, plural, printJson, printText, yellow } from "./output.ts";
+import { errorDocument, log, plural, printJson, printText, yellow } from "./output.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { serviceVolumes } from "../core/listings.ts";
 import { COMPOSE_FILES_READ_FIRST, composeSettings, loadStack, normaliseProjectName, readStackConfig } from "../docker/stack.ts";
@@ -208,8 +208,16 @@ export default defineCommand({
       sayWarnings();
       const planText = [`Would write to ${dir}:`, ...plan.map((f) => `  ${f.action.padEnd(16)} ${f.path}${f.updatedValues ? ` (new settings for ${f.updatedValues.join(", ")})` : ""}`), ...(diffs?.length ? ["", differ!.renderDiffs(diffs)] : [])].join("\n");
       if (!refusal) return args.json ? printJson({ ...summary, dryRun: true }) : printText(planText);
-      if (!args.json) log.info(planText);
-      throw refusal;
+      if (!args.json) {
+        log.info(planText);
+        throw refusal;
+      }
+      // One document: the refusal, beside the plan and diffs it was made over (what --force
+      // would put in place of an edited file is what a dry run with --diff is asked for).
+      process.exitCode = refusal.exitCode;
+      printJson({ ...errorDocument(refusal), ...summary, dryRun: true });
+      log.error(refusal.message);
+      return;
     }
     if (refusal) throw refusal;
     // A Ctrl-C while the files are written puts back those already written (all or nothing).

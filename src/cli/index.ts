@@ -5,7 +5,7 @@ import { failure, StackgenError, usageError } from "../errors.ts";
 import { didYouMean } from "../core/suggest.ts";
 import { checkArgs } from "./strict-args.ts";
 import { VERSION, COMMIT } from "../version.ts";
-import { log, printJson, printText, stdoutStyled } from "./output.ts";
+import { errorDocument, log, printJson, printText, stdoutStyled } from "./output.ts";
 
 const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
 
@@ -194,7 +194,7 @@ export async function run(sent: string[]): Promise<number> {
     const err = e instanceof StackgenError ? e : citty2error(e);
     // Set before the error is printed: a reader gone by then (EPIPE) ends the process with it.
     process.exitCode = err.exitCode;
-    if (json) printJson({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } });
+    if (json) printJson(errorDocument(err));
     log.error(err.message);
     for (const d of err.details ?? []) log.error(`  ${d.field}: ${d.message}`);
     if (!(e instanceof StackgenError) && process.env.STACKGEN_DEBUG) console.error(e);

@@ -4,6 +4,7 @@
 // environment detection) costs about 10 ms to load in the compiled binary, paid by every command
 // before it runs, and picked its output style from CI/NODE_ENV rather than from the terminal.
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
+import type { StackgenError } from "../errors.ts";
 
 /** Whether a stream may carry colours: never with NO_COLOR set and non-empty (no-color.org, or
  *  --no-color); as FORCE_COLOR says when it is set (as Node reads it: "0" or "false" off, anything
@@ -51,6 +52,9 @@ export const log = createConsola({ level: 3, reporters: [stderrReporter] });
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + "\n");
 }
+
+/** A failure as `--json` prints it (the API's error body). */
+export const errorDocument = (err: StackgenError) => ({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } });
 
 /** Plain text result on stdout (what a user or a pipe reads). */
 export function printText(text: string): void {

@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS, MATURITY_IDS } from "../schema/catalog.ts";
-import { validationError } from "../errors.ts";
+import { usageError, validationError } from "../errors.ts";
 import { unknownCatalogId } from "../core/suggest.ts";
 import type { CatalogService } from "../schema/catalog.ts";
 import { categorySummary, serviceVolumes } from "../core/listings.ts";
@@ -18,6 +18,9 @@ export default defineCommand({
   run({ args }) {
     const catalog = getCatalog();
     if (args.id) {
+      // The filters choose among many: with one id they would be ignored without a word.
+      const filters = [args.category !== undefined ? "--category" : "", args.maturity !== undefined ? "--maturity" : ""].filter(Boolean);
+      if (filters.length) throw usageError(`${filters.join(" and ")} ${filters.length === 1 ? "filters" : "filter"} the list of services, and stackgen services ${args.id} shows that one service: leave ${filters.length === 1 ? "it" : "them"} out.`);
       const service = catalog.servicesById.get(args.id);
       // GET /v1/services/{id}'s answer; an unknown id is the user's input (exit 2).
       if (!service) throw unknownCatalogId("Service", args.id, catalog.servicesById.keys());

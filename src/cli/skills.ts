@@ -1,6 +1,6 @@
 import { defineCommand } from "citty";
 import { getCatalog } from "../catalog/index.ts";
-import { StackgenError } from "../errors.ts";
+import { StackgenError, usageError } from "../errors.ts";
 import { scorePacks, unknownServicesMessage } from "../core/listings.ts";
 import { printJson, printText } from "./output.ts";
 
@@ -15,6 +15,8 @@ export default defineCommand({
     let packs: (ReturnType<typeof scorePacks>[number] | (typeof catalog.packs)[number])[] = catalog.packs;
     if (args.services !== undefined) {
       const ids = args.services.split(",").map((s) => s.trim()).filter(Boolean);
+      // `--services ,` names no service: not a question with the answer "no pack".
+      if (ids.length === 0) throw usageError("--services needs at least one service id (comma-separated); without --services every pack is listed.");
       const unknown = ids.filter((id) => !catalog.servicesById.has(id));
       // The API's code for the same query (GET /v1/skills?services=...), still bad input (exit 2).
       if (unknown.length) throw new StackgenError("INVALID_SERVICE_ID", `${unknownServicesMessage(catalog, unknown)}; stackgen services lists them`, 400);

@@ -6,7 +6,7 @@ import { Compose } from "./compose.ts";
 import { Engine } from "./engine.ts";
 import { loadStack, type Stack } from "./stack.ts";
 
-export const dirArg = { type: "string", description: "Stack directory (with stackgen.json or docker-compose.yml)", default: "." } as const;
+export const dirArg = { type: "string", description: "Stack directory (the one with docker-compose.yml)", default: "." } as const;
 export const jsonArg = { type: "boolean", description: "Print one JSON document on stdout", default: false } as const;
 /** Where the archives are when `backup create --output` put them elsewhere. */
 export const backupFolderArg = { type: "string", description: "Folder of the archives, as given to backup create --output (default <dir>/backups)" } as const;

@@ -370,6 +370,19 @@ describe("basics", () => {
     expect(JSON.parse(unknown.stdout).error).toMatchObject({ code: "NOT_FOUND", message: 'Service "postgres" not found (did you mean "postgresql"?); stackgen services lists them' });
   });
 
+  test("a listing's filters with one id, or an empty --services, are refused rather than ignored", async () => {
+    const filtered = await cli(["services", "redis", "--category", "media"], { env });
+    expect([filtered.code, filtered.stderr]).toEqual([2, expect.stringContaining("--category filters the list of services, and stackgen services redis shows that one service")]);
+    const both = await cli(["services", "redis", "--maturity", "bogus", "--category", "media", "--json"], { env });
+    expect(both.code).toBe(2);
+    expect(JSON.parse(both.stdout).error.message).toStartWith("--category and --maturity filter the list");
+    for (const empty of [",", " "]) {
+      const r = await cli(["skills", "--services", empty, "--json"], { env });
+      expect(r.code).toBe(2);
+      expect(JSON.parse(r.stdout).error).toMatchObject({ code: "USAGE_ERROR", message: expect.stringContaining("--services needs at least one service id") });
+    }
+  });
+
   test("completion scripts for bash, zsh and fish parse in their shells", async () => {
     for (const shell of ["bash", "zsh", "fish"]) {
       const r = await cli(["completion", shell], { env });

@@ -307,6 +307,14 @@ describe("regenerating into an existing bundle", () => {
     const dry = await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--dry-run", "--json"], { env });
     expect(dry.code).toBe(1);
     expect(jsonError(dry.stdout)).toMatchObject({ code: "EDITED_FILES", message: expect.stringContaining("Caddyfile") });
+    // With --diff, the one document also holds the plan and what --force would put in place of the edit.
+    const shown = await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--dry-run", "--diff", "--json"], { env });
+    expect(shown.code).toBe(1);
+    const document = JSON.parse(shown.stdout);
+    expect(document.error.code).toBe("EDITED_FILES");
+    expect(document.dryRun).toBe(true);
+    expect(document.files.find((f: { path: string }) => f.path === "Caddyfile").action).toBe("skip-edited");
+    expect(document.diffs.find((d: { path: string }) => d.path === "Caddyfile").diff).toContain("lab.example.com");
     const real = await cli(["generate", "--name", "eb", "--preset", "devops", "--domain", "lab.example.com", "--dir", dir, "--json"], { env });
     expect(real.code).toBe(1);
     expect(jsonError(real.stdout).code).toBe("EDITED_FILES");
