@@ -3,6 +3,7 @@ import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { getCatalog } from "../catalog/index.ts";
 import { CATEGORY_IDS } from "../schema/catalog.ts";
 import { usageError } from "../errors.ts";
+import { didYouMean } from "../core/suggest.ts";
 import { printJson, printText } from "./output.ts";
 
 /** Flags whose value is a file (directories offered to descend into), or a directory. */
@@ -42,8 +43,10 @@ export async function commandFlags(): Promise<Record<string, CommandFlags>> {
   return out;
 }
 
+const SHELLS = ["bash", "zsh", "fish"];
+
 export async function completionScript(shell: string): Promise<string> {
-  if (!["bash", "zsh", "fish"].includes(shell)) throw usageError(`Unknown shell "${shell}": use bash, zsh or fish`);
+  if (!SHELLS.includes(shell)) throw usageError(`Unknown shell "${shell}"${didYouMean(shell, SHELLS)}: use bash, zsh or fish`);
   const commandsFlags = await commandFlags();
   const c = getCatalog();
   const presets = c.presets.map((p) => p.id).join(" ");

@@ -13,7 +13,7 @@ export const urlHost = (host: string) => (host.includes(":") && !host.startsWith
 
 export function probeUrl(port: string | undefined, host: string | undefined): string {
   const portText = port === undefined || port === "" ? "3456" : port;
-  const n = Number(portText);
+  const n = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw usageError(`--port must be a port number (1-65535), got "${portText}"`);
   const rawHost = (host ?? "").trim();
   const target = WILDCARD_HOSTS.has(rawHost) ? "127.0.0.1" : rawHost;

@@ -158,7 +158,7 @@ export async function run(sent: string[]): Promise<number> {
       const word = words[path.length];
       const subcommands = await subcommandsOf(cmd);
       if (word !== undefined && !word.startsWith("-") && subcommands) {
-        throw usageError(path.length === 0 ? `Unknown command "${word}"${didYouMean(word, Object.keys(subcommands))}. Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}; expected one of ${Object.keys(subcommands).join(", ")}.`);
+        throw usageError(path.length === 0 ? `Unknown command "${word}"${didYouMean(word, Object.keys(subcommands))}. Run stackgen --help.` : `Unknown command "${word}" for stackgen ${path.join(" ")}${didYouMean(word, Object.keys(subcommands))}; expected one of ${Object.keys(subcommands).join(", ")}.`);
       }
       // citty names a command after its parent only (`backup create`): give it the whole path.
       const parent = path.length > 0 ? defineCommand({ meta: { name: ["stackgen", ...path.slice(0, -1)].join(" "), version: VERSION } }) : undefined;
@@ -184,7 +184,7 @@ export async function run(sent: string[]): Promise<number> {
       const choices = Object.keys(subcommands).join(", ");
       throw usageError(word === undefined || word.startsWith("-")
         ? `stackgen ${name} needs a subcommand: ${choices}.`
-        : `Unknown command "${word}" for stackgen ${name}; expected one of ${choices}.`);
+        : `Unknown command "${word}" for stackgen ${name}${didYouMean(word, Object.keys(subcommands))}; expected one of ${choices}.`);
     }
     checkArgs(name, cmd.args as ArgsDef | undefined, argv.slice(path.length));
     checkCurrentDirectory();

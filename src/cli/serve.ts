@@ -9,7 +9,8 @@ import { urlHost } from "./healthcheck.ts";
 function portOf(name: string, flag: string | undefined, env: string | undefined, fallback: number, envName: string): number {
   const raw = flag ?? env;
   if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
+  // Digits only: Number() would also read 0x10, 1e3 or " 80" as ports.
+  const n = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
   // Named as the user gave it: a bad value in the environment is not a bad flag.
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`${flag !== undefined ? name : `${envName} (from the environment)`} must be a port number (0-65535), got "${raw}"`);
   return n;

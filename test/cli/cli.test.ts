@@ -383,6 +383,19 @@ describe("basics", () => {
     }
   });
 
+  test("a mistyped subcommand or shell gets a suggestion; a port is digits only (not 0x10, 1e3 or with blanks)", async () => {
+    const sub = await cli(["backup", "creat"], { env });
+    expect([sub.code, sub.stderr]).toEqual([2, expect.stringContaining('Unknown command "creat" for stackgen backup (did you mean "create"?)')]);
+    const shell = await cli(["completion", "bsh"], { env });
+    expect([shell.code, shell.stderr]).toEqual([2, expect.stringContaining('Unknown shell "bsh" (did you mean "bash"?)')]);
+    for (const port of ["0x10", "1e3", " 80"]) {
+      const serve = await cli(["serve", "--port", port], { env });
+      expect([serve.code, serve.stderr], port).toEqual([2, expect.stringContaining(`--port must be a port number (0-65535), got "${port}"`)]);
+      const probe = await cli(["healthcheck", "--port", port], { env });
+      expect([probe.code, probe.stderr], port).toEqual([2, expect.stringContaining(`--port must be a port number (1-65535), got "${port}"`)]);
+    }
+  });
+
   test("completion scripts for bash, zsh and fish parse in their shells", async () => {
     for (const shell of ["bash", "zsh", "fish"]) {
       const r = await cli(["completion", shell], { env });
