@@ -108,12 +108,22 @@ const jsonPost = (body: unknown): RequestInit => ({
   body: JSON.stringify(body),
 });
 
-export const getServices = async (): Promise<ServicesReply> => (await request("/v1/services")).json();
-export const getPresets = async (): Promise<PresetsReply> => (await request("/v1/presets")).json();
-export const getSkills = async (): Promise<SkillsReply> => (await request("/v1/skills")).json();
-export const validate = async (body: object): Promise<ValidateResponse> => (await request("/v1/validate", jsonPost(body))).json();
-export const generateComplete = async (body: object): Promise<CompleteDocument> =>
-  (await request("/v1/generate?format=complete", jsonPost(body))).json();
+/** The answer's JSON. One cut off on the way, or not JSON at all (a proxy's error page sent with
+ *  200), is said as such rather than in the parser's words ("Unterminated string in JSON"). */
+async function requestJson<T>(path: string, init?: RequestInit): Promise<T> {
+  const res = await request(path, init);
+  try {
+    return (await res.json()) as T;
+  } catch {
+    throw new ApiError(res.status, "BAD_ANSWER", "The server's answer arrived incomplete or is not JSON (a proxy in between, or the connection dropped). Try again.");
+  }
+}
+
+export const getServices = () => requestJson<ServicesReply>("/v1/services");
+export const getPresets = () => requestJson<PresetsReply>("/v1/presets");
+export const getSkills = () => requestJson<SkillsReply>("/v1/skills");
+export const validate = (body: object) => requestJson<ValidateResponse>("/v1/validate", jsonPost(body));
+export const generateComplete = (body: object) => requestJson<CompleteDocument>("/v1/generate?format=complete", jsonPost(body));
 
 /** Starts a deployment and yields each NDJSON event as it arrives. The server key (see
  *  useServerKey) is how a page opened from another machine may deploy. */

@@ -125,7 +125,10 @@ export function applyPreset(state: FormState, preset: Preset): FormState {
  *  proxy and GPU, in any order): once it drifts, the preset no longer shows as chosen. */
 export function matchesPreset(state: FormState, preset: Preset): boolean {
   const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x) => b.includes(x));
-  return state.presetId === preset.id && same(state.services, preset.services) && same(state.skillPacks, preset.skillPacks)
+  // The proxy option puts its service in the stack, listed or not (as the server resolves it):
+  // the preset's caddy, dropped by a switch to Traefik, is back once Caddy is chosen again.
+  const stack = (services: readonly string[], proxy: string) => (proxy && !services.includes(proxy) ? [...services, proxy] : services);
+  return state.presetId === preset.id && same(stack(state.services, state.proxy), stack(preset.services, preset.proxy ?? "")) && same(state.skillPacks, preset.skillPacks)
     && state.proxy === (preset.proxy ?? "") && state.gpu === preset.gpu;
 }
 
@@ -206,6 +209,12 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
       if (proxy !== undefined && preset.proxy && preset.proxy !== proxy) state.services = state.services.filter((id) => id !== preset.proxy);
     } else ignored.push(`preset ${presetId}`);
   }
+  // An entry that is not an id (an object, a number) is named as left out, as an unknown id is.
+  const stringList = (value: unknown): string[] => {
+    if (!Array.isArray(value)) return [];
+    for (const x of value) if (typeof x !== "string") ignored.push(JSON.stringify(x) ?? String(x));
+    return value.filter((x): x is string => typeof x === "string");
+  };
   for (const id of stringList(input.services)) {
     if (!known.services.has(id)) ignored.push(id);
     else if (!state.services.includes(id)) state.services.push(id);
@@ -220,7 +229,11 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   // A one-line field drops a line break (and shows no other control character), so it would show
   // one value while the check refuses another: such a value is left out, named in quotes.
   const text = (name: string, value: unknown): string | undefined => {
-    if (typeof value !== "string") return undefined;
+    if (typeof value !== "string") {
+      // Another type (a number for a name) is left out with its value named; null is no value.
+      if (value !== null) unknown(name, value);
+      return undefined;
+    }
     if (!/[\x00-\x1f\x7f]/.test(value)) return value;
     ignored.push(`${name} ${JSON.stringify(value)}`);
     return undefined;
@@ -251,7 +264,6 @@ export function stateFromInput(input: Record<string, unknown>, known: KnownIds, 
   return { state, ignored: [...new Set(ignored)] };
 }
 
-const stringList = (value: unknown): string[] => (Array.isArray(value) ? value.filter((x): x is string => typeof x === "string") : []);
 
 // A link to the page carries the choices in its query string (`?services=n8n,redis&proxy=caddy`),
 // so a stack can be shared or bookmarked. Only choices that differ from a fresh page are written;
@@ -327,7 +339,12 @@ export function inputOfDocument(doc: unknown): Record<string, unknown> {
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw new Error("The file is not a JSON object.");
   const d = doc as Record<string, unknown>;
   if ("formatVersion" in d) {
-    if (d.formatVersion !== COMPLETE_FORMAT_VERSION) throw new Error(`Unsupported formatVersion ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}".`);
+    if (d.formatVersion !== COMPLETE_FORMAT_VERSION) {
+      // A number for the version string is a hand-written document, not a newer format.
+      throw new Error(String(d.formatVersion) === COMPLETE_FORMAT_VERSION
+        ? `formatVersion must be the string "${COMPLETE_FORMAT_VERSION}", not the number ${COMPLETE_FORMAT_VERSION}.`
+        : `Unsupported formatVersion ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}".`);
+    }
     if (!d.input || typeof d.input !== "object" || Array.isArray(d.input)) throw new Error("The document has no input object.");
     return d.input as Record<string, unknown>;
   }

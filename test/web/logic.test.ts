@@ -12,7 +12,7 @@ import { parseEnvValues } from "../../src/core/env-merge.ts";
 import { formatMB, inPageWords, leftOut, selectionWords } from "../../src/web/explain.ts";
 import { resolve } from "../../src/core/resolve.ts";
 import { toSelection } from "../../src/core/check-input.ts";
-import { ApiError, readNdjson, getPresets, getServices, getSkills } from "../../src/web/api.ts";
+import { ApiError, readNdjson, getPresets, getServices, getSkills, validate } from "../../src/web/api.ts";
 import { startTestServer } from "../api/guard-helpers.ts";
 import { signJwtInBrowser } from "../../src/web/signed-keys.ts";
 import { signJwt } from "../../src/core/generate/secrets.ts";
@@ -56,6 +56,16 @@ describe("form model", () => {
     expect(chooseProxy({ ...state, services: ["postgresql"] }, "traefik")).toEqual({ proxy: "traefik" });
   });
 
+  test("a preset stays chosen after its proxy is switched away and back (its caddy is the proxy's)", () => {
+    const full = { id: "full", name: "Full", services: ["postgresql", "caddy"], skillPacks: [], proxy: "caddy", gpu: false } as unknown as Preset;
+    const chosen = { ...initialState(), presetId: "full", services: ["postgresql", "caddy"], proxy: "caddy" as const };
+    const away = { ...chosen, ...chooseProxy(chosen, "traefik") };
+    expect(matchesPreset(away, full)).toBe(false);
+    const back = { ...away, ...chooseProxy(away, "caddy") };
+    expect(back.services).toEqual(["postgresql"]);
+    expect(matchesPreset(back, full)).toBe(true);
+  });
+
   test("a proxy service and the proxy option are one choice", () => {
     const state = { ...initialState(), services: ["postgresql", "caddy"], proxy: "caddy" as const };
     expect(toggleService(state, "traefik", true)).toEqual({ proxy: "traefik", services: ["postgresql", "traefik"] });
@@ -96,6 +106,14 @@ describe("form model", () => {
     );
     expect(state).toMatchObject({ services: ["n8n", "redis", "app"], skillPacks: ["devops", "research-agent"], projectName: "imp", proxy: "", deployment: "docker", platform: "linux/arm64", generateSecrets: false, coreVersion: "9" });
     expect(ignored).toEqual(["ghost-service", "pack nope"]);
+  });
+
+  test("import names what it leaves out for its type: a number for a name or domain, an object among the ids", () => {
+    const known = { services: new Set(byId.keys()), packs: new Set(["devops"]), presets: new Map<string, Preset>() };
+    const { state, ignored } = stateFromInput({ projectName: 42, services: [{ id: "redis" }, "app", null, 5], skillPacks: [7], domain: 7, coreVersion: 3 }, known, { ...initialState(), projectName: "kept" });
+    expect(state.projectName).toBe("kept");
+    expect(state.services).toEqual(["app"]);
+    expect(ignored).toEqual(['{"id":"redis"}', "null", "5", "7", "projectName 42", "domain 7", "coreVersion 3"]);
   });
 
   test("a proxy's service in an imported or linked list is the proxy: the option shows it, and choosing the other replaces it", () => {
@@ -186,6 +204,8 @@ describe("form model", () => {
     expect(inputOfDocument(config)).toBe(config);
     expect(inputOfDocument({ configVersion: 1, projectName: "old" })).toEqual({ configVersion: 1, projectName: "old" });
     expect(() => inputOfDocument({ configVersion: 9, projectName: "x" })).toThrow("No migration path from config version 9");
+    // A hand-written document's number for the version string is named as such.
+    expect(() => inputOfDocument({ formatVersion: 1, input: { services: ["redis"] } })).toThrow('formatVersion must be the string "1", not the number 1.');
     expect(inputOfDocument({ projectName: "p", preset: "minimal" })).toEqual({ projectName: "p", preset: "minimal" });
     expect(() => inputOfDocument({ hello: "world" })).toThrow("neither");
     expect(inputOfDocument({ formatVersion: "1", input: { projectName: "a" } })).toEqual({ projectName: "a" });
@@ -328,6 +348,21 @@ describe("calls over the rate limit", () => {
     } finally {
       globalThis.fetch = realFetch;
       await server.stop();
+    }
+  });
+});
+
+describe("answers cut off on the way", () => {
+  test("an answer that is not whole JSON is named as such, not in the parser's words", async () => {
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (async () => new Response('{"valid":true,"resolvedSer', { headers: { "content-type": "application/json" } })) as unknown as typeof fetch;
+    try {
+      const refusal = await validate({ services: ["redis"] }).then(() => undefined, (e: unknown) => e);
+      expect(refusal).toBeInstanceOf(ApiError);
+      expect((refusal as ApiError).code).toBe("BAD_ANSWER");
+      expect((refusal as ApiError).describe()).toStartWith("The server's answer arrived incomplete or is not JSON");
+    } finally {
+      globalThis.fetch = realFetch;
     }
   });
 });

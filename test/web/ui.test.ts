@@ -205,6 +205,14 @@ describe.skipIf(!haveChromium)("web UI", () => {
     expect(await page.locator("li.svc:visible").count()).toBeGreaterThanOrEqual(1);
     expect(await page.locator('li.svc[data-service="postgresql"]').isVisible()).toBe(true);
     expect(await page.locator('li.svc[data-service="redis"]').isVisible()).toBe(false);
+    // The group heading and the maturity badge a card shows are found too.
+    const shownFor = async (words: string) => {
+      await page.fill("#service-search", words);
+      return (await page.locator("li.svc:visible").evaluateAll((els) => els.map((e) => e.getAttribute("data-service")))).sort();
+    };
+    const vectorCategory = catalog.categories.find((c: any) => /vector/i.test(c.name));
+    expect(await shownFor(vectorCategory.name.toLowerCase())).toEqual(expect.arrayContaining(catalog.services.filter((s: any) => s.category === vectorCategory.id).map((s: any) => s.id)));
+    expect(await shownFor("experimental")).toEqual(expect.arrayContaining(catalog.services.filter((s: any) => s.maturity === "experimental").map((s: any) => s.id)));
     // A search that finds nothing says so, and one button clears every filter.
     await page.selectOption("#maturity-filter", "stable");
     await page.fill("#service-search", "no-such-service-anywhere");

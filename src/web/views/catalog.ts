@@ -166,7 +166,7 @@ export function mountServices(store: Store): void {
       h("h3", { id: `cat-${category.id}` }, category.name, h("span", { class: "count" }, ` ${members.length}`)),
       ul,
     );
-    const groupRows = members.map((service) => serviceRow(store, service));
+    const groupRows = members.map((service) => serviceRow(store, service, category.name));
     for (const row of groupRows) ul.append(row.item);
     rows.push(...groupRows);
     groups.push({ section, rows: groupRows });
@@ -238,7 +238,7 @@ export function mountServices(store: Store): void {
   sync();
 }
 
-function serviceRow(store: Store, service: CatalogService): ServiceRow {
+function serviceRow(store: Store, service: CatalogService, categoryName: string): ServiceRow {
   const boxId = `svc-${service.id}`;
   const box = h("input", { type: "checkbox", id: boxId, "data-service": service.id, "aria-describedby": `${boxId}-desc ${boxId}-note` });
   box.addEventListener("change", () => {
@@ -267,8 +267,9 @@ function serviceRow(store: Store, service: CatalogService): ServiceRow {
     service.conflicts.length ? h("p", { class: "svc-rel" }, h("span", { class: "label" }, "Conflicts with: "), names(store, service.conflicts)) : null,
     note,
   );
-  // The facts shown on the card are searchable too ("gpu", "amd64").
-  const haystack = [service.id, service.name, service.description, service.category, service.image, ...facts].join(" ").toLowerCase();
+  // The facts shown on the card and its group's heading are searchable too ("gpu", "amd64",
+  // "experimental", "vector databases").
+  const haystack = [service.id, service.name, service.description, service.category, categoryName, service.maturity, service.image, ...facts].join(" ").toLowerCase();
   return { service, item, box, note, haystack };
 }
 

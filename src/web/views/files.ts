@@ -3,7 +3,7 @@
 import { h, replaceChildren, byId, saveFile, canCopy, holdFocus } from "../dom.ts";
 import { formatMB, leftOut, plural } from "../explain.ts";
 import * as api from "../api.ts";
-import { applyPreset, bundleOfDocument, generateBody, inputOfDocument, linkSearch, matchesPreset, stateFromInput, validateBody } from "../model.ts";
+import { applyPreset, bundleOfDocument, generateBody, inputOfDocument, linkSearch, stateFromInput, validateBody } from "../model.ts";
 import { buildFileTree, firstFile, isEnvFile, maskSecrets, secretValues, type TreeNode } from "../secrets.ts";
 import { publishedPorts, type ServicePorts } from "../ports.ts";
 import { knownIds, type Store } from "../store.ts";
@@ -310,7 +310,8 @@ export function mountFiles(store: Store): void {
       // chosen again (and its link names it) when nothing was added to it. Only a label: the
       // stack is the same either way, so a failed check keeps the list as it is.
       const preset = state.presetId === null ? undefined : store.catalog.presetsById.get(state.presetId);
-      if (preset && "configVersion" in (imported as object) && !matchesPreset(state, preset)) {
+      const presetsOwn = preset !== undefined && state.services.length === preset.services.length && state.services.every((id) => preset.services.includes(id));
+      if (preset && "configVersion" in (imported as object) && !presetsOwn) {
         const implied = await api.validate(validateBody(applyPreset(state, preset))).then((v) => new Set(v.resolvedServices), () => new Set<string>());
         state.services = state.services.filter((id) => preset.services.includes(id) || !implied.has(id));
       }
