@@ -55,6 +55,23 @@ describe("basics", () => {
     }
   });
 
+  test("serve on an IPv6 address says its URL with the address in brackets", async () => {
+    const server = Bun.spawn([BUN, MAIN, "serve", "--host", "::1", "--port", "0", "--ui-port", "0"], { env: { ...env, LOG_LEVEL: "error" }, stdout: "ignore", stderr: "pipe" });
+    try {
+      let said = "";
+      const reader = server.stderr.getReader();
+      while (!said.includes("\n")) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        said += new TextDecoder().decode(chunk.value);
+      }
+      expect(said).toMatch(/stackgen API on http:\/\/\[::1\]:\d+\/v1 /);
+    } finally {
+      server.kill();
+      await server.exited;
+    }
+  });
+
   test("--help lists every command; --version prints the version", async () => {
     const help = await cli(["--help"], { env });
     expectOk(help);
