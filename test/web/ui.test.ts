@@ -1202,6 +1202,11 @@ describe.skipIf(!haveChromium)("web UI", () => {
     await page.setInputFiles("#import-input", { name: "outside.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(outside)) });
     await page.waitForSelector("#files-message:has-text('Imported outside.json')");
     expect(await page.textContent("#files-message")).toContain("Its .env was not kept (its files are not a bundle this stackgen can use), so the files will have new secrets: for a stack that already runs, keep its own .env.");
+    // An .env that is not text is no .env to keep either: said the same way.
+    const numbered = { ...exported, files: { ...exported.files, ".env": 5 } };
+    await page.setInputFiles("#import-input", { name: "numbered.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(numbered)) });
+    await page.waitForSelector("#files-message:has-text('Imported numbered.json')");
+    expect(await page.textContent("#files-message")).toContain("Its .env was not kept (its files are not a bundle this stackgen can use)");
   }, TEST_TIMEOUT_MS);
 
   test("an import that keeps an export's JWT secret signs the API keys it makes anew with that secret", async () => {

@@ -323,7 +323,9 @@ export function mountFiles(store: Store): void {
       // the export. Not when something was left out: its .env no longer matches the choices.
       // Everything is worked out before the form changes: a failure leaves the page as it was.
       const bundle = ignored.length === 0 ? bundleOfDocument(imported) : undefined;
-      const hadEnv = typeof (imported as { files?: Record<string, unknown> })?.files?.[".env"] === "string";
+      // Any .env entry, even one that is not text: its secrets are not kept, and the user is told.
+      const files = (imported as { files?: unknown })?.files;
+      const hadEnv = files !== null && typeof files === "object" && Object.hasOwn(files, ".env");
       const body = generateBody(state, store.catalog.presetsById);
       let fresh: api.CompleteDocument | undefined;
       /** Why its choices make no bundle as they are (a conflict, a name refused): they are loaded
