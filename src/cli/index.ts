@@ -110,6 +110,16 @@ function helpFooter(path: string[]): string {
   ].join("\n");
 }
 
+/** `help [command] [words]` as `[command] [words] --help`. */
+function asHelp(given: string[]): string[] {
+  let start = 0;
+  while (given[start] === "help") start++;
+  const rest = given.slice(start);
+  const end = rest.indexOf("--");
+  const head = end < 0 ? rest : rest.slice(0, end);
+  return [...head.filter((w) => !JSON_SWITCH.test(w)), ...head.filter((w) => JSON_SWITCH.test(w)), "--help", ...(end < 0 ? [] : rest.slice(end))];
+}
+
 /** `--json`, `--no-json`, `--json=<bool>`: taken by every command, anywhere before `--`. */
 const JSON_SWITCH = /^--(no-)?json(=.*)?$/;
 
@@ -135,10 +145,9 @@ export function withoutNoColor(argv: string[]): string[] {
 
 export async function run(sent: string[]): Promise<number> {
   const given = globalsAfterCommand(withoutNoColor(sent));
-  // `stackgen help [command]` is `stackgen [command] --help`: the command's words first, the
-  // switches (`help --json generate`) after them.
-  const rest = given.slice(1).filter((w) => w !== "help");
-  const argv = given[0] === "help" ? [...rest.filter((w) => !w.startsWith("-")), ...rest.filter((w) => w.startsWith("-")), "--help"] : given;
+  // `stackgen help [command]` is `stackgen [command] --help`: the JSON switches (`help --json
+  // generate`) go after the command's words, and --help before any `--`.
+  const argv = given[0] === "help" ? asHelp(given) : given;
   const json = jsonRequested(argv);
   // `--version` alone, in any order with the JSON switches (`--json --version` too).
   const words = argv.filter((w) => !JSON_SWITCH.test(w));

@@ -32,7 +32,10 @@ export function adaptCompose(composeYaml: string, files: BundleFiles = {}, catal
   const doc = parseCompose(composeYaml);
   const services = doc.get("services");
   const changes: string[] = [];
-  refuseUnrunnableServices(services);
+  // Judged as compose reads it, aliases expanded (`web: *base` is a service like any other).
+  refuseUnrunnableServices((doc.toJS() as { services?: unknown } | null)?.services);
+  // A services block that is an alias as a whole is sent as written: nothing in it is adapted.
+  if (!isMap(services)) return { yaml: composeYaml, compose: doc.toJS(), changes };
   if (provider === "coolify") changes.push(...excludeJobsFromHealth(services));
 
   const dropped = dropBundleProxy(services, doc);
@@ -113,15 +116,15 @@ const SERVICE_NAME = /^[a-zA-Z0-9._-]+$/;
 /** A compose file no platform can run (no services, a service that is not a mapping, a name
  *  compose refuses) is refused before any call: the platform would refuse it only after the
  *  project was made, leaving an empty project behind. */
-function refuseUnrunnableServices(services: unknown): asserts services is YAMLMap {
+function refuseUnrunnableServices(services: unknown): void {
   const fix = "Correct docker-compose.yml (`docker compose config` checks it) and deploy again: nothing was sent.";
-  if (!isMap(services) || services.items.length === 0) {
+  const isMapping = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Map);
+  if (!isMapping(services) || Object.keys(services).length === 0) {
     throw usageError(`docker-compose.yml has no services (a \`services:\` mapping of at least one service is required). ${fix}`);
   }
-  for (const pair of services.items) {
-    const name = String(isScalar(pair.key) ? pair.key.value : pair.key);
+  for (const [name, service] of Object.entries(services)) {
     if (!SERVICE_NAME.test(name)) throw usageError(`docker-compose.yml names a service ${JSON.stringify(name)}: a service name holds only letters, digits, ".", "_" and "-". ${fix}`);
-    if (!isMap(pair.value)) throw usageError(`docker-compose.yml's service "${name}" is not a mapping of settings. ${fix}`);
+    if (!isMapping(service)) throw usageError(`docker-compose.yml's service "${name}" is not a mapping of settings. ${fix}`);
   }
 }
 

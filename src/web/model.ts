@@ -341,7 +341,7 @@ export function inputOfDocument(doc: unknown): Record<string, unknown> {
   if ("formatVersion" in d) {
     if (d.formatVersion !== COMPLETE_FORMAT_VERSION) {
       // A number for the version string is a hand-written document, not a newer format.
-      throw new Error(String(d.formatVersion) === COMPLETE_FORMAT_VERSION
+      throw new Error(typeof d.formatVersion === "number" && String(d.formatVersion) === COMPLETE_FORMAT_VERSION
         ? `formatVersion must be the string "${COMPLETE_FORMAT_VERSION}", not the number ${COMPLETE_FORMAT_VERSION}.`
         : `Unsupported formatVersion ${JSON.stringify(d.formatVersion)}; this version reads "${COMPLETE_FORMAT_VERSION}".`);
     }

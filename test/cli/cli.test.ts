@@ -160,6 +160,12 @@ describe("basics", () => {
     }
     const wrong = await cli(["--version", "--bogus"], { env });
     expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('Unknown option "--bogus"')]);
+    // Nothing else moves: an option's value stays with it, and --help goes before a `--`.
+    for (const [args, command] of [[["help", "generate", "--"], ["generate"]], [["help", "services", "--", "--json"], ["services"]], [["help", "--", "services"], []], [["help", "backup", "--dir", "x"], ["backup"]]]) {
+      const r = await cli(args, { env });
+      expectOk(r);
+      expect(r.stdout, args.join(" ")).toBe((await cli([...command, "--help"], { env })).stdout);
+    }
     const afterEnd = await cli(["services", "--", "--help"], { env });
     expect([afterEnd.code, afterEnd.stderr]).toEqual([2, expect.stringContaining('Service "--help" not found')]);
   });

@@ -366,6 +366,11 @@ describe("stackgen deploy (subprocess)", () => {
         expect(error.message).toEndWith("nothing was sent.");
         expect(fake.calls, provider).toHaveLength(0);
       }
+      // Aliases are read as compose reads them: a service that is an alias is a service.
+      const dir = bundle();
+      writeFileSync(path.join(dir, "docker-compose.yml"), "name: aliased\nx-base: &base\n  image: busybox\nservices:\n  web: *base\n  worker: *base\n");
+      const aliased = await runCli(["--provider", provider, "--url", fake.url, "--dir", dir, "--json"], { STACKGEN_DEPLOY_API_KEY: key });
+      expect(aliased.code, `${provider}: ${aliased.stdout}`).toBe(0);
     }
   });
 

@@ -206,6 +206,7 @@ describe("form model", () => {
     expect(() => inputOfDocument({ configVersion: 9, projectName: "x" })).toThrow("No migration path from config version 9");
     // A hand-written document's number for the version string is named as such.
     expect(() => inputOfDocument({ formatVersion: 1, input: { services: ["redis"] } })).toThrow('formatVersion must be the string "1", not the number 1.');
+    expect(() => inputOfDocument({ formatVersion: ["1"], input: { services: ["redis"] } })).toThrow('Unsupported formatVersion ["1"]; this version reads "1".');
     expect(inputOfDocument({ projectName: "p", preset: "minimal" })).toEqual({ projectName: "p", preset: "minimal" });
     expect(() => inputOfDocument({ hello: "world" })).toThrow("neither");
     expect(inputOfDocument({ formatVersion: "1", input: { projectName: "a" } })).toEqual({ projectName: "a" });
