@@ -1,7 +1,7 @@
 // `stackgen update`: pull every image first, then stop and start layer by layer in dependency
 // order, waiting for health; on failure put the previous images back and start them again.
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import YAML from "yaml";
@@ -13,6 +13,7 @@ import { servicesNotRunning, waitReady } from "./health.ts";
 import { awaitedJobs, dependenciesByService, dependenciesOf, exitCodeOf, ranToCompletion, startLayers, stillStarting } from "./layers.ts";
 import { insecureRegistries, parseImageRef, remoteDigest, remoteManifest, type RegistryAccess } from "./registry.ts";
 import type { Stack } from "./stack.ts";
+import { LOCK_FILE } from "./stack-lock.ts";
 
 export interface UpdatedImage {
   service: string;
@@ -393,7 +394,7 @@ export const rollbackTag = (project: string, service: string) => `${rollbackRepo
 export function quitUpdateNote(project: string, services: readonly string[]): string {
   // A service name Docker refuses as a tag has a tag of its own: say which.
   const renamed = services.filter((s) => asTag(s) !== s).map((s) => `${s}: ${rollbackTag(project, s)}`);
-  return `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. The previous images are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`${renamed.length ? `; ${renamed.join(", ")}` : ""}): put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\` or another \`stackgen update\`, which tags what runs then.`;
+  return `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. \`stackgen update\` again starts what ran and finishes the update, or rolls back to the previous images if the new ones do not come up healthy. Those are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`${renamed.length ? `; ${renamed.join(", ")}` : ""}): to go back by hand instead, put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\`.`;
 }
 
 /** Point each service's image tag at the image its container ran before the update (or, for a
@@ -576,14 +577,74 @@ function unhealthyDependenciesNeeded(model: ComposeModel, start: ReadonlySet<str
   return [...waiting].sort(([a], [b]) => a.localeCompare(b)).map(([dependency, dependents]) => ({ dependency, dependents: dependents.sort() }));
 }
 
+/** What an update that stopped the stack records first (in the stack folder), and removes once
+ *  the stack runs again, new images or old: found by the next update, it says what ran before a
+ *  killed update (an OOM kill, a lost SSH session, a second Ctrl-C), so that one finishes the
+ *  update or rolls back to those images, rather than take the stopped stack for the user's. */
+export const UNFINISHED_UPDATE_FILE = `${LOCK_FILE}.update`; // beside the lock: no backup holds it
+
+interface UnfinishedUpdate {
+  startedAt: string;
+  /** The plan's sets, as lists. */
+  start: string[];
+  mustStayUp: string[];
+  paused: string[];
+  brokenBefore: string[];
+  scales: [string, number][];
+  /** Per service, the image it ran before that update, and the reference it was created from. */
+  images: Record<string, { id: string; ranImage?: string }>;
+}
+
+function readUnfinishedUpdate(dir: string): UnfinishedUpdate | undefined {
+  try {
+    const record = JSON.parse(readFileSync(join(dir, UNFINISHED_UPDATE_FILE), "utf8")) as UnfinishedUpdate;
+    const lists = [record.start, record.mustStayUp, record.paused, record.brokenBefore];
+    if (!lists.every((l) => Array.isArray(l) && l.every((x) => typeof x === "string")) || typeof record.images !== "object" || record.images === null) return undefined;
+    return record;
+  } catch {
+    return undefined; // none (the usual case), or not one of ours
+  }
+}
+
+/** The plan and images of the update that left `record`, for the services this one still has:
+ *  what ran before it is what this update starts again, and rolls back to. */
+async function resumeUnfinished(engine: Engine, record: UnfinishedUpdate, plan: StartPlan, before: ServiceImage[], model: ComposeModel): Promise<string[]> {
+  const known = new Set(model.services.map((s) => s.name));
+  for (const name of record.start) if (known.has(name)) plan.start.add(name);
+  for (const name of record.mustStayUp) if (known.has(name)) plan.mustStayUp.add(name);
+  for (const name of record.paused) if (known.has(name)) plan.paused.add(name);
+  for (const name of record.brokenBefore) if (known.has(name)) plan.brokenBefore.add(name);
+  for (const [name, n] of Array.isArray(record.scales) ? record.scales : []) if (known.has(name) && typeof n === "number" && n > 1) plan.scales.set(name, n);
+  const resumed: string[] = [];
+  for (const s of before) {
+    const ran = record.images[s.service];
+    if (!ran || typeof ran.id !== "string") continue;
+    // The rollback tag of that update keeps the image; one removed since cannot be put back.
+    const image = await engine.inspectImage(ran.id);
+    if (!image) continue;
+    s.currentId = ran.id;
+    s.current = image;
+    delete s.localId;
+    if (typeof ran.ranImage === "string" && !sameName(ran.ranImage, s.image, true)) s.ranImage = ran.ranImage;
+    else delete s.ranImage;
+    resumed.push(s.service);
+  }
+  return resumed;
+}
+
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
+  const before = await currentImages(engine, containers, model);
+  const unfinished = readUnfinishedUpdate(stack.dir);
+  if (unfinished) {
+    const resumed = await resumeUnfinished(engine, unfinished, plan, before, model);
+    opts.progress(`The update of ${unfinished.startedAt} stopped the stack and did not finish: this one starts again what ran before it${resumed.length ? `, and rolls back to the images ${resumed.join(", ")} ran then if the new ones do not come up healthy` : ""}`);
+  }
   const running = plan.start;
   const dependsOn = dependenciesByService(model);
   const layers = startLayers(dependsOn, running);
   if (plan.outsideModel.length) opts.progress(outsideModelNote(plan.outsideModel));
-  const before = await currentImages(engine, containers, model);
   // --backup takes its backup once the stack is stopped: what would refuse it is found now.
   const oversized = opts.backup ? oversizedConfig(stack.dir) : undefined;
   if (oversized) throw failure("BACKUP_FAILED", `The pre-update backup could not hold the stack directory: ${oversized} Nothing was pulled or stopped.`);
@@ -651,7 +712,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       }
     }
     const restarts = accountForPlan(result, plan, model);
-    if (changed.length === 0) {
+    // Resuming a killed update, its stopped services start again even with nothing new.
+    if (changed.length === 0 && !unfinished) {
       opts.progress("Every image is up to date; nothing restarted");
       return result;
     }
@@ -717,6 +779,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       await retag(engine, changed);
       throw interruptedError("Interrupted before anything was stopped: the images were left as they were.");
     }
+    // From here the stack is stopped: a kill leaves the record of what ran (see UNFINISHED_UPDATE_FILE).
+    if (!unfinished) recordUnfinished(stack.dir, plan, before);
     opts.progress("Stopping the stack");
     const stopFailure = await compose.stop().then(() => undefined, (e: Error) => e.message);
     if (stopFailure) {
@@ -785,8 +849,28 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     const code = e instanceof StackgenError ? e.code : "INTERNAL_ERROR";
     throw failure(code, `${doing ? `${doing}: ` : ""}${(e as Error).message}; ${quitNote()}`);
   } finally {
+    // The stack runs again (new images or old), or an engine error said how it stands: the
+    // record goes with the rollback tags, and stays where they stay.
+    if (!keepRollbackTags) rmSync(join(stack.dir, UNFINISHED_UPDATE_FILE), { force: true });
     // Only tidying: a failure here (the engine gone) must not replace the update's outcome.
     await dropRollbackTags().catch((e: Error) => opts.progress(`Could not remove the rollback tags (${e.message}): \`docker image ls ${rollbackRepo(stack.project)}\` lists them, \`docker image rm\` removes them`));
+  }
+}
+
+/** Written where a killed update leaves it (see UNFINISHED_UPDATE_FILE); the update goes on
+ *  without it on a folder it may not write, as it did before there was one. */
+function recordUnfinished(dir: string, plan: StartPlan, before: ServiceImage[]): void {
+  const images: UnfinishedUpdate["images"] = {};
+  for (const s of before) if (imageBefore(s)) images[s.service] = { id: imageBefore(s)!, ...(s.ranImage ? { ranImage: s.ranImage } : {}) };
+  const record: UnfinishedUpdate = {
+    startedAt: new Date().toISOString(),
+    start: [...plan.start], mustStayUp: [...plan.mustStayUp], paused: [...plan.paused], brokenBefore: [...plan.brokenBefore], scales: [...plan.scales],
+    images,
+  };
+  try {
+    writeFileSync(join(dir, UNFINISHED_UPDATE_FILE), JSON.stringify(record, null, 2) + "\n", { mode: 0o600 });
+  } catch {
+    // a read-only folder: the lock is not taken there either (withStackLock)
   }
 }
 

@@ -7,6 +7,7 @@ import { loadVerifiedBackup, restoreBackup } from "../../src/docker/backup-resto
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, MAIN, cli, docker, dockerTest, dockerUnavailable, TestStack } from "./helpers.ts";
+import { UNFINISHED_UPDATE_FILE } from "../../src/docker/update.ts";
 
 const e2e = await dockerTest();
 
@@ -248,7 +249,17 @@ volumes:
       // What the note promises: the tag names the image that ran before, the service's tag the new one.
       expect(await docker("image", "inspect", "-f", "{{.Id}}", `${rollbackRepo}:app`)).toBe(before);
       expect(await docker("image", "inspect", "-f", "{{.Id}}", appRef)).toBe(newId);
+      // `stackgen update` again finishes it: what ran before is started on the new image (or
+      // rolled back), not taken for a service the user stopped with nothing to do.
+      expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(true);
+      const again = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toContain("stopped the stack and did not finish: this one starts again what ran before it");
+      expect(JSON.parse(again.stdout).restarted).toEqual(["app"]);
+      expect(await running()).toBe(true);
+      expect((await stack.container("app")).Image).toBe(newId);
+      expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(false);
     },
-    180_000,
+    240_000,
   );
 });
