@@ -139,31 +139,47 @@ function entryText(entry: unknown): string {
   return `${host}${published}${String(e.target)}${e.protocol && e.protocol !== "tcp" ? `/${String(e.protocol)}` : ""}`;
 }
 
-/** How to publish `p` on a free port instead, where a regeneration never overwrites it: the
- *  override file, whose `!override` (compose 2.24 or later) replaces the service's whole list,
- *  so the line carries all of its ports with only the clashing one moved. `taken`: the stack's
- *  own published ports and those already suggested, never offered. */
-async function elsewhere(p: PublishedPort, entries: unknown[], taken: Set<number>): Promise<string> {
+/** A clashing port moved to a free one: its new entry, and how to find the entry it replaces. */
+interface Move {
+  port: number;
+  moved: string;
+  replaces: (entry: unknown) => boolean;
+}
+
+/** A free port for `p` near its own (`taken`: the stack's own published ports and those already
+ *  offered, never offered again), or why there is none. */
+async function freePortFor(p: PublishedPort, taken: Set<number>): Promise<Move | string> {
   if (FIXED_PORTS.has(p.port)) return `stop that program: clients expect ${p.service} on ${p.port}, so it cannot move`;
   for (let port = p.port + 1; port <= Math.min(p.port + 100, 65535); port++) {
     if (taken.has(port) || (await tryBind({ ...p, port })) !== undefined) continue;
     taken.add(port);
     const host = p.host === "0.0.0.0" ? "" : `${p.host.includes(":") ? `[${p.host}]` : p.host}:`;
-    const moved = `${host}${port}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`;
-    const isClash = (entry: unknown) => {
+    const replaces = (entry: unknown) => {
       const parsed = publishedPorts({ services: { s: { ports: [entry] } } }).ports[0];
       return parsed !== undefined && parsed.host === p.host && parsed.port === p.port && parsed.protocol === p.protocol;
     };
-    const list = entries.map((entry) => (isClash(entry) ? moved : entryText(entry)));
-    return `publish ${p.service} on ${port}, which is free, in docker-compose.override.yml (generate never writes it; compose 2.24 or later): services: {${p.service}: {ports: !override [${list.map((e) => JSON.stringify(e)).join(", ")}]}}`;
+    return { port, moved: `${host}${port}:${p.container}${p.protocol === "udp" ? "/udp" : ""}`, replaces };
   }
   return `publish ${p.service} on another port in docker-compose.override.yml (generate never writes it), with ports: !override [...] listing all of its ports`;
+}
+
+/** How to publish a service's clashing ports on free ones, where a regeneration never overwrites
+ *  it: the override file, whose `!override` (compose 2.24 or later) replaces the service's whole
+ *  list, so the one line carries all of its ports with every clashing one moved. */
+function overrideLine(service: string, entries: unknown[], moves: Move[]): string {
+  const list = entries.map((entry) => moves.find((m) => m.replaces(entry))?.moved ?? entryText(entry));
+  const ports = moves.map((m) => m.port).join(", ");
+  return `publish ${service} on ${ports}, which ${moves.length === 1 ? "is" : "are"} free, in docker-compose.override.yml (generate never writes it; compose 2.24 or later): services: {${service}: {ports: !override [${list.map((e) => JSON.stringify(e)).join(", ")}]}}`;
 }
 
 /** `engineHidden`: the engine runs but this user may not ask it (so its containers are unknown). */
 async function portChecks(ports: PublishedPort[], entries: Map<string, unknown[]>, containers: ContainerSummary[], engineHidden: boolean): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   const taken = new Set(ports.map((p) => p.port));
+  // Each service's moved ports, so that every line of its clashes offers the one override line
+  // that moves them all (one per port, each pasted over the other, left the rest taken).
+  const moves = new Map<string, Move[]>();
+  const clashes: { check: DoctorCheck; p: PublishedPort; fix: Move | string }[] = [];
   for (const p of ports) {
     const id = `port ${p.port}/${p.protocol}`;
     const own = ownHolder(p, containers);
@@ -176,10 +192,20 @@ async function portChecks(ports: PublishedPort[], entries: Map<string, unknown[]
     // An engine this user may not ask: this stack's own running container cannot be told from
     // another program. (An engine that is down runs no container: then it is another program.)
     else if (error === "EADDRINUSE" && engineHidden) checks.push({ id, status: "warn", message: `${p.port} on ${p.host} (${p.service}) is in use; without access to the engine it could not be checked whether this stack's own container holds it` });
-    else if (error === "EADDRINUSE") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop that program, or ${await elsewhere(p, entries.get(p.service) ?? [], taken)}` });
+    else if (error === "EADDRINUSE") {
+      const fix = await freePortFor(p, taken);
+      if (typeof fix !== "string") moves.set(p.service, [...(moves.get(p.service) ?? []), fix]);
+      const check: DoctorCheck = { id, status: "fail", message: "" };
+      clashes.push({ check, p, fix });
+      checks.push(check);
+    }
     else if (error === "EACCES") checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service} without root (ports below 1024); the engine itself may still bind it` });
     else if (error === "EADDRNOTAVAIL") checks.push({ id, status: "fail", message: `${p.service} publishes ${p.port} on ${p.host}, an address this host does not have` });
     else checks.push({ id, status: "warn", message: `could not check ${p.port} for ${p.service}: ${error}` });
+  }
+  for (const { check, p, fix } of clashes) {
+    const how = typeof fix === "string" ? fix : overrideLine(p.service, entries.get(p.service) ?? [], moves.get(p.service)!);
+    check.message = `${p.service} publishes ${p.port} on ${p.host}, but another program already uses it; stop that program, or ${how}`;
   }
   return checks;
 }

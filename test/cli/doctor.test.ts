@@ -48,6 +48,30 @@ describe("publishedPorts reads what compose would publish", () => {
 });
 
 describe("stackgen doctor", () => {
+  test("several taken ports of one service: each of its lines offers the one override line that moves them all", async () => {
+    const [first, second, kept] = [await freePort(), await freePort(), await freePort()];
+    const holders = [first, second].map((port) => Bun.listen({ hostname: "127.0.0.1", port, socket: { data() {} } }));
+    try {
+      const dir = join(tmp, "two-taken");
+      mkdirSync(dir);
+      writeFileSync(join(dir, "docker-compose.yml"), `name: two\nservices:\n  web:\n    image: busybox\n    ports: ["127.0.0.1:${first}:80", "127.0.0.1:${second}:81", "127.0.0.1:${kept}:82"]\n`);
+      const report = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+      const lines = report.checks.filter((c) => c.status === "fail" && c.id.startsWith("port ")).map((c) => /(services: \{web: \{ports: !override \[.*\]\}\})$/.exec(c.message)?.[1]);
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toBeDefined();
+      expect(lines[1]).toBe(lines[0]);
+      // Followed as given, no port of the service is taken any more, and the untaken one stays.
+      writeFileSync(join(dir, "docker-compose.override.yml"), `${lines[0]}\n`);
+      const after = JSON.parse((await cli(["doctor", "--dir", dir, "--json"], { env })).stdout) as { checks: Check[] };
+      const ports = after.checks.filter((c) => c.id.startsWith("port "));
+      expect(ports.filter((c) => c.status !== "ok")).toEqual([]);
+      expect(ports.map((c) => c.id)).toContain(`port ${kept}/tcp`);
+      expect(ports.map((c) => c.id)).not.toContain(`port ${first}/tcp`);
+    } finally {
+      for (const holder of holders) holder.stop(true);
+    }
+  });
+
   test("a port another program holds fails; the rest is still checked and reported", async () => {
     const held = await freePort();
     const free = await freePort();
