@@ -17,9 +17,9 @@ interface Interrupted {
   stderr: string;
 }
 
-/** Runs the CLI in its own process group and sends SIGINT to the group once stderr shows `when`
- *  (and once more when it then shows `again`). */
-async function interruptWhen(args: string[], when: string, again?: string): Promise<Interrupted> {
+/** Runs the CLI in its own process group and sends SIGINT (or `signal`) to the group once stderr
+ *  shows `when` (and SIGINT once more when it then shows `again`). */
+async function interruptWhen(args: string[], when: string, again?: string, signal: "SIGINT" | "SIGKILL" = "SIGINT"): Promise<Interrupted> {
   const proc = Bun.spawn([BUN, MAIN, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", detached: true, env: { ...process.env, NO_COLOR: "1" } });
   let stderr = "";
   let sent = false;
@@ -32,7 +32,7 @@ async function interruptWhen(args: string[], when: string, again?: string): Prom
       stderr += decoder.decode(value, { stream: true });
       if (!sent && stderr.includes(when)) {
         sent = true;
-        process.kill(-proc.pid, "SIGINT");
+        process.kill(-proc.pid, signal);
       } else if (sent && again && stderr.slice(stderr.indexOf(when)).includes(again)) {
         again = undefined;
         process.kill(-proc.pid, "SIGINT");
@@ -258,6 +258,28 @@ volumes:
       expect(JSON.parse(again.stdout).restarted).toEqual(["app"]);
       expect(await running()).toBe(true);
       expect((await stack.container("app")).Image).toBe(newId);
+      expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(false);
+    },
+    240_000,
+  );
+
+  e2e(
+    "an update killed while the stack is stopped, whose new image cannot start: the next update rolls back to what ran before it",
+    async () => {
+      const before = (await stack.container("app")).Image as string;
+      // The compose file's command is gone from the new image: its container exits at once.
+      await stack.pushNewVersion(appRef, ["RUN rm /bin/sleep"]);
+      const killed = await interruptWhen(["update", "--dir", stack.dir], "Starting layer 1/1", undefined, "SIGKILL");
+      expect(killed.code).not.toBe(0);
+      stack.images.add(`stackgen-rollback/${stack.project}:app`);
+      expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(true);
+      const again = await cli(["update", "--dir", stack.dir, "--json"]);
+      expect(again.code, again.stderr).toBe(1);
+      expect(again.stderr).toContain("stopped the stack and did not finish: this one starts again what ran before it, and rolls back to the images app ran then");
+      expect(JSON.parse(again.stdout).rolledBack).toMatchObject({ services: ["app"], recovered: true });
+      expect((await stack.container("app")).Image).toBe(before);
+      expect(await running()).toBe(true);
+      expect(await marker()).toBeTruthy();
       expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(false);
     },
     240_000,
