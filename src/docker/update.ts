@@ -296,6 +296,8 @@ export async function dryRunUpdate(engine: Engine, stack: Stack, compose: Compos
   // Images built here (or kept local by pull_policy) are not pulled by the update, so no registry
   // is asked about them (a plain name would otherwise go to Docker Hub): they stay as they are.
   const local = model.services.filter((s) => s.image && !pulledFromRegistry(s)).map((s) => s.name);
+  const unfinished = readUnfinishedUpdate(stack.dir);
+  if (unfinished) opts.progress(`The update of ${unfinished.startedAt} stopped the stack and did not finish: the real update starts again what ran before it (${unfinished.start.join(", ") || "nothing"}), and finishes or rolls back; this dry run compares with what runs now`);
   const containers = await engine.listProjectContainers(stack.project);
   const images = (await currentImages(engine, containers, model)).filter((s) => !local.includes(s.service));
   const result: UpdateResult = { dryRun: true, updated: [], unchanged: local, restarted: [] };

@@ -273,6 +273,10 @@ volumes:
       expect(killed.code).not.toBe(0);
       stack.images.add(`stackgen-rollback/${stack.project}:app`);
       expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(true);
+      // A dry run says it too, and changes nothing.
+      const dry = await cli(["update", "--dir", stack.dir, "--dry-run"]);
+      expect(dry.stderr).toContain("did not finish: the real update starts again what ran before it (app)");
+      expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(true);
       const again = await cli(["update", "--dir", stack.dir, "--json"]);
       expect(again.code, again.stderr).toBe(1);
       expect(again.stderr).toContain("stopped the stack and did not finish: this one starts again what ran before it, and rolls back to the images app ran then");
