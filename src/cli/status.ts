@@ -4,6 +4,7 @@ import { collectStatus, type StatusReport } from "../docker/status.ts";
 import { dirArg, jsonArg, openStack } from "../docker/cli-support.ts";
 import { dim, green, log, printJson, printText, red, yellow } from "./output.ts";
 import { unfinishedCommand } from "../docker/stack-lock.ts";
+import { unfinishedUpdateNote } from "../docker/update.ts";
 
 function stateColour(state: string, finished = false): string {
   return state === "running" || finished ? green(state) : state === "restarting" || state === "paused" ? yellow(state) : red(state);
@@ -48,7 +49,7 @@ export default defineCommand({
     const { stack, engine } = await openStack(args.dir);
     const report = await collectStatus(engine, stack.project);
     // Said first: the table alone (or "not started") would invite a plain start.
-    const unfinished = unfinishedCommand(stack.dir);
+    const unfinished = unfinishedCommand(stack.dir) ?? unfinishedUpdateNote(stack.dir);
     if (unfinished) log.warn(unfinished);
     if (args.json) printJson(report);
     else printText(renderStatus(report, stack.project));

@@ -396,7 +396,7 @@ export const rollbackTag = (project: string, service: string) => `${rollbackRepo
 export function quitUpdateNote(project: string, services: readonly string[]): string {
   // A service name Docker refuses as a tag has a tag of its own: say which.
   const renamed = services.filter((s) => asTag(s) !== s).map((s) => `${s}: ${rollbackTag(project, s)}`);
-  return `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. \`stackgen update\` again starts what ran and finishes the update, or rolls back to the previous images if the new ones do not come up healthy. Those are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`${renamed.length ? `; ${renamed.join(", ")}` : ""}): to go back by hand instead, put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\`.`;
+  return `the stack may be left stopped, and the image tags of updated services may name the new images, never checked. \`stackgen update\` again starts what ran and finishes the update, or rolls back to the previous images if the new ones do not come up healthy. Those are tagged ${rollbackRepo(project)}:<service> (\`docker image ls ${rollbackRepo(project)}\`${renamed.length ? `; ${renamed.join(", ")}` : ""}): to go back by hand instead, put each back with \`docker tag ${rollbackRepo(project)}:<service> <the image the service names>\` before \`docker compose up -d\`, then remove ${UNFINISHED_UPDATE_FILE} (the record the next update would resume from).`;
 }
 
 /** Point each service's image tag at the image its container ran before the update (or, for a
@@ -597,52 +597,78 @@ interface UnfinishedUpdate {
   images: Record<string, { id: string; ranImage?: string }>;
 }
 
+/** The record of an update that did not finish, if the stack folder holds one of ours. */
 function readUnfinishedUpdate(dir: string): UnfinishedUpdate | undefined {
+  let record: UnfinishedUpdate;
   try {
-    const record = JSON.parse(readFileSync(join(dir, UNFINISHED_UPDATE_FILE), "utf8")) as UnfinishedUpdate;
-    const lists = [record.start, record.mustStayUp, record.paused, record.brokenBefore];
-    if (!lists.every((l) => Array.isArray(l) && l.every((x) => typeof x === "string")) || typeof record.images !== "object" || record.images === null) return undefined;
-    return record;
+    record = JSON.parse(readFileSync(join(dir, UNFINISHED_UPDATE_FILE), "utf8")) as UnfinishedUpdate;
   } catch {
-    return undefined; // none (the usual case), or not one of ours
+    return undefined; // none (the usual case), or not JSON
   }
+  const names = (l: unknown) => Array.isArray(l) && l.every((x) => typeof x === "string");
+  const scale = (pair: unknown) => Array.isArray(pair) && pair.length === 2 && typeof pair[0] === "string" && Number.isInteger(pair[1]) && pair[1] > 1 && pair[1] <= 1000;
+  const image = (ran: unknown) => typeof ran === "object" && ran !== null && typeof (ran as { id?: unknown }).id === "string" && ["string", "undefined"].includes(typeof (ran as { ranImage?: unknown }).ranImage);
+  const ours = typeof record === "object" && record !== null && typeof record.startedAt === "string"
+    && [record.start, record.mustStayUp, record.paused, record.brokenBefore].every(names)
+    && Array.isArray(record.scales) && record.scales.every(scale)
+    && typeof record.images === "object" && record.images !== null && !Array.isArray(record.images) && Object.values(record.images).every(image);
+  return ours ? record : undefined;
+}
+
+/** What `status` says of an update record left behind (see UNFINISHED_UPDATE_FILE), also once
+ *  another command has taken over the lock that update left. */
+export function unfinishedUpdateNote(dir: string): string | undefined {
+  const record = readUnfinishedUpdate(dir);
+  return record && `The update of ${record.startedAt} stopped the stack and did not finish (${record.start.join(", ") || "nothing"} ran before it): \`stackgen update\` again starts what is still down and finishes the update or rolls back.`;
 }
 
 /** The plan and images of the update that left `record`, for the services this one still has:
  *  what ran before it is what this update starts again, and rolls back to. */
-async function resumeUnfinished(engine: Engine, record: UnfinishedUpdate, plan: StartPlan, before: ServiceImage[], model: ComposeModel): Promise<string[]> {
+async function resumeUnfinished(engine: Engine, record: UnfinishedUpdate, plan: StartPlan, before: ServiceImage[], model: ComposeModel): Promise<{ down: string[]; resumed: string[] }> {
   const known = new Set(model.services.map((s) => s.name));
-  for (const name of record.start) if (known.has(name)) plan.start.add(name);
-  for (const name of record.mustStayUp) if (known.has(name)) plan.mustStayUp.add(name);
-  for (const name of record.paused) if (known.has(name)) plan.paused.add(name);
-  for (const name of record.brokenBefore) if (known.has(name)) plan.brokenBefore.add(name);
-  for (const [name, n] of Array.isArray(record.scales) ? record.scales : []) if (known.has(name) && typeof n === "number" && n > 1) plan.scales.set(name, n);
+  // A service that runs again (started by hand since) runs as the user now has it: only those
+  // still down take what the record says.
+  const upNow = new Set(plan.start);
+  const down = (name: string) => known.has(name) && !upNow.has(name);
+  for (const name of record.start) if (down(name)) plan.start.add(name);
+  for (const name of record.mustStayUp) if (down(name)) plan.mustStayUp.add(name);
+  for (const name of record.paused) if (down(name)) plan.paused.add(name);
+  for (const name of record.brokenBefore) if (down(name)) plan.brokenBefore.add(name);
+  for (const [name, n] of record.scales) if (down(name)) plan.scales.set(name, n);
   const resumed: string[] = [];
   for (const s of before) {
     const ran = record.images[s.service];
-    if (!ran || typeof ran.id !== "string") continue;
+    if (!ran || !down(s.service)) continue;
     // The rollback tag of that update keeps the image; one removed since cannot be put back.
     const image = await engine.inspectImage(ran.id);
     if (!image) continue;
     s.currentId = ran.id;
     s.current = image;
     delete s.localId;
-    if (typeof ran.ranImage === "string" && !sameName(ran.ranImage, s.image, true)) s.ranImage = ran.ranImage;
+    // The name it ran under then: a rollback puts that back, not the name the files give now.
+    if (ran.ranImage !== undefined && !sameName(ran.ranImage, s.image, true)) s.ranImage = ran.ranImage;
     else delete s.ranImage;
     resumed.push(s.service);
   }
-  return resumed;
+  return { down: record.start.filter(down), resumed };
 }
 
 export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, model: ComposeModel, opts: UpdateOptions): Promise<UpdateResult> {
   const containers = await engine.listProjectContainers(stack.project);
   const plan = startPlan(containers, model, await crashLooping(engine, containers));
   const before = await currentImages(engine, containers, model);
-  const unfinished = readUnfinishedUpdate(stack.dir);
+  let unfinished = readUnfinishedUpdate(stack.dir);
   if (unfinished) {
-    const resumed = await resumeUnfinished(engine, unfinished, plan, before, model);
-    opts.progress(`The update of ${unfinished.startedAt} stopped the stack and did not finish: this one starts again what ran before it${resumed.length ? `, and rolls back to the images ${resumed.join(", ")} ran then if the new ones do not come up healthy` : ""}`);
+    const { down, resumed } = await resumeUnfinished(engine, unfinished, plan, before, model);
+    if (down.length === 0) {
+      // Everything it stopped runs again (started by hand): nothing of it is left to finish.
+      opts.progress(`The update of ${unfinished.startedAt} did not finish, but what it stopped runs again: its record (${UNFINISHED_UPDATE_FILE}) is dropped`);
+      rmSync(join(stack.dir, UNFINISHED_UPDATE_FILE), { force: true });
+      unfinished = undefined;
+    } else opts.progress(`The update of ${unfinished.startedAt} stopped the stack and did not finish: this one starts again what ran before it (${down.join(", ")})${resumed.length ? `, and rolls back to the images ${resumed.join(", ")} ran then if the new ones do not come up healthy` : ""}`);
   }
+  /** Whether this run started the stack again (new images or old): a resumed run's record goes only then. */
+  let stackStarted = false;
   const running = plan.start;
   const dependsOn = dependenciesByService(model);
   const layers = startLayers(dependsOn, running);
@@ -713,7 +739,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest: digestOf(s.current, s.ranImage ?? s.image), newDigest: digestOf(now, s.image) });
       }
     }
-    const restarts = accountForPlan(result, plan, model);
+    // Resuming, the services that killed update stopped start again whatever changed.
+    const restarts = accountForPlan(result, plan, model) || unfinished !== undefined;
     // Resuming a killed update, its stopped services start again even with nothing new.
     if (changed.length === 0 && !unfinished) {
       opts.progress("Every image is up to date; nothing restarted");
@@ -767,6 +794,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         stillNamed.push({ service: c.service, image: c.image, restored: c.ranImage!, ...(name !== c.ranImage ? { runsAs: name } : {}) });
       }
       const again = await withImagesNamed(compose, names, (previous) => startInOrder(engine, stack, previous, startOrder, opts, { kind: "rollback" }));
+      stackStarted = true;
       return { again, stillNamed };
     };
     // Those failing before the update did not really run: not named as stopped by it.
@@ -816,7 +844,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
     const onUp = (layer: string[]) => (newImagesStarted ||= layer.some((name) => changed.some((c) => c.service === name)));
     const problem = await startInOrder(engine, stack, compose, { ...startOrder, onUp }, opts, { kind: "forward", signal: opts.signal });
     result.restarted = order;
-    if (!problem) return result;
+    if (!problem) {
+      stackStarted = true;
+      return result;
+    }
 
     // 4. Roll back: the previous images, then the same ordered start.
     opts.progress(`Update failed (${problem}); rolling back ${changed.map((c) => c.service).join(", ")}`);
@@ -843,6 +874,10 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
       // done already), or the next `docker compose up` would start images never checked, their
       // previous ones named by nothing once the rollback tags are removed.
       const putBack = await retag(engine, before).then(() => undefined, (x: Error) => x);
+      // Resuming, "nothing was stopped" is this run's part only: the earlier one left it stopped.
+      if (!putBack && unfinished && !stackStarted) {
+        throw new StackgenError(e.code, `${e.message} The stack is still stopped by the update of ${unfinished.startedAt} that did not finish: run \`stackgen update\` again once this is fixed, which starts it again.`, e.status, e.details, e.exitCode);
+      }
       if (!putBack) throw e;
       keepRollbackTags = true;
       throw new StackgenError(e.code, `${e.message} Putting the image tags back failed too (${putBack.message}): ${quitNote()}`, e.status, e.details, e.exitCode);
@@ -853,7 +888,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
   } finally {
     // The stack runs again (new images or old), or an engine error said how it stands: the
     // record goes with the rollback tags, and stays where they stay.
-    if (!keepRollbackTags) rmSync(join(stack.dir, UNFINISHED_UPDATE_FILE), { force: true });
+    if (!keepRollbackTags && (!unfinished || stackStarted)) rmSync(join(stack.dir, UNFINISHED_UPDATE_FILE), { force: true });
     // Only tidying: a failure here (the engine gone) must not replace the update's outcome.
     await dropRollbackTags().catch((e: Error) => opts.progress(`Could not remove the rollback tags (${e.message}): \`docker image ls ${rollbackRepo(stack.project)}\` lists them, \`docker image rm\` removes them`));
   }
@@ -863,7 +898,7 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
  *  without it on a folder it may not write, as it did before there was one. */
 function recordUnfinished(dir: string, plan: StartPlan, before: ServiceImage[]): void {
   const images: UnfinishedUpdate["images"] = {};
-  for (const s of before) if (imageBefore(s)) images[s.service] = { id: imageBefore(s)!, ...(s.ranImage ? { ranImage: s.ranImage } : {}) };
+  for (const s of before) if (imageBefore(s)) images[s.service] = { id: imageBefore(s)!, ranImage: s.ranImage ?? s.image };
   const record: UnfinishedUpdate = {
     startedAt: new Date().toISOString(),
     start: [...plan.start], mustStayUp: [...plan.mustStayUp], paused: [...plan.paused], brokenBefore: [...plan.brokenBefore], scales: [...plan.scales],

@@ -18,7 +18,7 @@ import { insecureRegistries, parseChallenge, parseImageRef, registryBaseUrl } fr
 import { loadStack, normaliseProjectName, projectNameOf, type Stack } from "../../src/docker/stack.ts";
 import { summarise, healthOf, serviceStatus, type Health, type ServiceStatus, type State } from "../../src/docker/status.ts";
 import { fileEntry, readTar, TarParser, writeTar, type TarEntry } from "../../src/docker/tar.ts";
-import { digestOf, pulledAs, quitUpdateNote, rollbackTag, splitTag } from "../../src/docker/update.ts";
+import { digestOf, pulledAs, quitUpdateNote, rollbackTag, splitTag, UNFINISHED_UPDATE_FILE, unfinishedUpdateNote } from "../../src/docker/update.ts";
 import { timeoutMs } from "../../src/docker/cli-support.ts";
 import { diskCheck, diskSpaceOf, ENGINE_DISK_WARN_BYTES, STACK_DISK_WARN_BYTES, type DiskSpace } from "../../src/docker/doctor.ts";
 
@@ -1170,6 +1170,26 @@ describe("the stack lock", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  test("an update's record is read only when it is whole and of ours: a corrupt one is no record, not a crash", () => {
+    const dir = mkdtempSync(join(tmpdir(), "stackgen-record-"));
+    try {
+      const record = join(dir, UNFINISHED_UPDATE_FILE);
+      const good = { startedAt: "2026-11-29T01:00:00.000Z", start: ["db", "app"], mustStayUp: ["db", "app"], paused: [], brokenBefore: [], scales: [["app", 2]], images: { app: { id: "sha256:abc", ranImage: "app:1" } } };
+      writeFileSync(record, JSON.stringify(good));
+      expect(unfinishedUpdateNote(dir)).toStartWith("The update of 2026-11-29T01:00:00.000Z stopped the stack and did not finish (db, app ran before it)");
+      for (const bad of [{ ...good, scales: [1] }, { ...good, scales: [["app", 1e9]] }, { ...good, start: "app" }, { ...good, images: { app: { id: 5 } } }, { ...good, images: [] }, null, [], "x"]) {
+        writeFileSync(record, JSON.stringify(bad));
+        expect(unfinishedUpdateNote(dir), JSON.stringify(bad)).toBeUndefined();
+      }
+      writeFileSync(record, "{not json");
+      expect(unfinishedUpdateNote(dir)).toBeUndefined();
+      // Beside the lock: a backup never holds it.
+      expect(bundleFiles(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("a lock left by a restore, update or backup that did not finish is said: by status, and by the command taking it over", async () => {
     const dir = mkdtempSync(join(tmpdir(), "stackgen-lock-"));
     try {
