@@ -74,6 +74,18 @@ describe("readGuardConfig", () => {
     expect(err.message).not.toContain("hunter2");
   });
 
+  test("a Redis URL with no host or with a path that is no database number is a usage error, before any connection", () => {
+    for (const url of ["redis://user:hunter2@127.0.0.1:6379/x1", "redis://", "redis:///0", "rediss://host:6380/0/extra"]) {
+      const err = configError({ REDIS_URL: url });
+      expect(err.exitCode, url).toBe(2);
+      expect(err.message, url).toContain("REDIS_URL must name a host and, after it, at most a database number");
+      expect(err.message).not.toContain("hunter2");
+    }
+    for (const url of ["redis://127.0.0.1:6379", "redis://127.0.0.1:6379/", "redis://:pw@127.0.0.1:6379/3", "rediss://cache.example:6380/0"]) {
+      expect(readGuardConfig({ REDIS_URL: url }).redisUrl, url).toBe(url);
+    }
+  });
+
   test("a wildcard mixed with origins is refused", () => {
     expect(configError({ CORS_ORIGINS: "*,https://a.example" }).message).toContain("CORS_ORIGINS");
   });

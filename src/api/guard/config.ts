@@ -141,14 +141,24 @@ const REDIS_PROTOCOLS = new Set(["redis:", "rediss:", "valkey:", "valkeys:", "re
 
 function parseRedisUrl(raw: string | undefined, problems: string[]): string | undefined {
   if (!present(raw)) return undefined;
+  let url: URL | undefined;
   try {
-    if (REDIS_PROTOCOLS.has(new URL(raw.trim()).protocol)) return raw.trim();
+    url = new URL(raw.trim());
   } catch {
     // reported below
   }
   // The URL may hold a password: name the variable, never echo it.
-  problems.push(`REDIS_URL must be a redis:// or rediss:// URL`);
-  return undefined;
+  if (!url || !REDIS_PROTOCOLS.has(url.protocol)) {
+    problems.push(`REDIS_URL must be a redis:// or rediss:// URL`);
+    return undefined;
+  }
+  // Over TCP: a host, then at most a database number. The client would refuse another path only
+  // once the server starts (an unexpected failure, not this list of problems).
+  if (!url.protocol.endsWith("+unix:") && (url.hostname === "" || !/^\/?\d*$/.test(url.pathname))) {
+    problems.push(`REDIS_URL must name a host and, after it, at most a database number (redis://host:6379/0)`);
+    return undefined;
+  }
+  return raw.trim();
 }
 
 function parseLogLevel(raw: string | undefined, problems: string[]): LogLevel {
