@@ -739,9 +739,8 @@ export async function runUpdate(engine: Engine, stack: Stack, compose: Compose, 
         result.updated.push({ service: s.service, image: s.image, ...(s.ranImage ? { oldImage: s.ranImage } : {}), oldDigest: digestOf(s.current, s.ranImage ?? s.image), newDigest: digestOf(now, s.image) });
       }
     }
-    // Resuming, the services that killed update stopped start again whatever changed.
+    // Resuming a killed update, the services it stopped start again even with nothing new.
     const restarts = accountForPlan(result, plan, model) || unfinished !== undefined;
-    // Resuming a killed update, its stopped services start again even with nothing new.
     if (changed.length === 0 && !unfinished) {
       opts.progress("Every image is up to date; nothing restarted");
       return result;

@@ -52,6 +52,19 @@ describe("Ctrl-C", () => {
   const running = async () => (await stack.container("app")).State.Running as boolean;
   const marker = async () => (await stack.exec("app", "cat", "/more/marker")).trim();
 
+  /** An update of app to an image whose container exits at once (the compose file's command is
+   *  gone from it), killed while the stack is stopped: its record is left. The image app ran before. */
+  const killedWhileStopped = async () => {
+    const before = (await stack.container("app")).Image as string;
+    await stack.pushNewVersion(appRef, ["RUN rm /bin/sleep"]);
+    const killed = await interruptWhen(["update", "--dir", stack.dir], "Starting layer 1/1", undefined, "SIGKILL");
+    expect(killed.code).not.toBe(0);
+    // Left by the kill: cleanup removes it, also when an assertion fails.
+    stack.images.add(`stackgen-rollback/${stack.project}:app`);
+    expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(true);
+    return before;
+  };
+
   beforeAll(async () => {
     if (await dockerUnavailable()) return;
     await stack.publish(appRef, ["RUN echo v1 > /version"]);
@@ -267,13 +280,7 @@ volumes:
   e2e(
     "an update killed while the stack is stopped, whose new image cannot start: the next update rolls back to what ran before it",
     async () => {
-      const before = (await stack.container("app")).Image as string;
-      // The compose file's command is gone from the new image: its container exits at once.
-      await stack.pushNewVersion(appRef, ["RUN rm /bin/sleep"]);
-      const killed = await interruptWhen(["update", "--dir", stack.dir], "Starting layer 1/1", undefined, "SIGKILL");
-      expect(killed.code).not.toBe(0);
-      stack.images.add(`stackgen-rollback/${stack.project}:app`);
-      expect(existsSync(join(stack.dir, UNFINISHED_UPDATE_FILE))).toBe(true);
+      const before = await killedWhileStopped();
       // status and a dry run say it too, and change nothing.
       expect((await cli(["status", "--dir", stack.dir])).stderr).toContain("did not finish");
       const dry = await cli(["update", "--dir", stack.dir, "--dry-run"]);
@@ -294,12 +301,8 @@ volumes:
   e2e(
     "a resumed update that cannot pull keeps the record and says the stack is still stopped; with nothing new it starts the stack again",
     async () => {
-      const before = (await stack.container("app")).Image as string;
-      await stack.pushNewVersion(appRef, ["RUN rm /bin/sleep"]);
-      await interruptWhen(["update", "--dir", stack.dir], "Starting layer 1/1", undefined, "SIGKILL");
-      stack.images.add(`stackgen-rollback/${stack.project}:app`);
+      const before = await killedWhileStopped();
       const record = join(stack.dir, UNFINISHED_UPDATE_FILE);
-      expect(existsSync(record)).toBe(true);
       // The pull fails: this run starts nothing, and the record stays for the next one.
       const composeText = readFileSync(join(stack.dir, "docker-compose.yml"), "utf8");
       stack.write("docker-compose.yml", composeText.replace(appRef, stack.ref("app", "missing")));
